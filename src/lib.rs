@@ -1,0 +1,5 @@
+//! podhost: runs Kubernetes static pods on one Linux host without a CRI.
+//!
+//! Module order follows the one-way data flow in `../shared/design.md`:
+//! `source` → `worker` → `runtime` → `status` → `api`, with `model` holding pure
+//! types and functions shared by all of them.
