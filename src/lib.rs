@@ -3,3 +3,7 @@
 //! Module order follows the one-way data flow in `../shared/design.md`:
 //! `source` → `worker` → `runtime` → `status` → `api`, with `model` holding pure
 //! types and functions shared by all of them.
+pub mod logs;
+pub mod model;
+pub mod runtime;
+pub mod shim;

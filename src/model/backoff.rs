@@ -1,0 +1,95 @@
+//! CrashLoopBackOff arithmetic, as the kubelet computes it (kubelet-semantics §3).
+//!
+//! The first restart is immediate; then the delay starts at `initial` and doubles up to
+//! `max`. The entry is forgotten (back to the start) once the container ran for longer than
+//! the reset window (600 s in the kubelet) before it exited.
+
+use std::time::Duration;
+
+/// The kubelet's `initialCrashLoopBackOff`.
+pub const DEFAULT_INITIAL: Duration = Duration::from_secs(10);
+/// The kubelet's `MaxCrashLoopBackOff`.
+pub const DEFAULT_MAX: Duration = Duration::from_secs(300);
+/// A container that ran this long before exiting starts again from no back-off.
+pub const RESET_AFTER: Duration = Duration::from_secs(600);
+
+/// Back-off settings: the daemon may shorten them for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackoffPolicy {
+    pub initial: Duration,
+    pub max: Duration,
+}
+
+impl Default for BackoffPolicy {
+    fn default() -> Self {
+        Self {
+            initial: DEFAULT_INITIAL,
+            max: DEFAULT_MAX,
+        }
+    }
+}
+
+/// Back-off state of one container (keyed by pod UID + container name by the caller).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Backoff {
+    /// The delay the next restart waits, or `None` when the next restart is immediate.
+    current: Option<Duration>,
+}
+
+impl Backoff {
+    /// Records an exit after the container ran for `ran_for`, and returns how long to wait
+    /// before starting it again.
+    pub fn next_delay(&mut self, policy: &BackoffPolicy, ran_for: Duration) -> Duration {
+        if ran_for > RESET_AFTER {
+            self.current = None;
+        }
+        let delay = self.current.unwrap_or(Duration::ZERO);
+        self.current = Some(match self.current {
+            None => policy.initial.min(policy.max),
+            Some(d) => (d * 2).min(policy.max),
+        });
+        delay
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubelet_sequence_first_immediate_then_doubling_capped() {
+        let policy = BackoffPolicy::default();
+        let mut b = Backoff::default();
+        let got: Vec<u64> = (0..9)
+            .map(|_| b.next_delay(&policy, Duration::from_secs(1)).as_secs())
+            .collect();
+        assert_eq!(got, vec![0, 10, 20, 40, 80, 160, 300, 300, 300]);
+    }
+
+    #[test]
+    fn long_run_resets_the_backoff() {
+        let policy = BackoffPolicy::default();
+        let mut b = Backoff::default();
+        for _ in 0..5 {
+            b.next_delay(&policy, Duration::from_secs(1));
+        }
+        assert_eq!(
+            b.next_delay(&policy, Duration::from_secs(601)),
+            Duration::ZERO
+        );
+        assert_eq!(b.next_delay(&policy, Duration::from_secs(1)).as_secs(), 10);
+    }
+
+    #[test]
+    fn shortened_policy_for_tests() {
+        let policy = BackoffPolicy {
+            initial: Duration::from_millis(200),
+            max: Duration::from_millis(500),
+        };
+        let mut b = Backoff::default();
+        let got: Vec<u128> = (0..5)
+            .map(|_| b.next_delay(&policy, Duration::ZERO).as_millis())
+            .collect();
+        assert_eq!(got, vec![0, 200, 400, 500, 500]);
+    }
+}

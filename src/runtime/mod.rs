@@ -1,0 +1,20 @@
+//! The only code that touches the kernel: rootfs, OCI spec, pod namespaces, shims,
+//! exec into containers and signals.
+//!
+//! libcontainer is never called from the tokio daemon (it forks; see design.md): the
+//! daemon spawns `podhost shim` for a container and `podhost exec-helper` for an exec.
+
+pub mod cgroup_root;
+pub mod error;
+pub mod exec;
+pub mod fsutil;
+pub mod overlay;
+pub mod paths;
+pub mod records;
+pub mod sandbox;
+pub mod shim_client;
+pub mod signals;
+pub mod spec;
+pub mod user;
+
+pub use error::RuntimeError;

@@ -1,0 +1,50 @@
+//! The records a shim writes next to its container, read by the daemon (also after a restart).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What the daemon hands the shim: everything needed to create one container.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShimConfig {
+    pub container_id: String,
+    /// The OCI bundle (holds config.json); also where the shim writes its records.
+    pub bundle: PathBuf,
+    pub libcontainer_root: PathBuf,
+    pub log_path: PathBuf,
+    /// Overlay lower dirs, top-most first.
+    pub lower_dirs: Vec<PathBuf>,
+    pub rootfs: PathBuf,
+}
+
+/// Written by the shim once the container's process runs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StartedRecord {
+    pub shim_pid: i32,
+    pub init_pid: i32,
+    pub started_at: DateTime<Utc>,
+}
+
+/// Written atomically by the shim when the container's init process has exited.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ExitRecord {
+    /// The exit code as Kubernetes reports it: the status, or 128 + signal.
+    pub exit_code: i32,
+    /// The signal that killed the process, if one did.
+    pub signal: Option<i32>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+}
+
+/// The one line a shim prints on its stdout to tell the daemon how the start went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShimReady {
+    Started(StartedRecord),
+    Failed { message: String },
+}
+
+pub const SHIM_CONFIG_FILE: &str = "shim-config.json";
+pub const STARTED_FILE: &str = "started.json";
+pub const EXIT_FILE: &str = "exit.json";
+pub const SHIM_LOG_FILE: &str = "shim.log";

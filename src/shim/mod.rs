@@ -1,0 +1,11 @@
+//! `podhost shim`: the per-container process.
+//!
+//! Exec'd by the daemon, single-threaded while it calls libcontainer. It leaves the
+//! daemon's session, becomes the child subreaper, mounts the rootfs, creates and starts
+//! the container, reports the start on stdout (one JSON line), copies the container's
+//! stdout/stderr to the CRI log file, reaps the init process, writes `exit.json`
+//! atomically, deletes the container and exits. The daemon's death never touches it.
+
+mod process;
+
+pub use process::run;

@@ -1,0 +1,192 @@
+//! The shim's whole life, from config to exit record.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::time::Duration;
+
+use chrono::Utc;
+use libcontainer::container::Container;
+use libcontainer::container::builder::ContainerBuilder;
+use libcontainer::syscall::syscall::SyscallType;
+use nix::sys::signal::{SigHandler, Signal, signal};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use crate::runtime::fsutil::{read_json, write_json_atomic};
+use crate::runtime::overlay;
+use crate::runtime::records::{
+    EXIT_FILE, ExitRecord, SHIM_LOG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
+};
+
+/// Runs the shim for the config at `config_path`; returns the process exit code.
+pub fn run(config_path: &Path) -> i32 {
+    let cfg: ShimConfig = match read_json(config_path) {
+        Ok(Some(c)) => c,
+        Ok(None) => return report_failure(&format!("{} does not exist", config_path.display())),
+        Err(e) => return report_failure(&e.to_string()),
+    };
+    detach_from_daemon(&cfg);
+    tracing::info!(container = %cfg.container_id, "shim starting");
+    match create_and_start(&cfg) {
+        Err(message) => {
+            tracing::error!(container = %cfg.container_id, %message, "start failed");
+            cleanup(&cfg);
+            report_failure(&message)
+        }
+        Ok((started, stdout_r, stderr_r)) => {
+            if let Err(e) = write_json_atomic(&cfg.bundle.join(STARTED_FILE), &started) {
+                tracing::error!(error = %e, "cannot record the start");
+            }
+            report(&ShimReady::Started(started.clone()));
+            silence_stdout();
+            let log_path = cfg.log_path.clone();
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            // The only thread the shim ever has; libcontainer is not called while it runs.
+            std::thread::spawn(move || {
+                if let Err(e) = crate::logs::copy_streams_to_cri_log(stdout_r, stderr_r, &log_path) {
+                    tracing::error!(error = %e, "log copy failed");
+                }
+                let _ = done_tx.send(());
+            });
+            let (exit_code, sig) = reap_until(started.init_pid);
+            let finished_at = Utc::now();
+            // The pid namespace is gone, so the pipes close; don't wait forever if a
+            // stray process outside it kept them.
+            let _ = done_rx.recv_timeout(Duration::from_secs(5));
+            let record = ExitRecord {
+                exit_code,
+                signal: sig,
+                started_at: started.started_at,
+                finished_at,
+            };
+            if let Err(e) = write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
+                tracing::error!(error = %e, "cannot record the exit");
+            }
+            tracing::info!(container = %cfg.container_id, exit_code, "container exited");
+            cleanup(&cfg);
+            0
+        }
+    }
+}
+
+/// New session, subreaper, immune to the daemon's SIGHUP/SIGPIPE, own log file on stderr.
+fn detach_from_daemon(cfg: &ShimConfig) {
+    let _ = nix::unistd::setsid();
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) takes plain integer arguments and only
+    // changes this process's attributes.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+    // SAFETY: SIG_IGN installs no handler code; it is always sound.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigIgn);
+        let _ = signal(Signal::SIGHUP, SigHandler::SigIgn);
+    }
+    if let Ok(f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(cfg.bundle.join(SHIM_LOG_FILE))
+    {
+        let _ = nix::unistd::dup2_stderr(&f);
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PODHOST_SHIM_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .try_init();
+}
+
+fn create_and_start(cfg: &ShimConfig) -> Result<(StartedRecord, OwnedFd, OwnedFd), String> {
+    overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs).map_err(|e| e.to_string())?;
+    let (stdout_r, stdout_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    let (stderr_r, stderr_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+    let stdin = File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+    let mut container = ContainerBuilder::new(cfg.container_id.clone(), SyscallType::default())
+        .with_root_path(&cfg.libcontainer_root)
+        .and_then(|b| b.validate_id())
+        .map_err(|e| format!("create container: {e}"))?
+        .with_stdin(OwnedFd::from(stdin))
+        .with_stdout(stdout_w)
+        .with_stderr(stderr_w)
+        .as_init(&cfg.bundle)
+        .with_systemd(false)
+        .with_detach(true)
+        .build()
+        .map_err(|e| format!("create container: {e}"))?;
+    container.start().map_err(|e| format!("start container: {e}"))?;
+    let init_pid = container
+        .pid()
+        .map(|p| p.as_raw())
+        .ok_or_else(|| "libcontainer reported no init pid".to_string())?;
+    Ok((
+        StartedRecord {
+            shim_pid: std::process::id() as i32,
+            init_pid,
+            started_at: Utc::now(),
+        },
+        stdout_r,
+        stderr_r,
+    ))
+}
+
+/// Reaps every child (we are the subreaper) until the init process's status is known.
+fn reap_until(init_pid: i32) -> (i32, Option<i32>) {
+    loop {
+        match waitpid(Pid::from_raw(-1), None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == init_pid => return (code, None),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid.as_raw() == init_pid => {
+                return (128 + sig as i32, Some(sig as i32));
+            }
+            Ok(_) | Err(nix::Error::EINTR) => continue,
+            Err(e) => {
+                tracing::error!(error = %e, "waitpid failed; init status unknown");
+                return (137, None);
+            }
+        }
+    }
+}
+
+fn cleanup(cfg: &ShimConfig) {
+    let dir = cfg.libcontainer_root.join(&cfg.container_id);
+    if dir.exists() {
+        match Container::load(dir) {
+            Ok(mut c) => {
+                if let Err(e) = c.delete(true) {
+                    tracing::warn!(error = %e, "libcontainer delete failed");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot load container state for delete"),
+        }
+    }
+    if let Err(e) = overlay::unmount_rootfs(&cfg.rootfs) {
+        tracing::warn!(error = %e, "rootfs unmount failed");
+    }
+}
+
+fn report(ready: &ShimReady) {
+    let mut line = serde_json::to_vec(ready).unwrap_or_default();
+    line.push(b'\n');
+    let mut out = std::io::stdout();
+    let _ = out.write_all(&line).and_then(|_| out.flush());
+}
+
+fn report_failure(message: &str) -> i32 {
+    report(&ShimReady::Failed {
+        message: message.to_string(),
+    });
+    1
+}
+
+/// After the report, stdout points at /dev/null: the daemon may be gone at any time.
+fn silence_stdout() {
+    if let Ok(null) = File::open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
+}
