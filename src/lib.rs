@@ -7,3 +7,6 @@ pub mod logs;
 pub mod model;
 pub mod runtime;
 pub mod shim;
+pub mod status;
+pub mod worker;
+pub mod image;

@@ -1,0 +1,301 @@
+//! One container's life inside its pod: adopt or start, wait, restart with
+//! CrashLoopBackOff, and stop when the pod terminates.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::Container;
+use tokio::sync::watch;
+
+use super::context::{Ctx, PodInfo};
+use super::kill::{Running, stop_container};
+use super::prepare::prepare_attempt;
+use super::state::{ContainerView, running, terminated, waiting};
+use crate::model::backoff::Backoff;
+use crate::runtime::paths::{attempts, container_id};
+use crate::runtime::records::ExitRecord;
+use crate::runtime::shim_client::{self, Adopted, ShimHandle};
+use crate::status::EventKind;
+
+/// The pod worker's order: `Some(grace)` once the pod terminates.
+pub type TermRx = watch::Receiver<Option<Duration>>;
+
+type ExitFuture = Pin<Box<dyn std::future::Future<Output = ExitRecord> + Send>>;
+
+enum Step {
+    Start,
+    Wait(Running, ExitFuture),
+    Exited {
+        record: ExitRecord,
+        reason: Option<&'static str>,
+        message: Option<String>,
+    },
+    Done,
+}
+
+/// Supervises container `c` of `pod` until the pod terminates (or, for a container that
+/// is not restarted, until it has exited).
+pub async fn supervise(ctx: Arc<Ctx>, pod: Arc<PodInfo>, c: Container, mut term: TermRx) {
+    let mut sup = Supervisor {
+        view: ContainerView::new(&c.name, c.image.as_deref().unwrap_or_default(), "ContainerCreating"),
+        next_attempt: 0,
+        backoff: Backoff::default(),
+        image_backoff: Backoff::default(),
+        ctx,
+        pod,
+        c,
+    };
+    let mut step = sup.adopt();
+    loop {
+        step = match step {
+            Step::Start => sup.start(&mut term).await,
+            Step::Wait(run, exit) => sup.wait(run, exit, &mut term).await,
+            Step::Exited {
+                record,
+                reason,
+                message,
+            } => sup.after_exit(record, reason, message, &mut term).await,
+            Step::Done => return,
+        };
+    }
+}
+
+struct Supervisor {
+    ctx: Arc<Ctx>,
+    pod: Arc<PodInfo>,
+    c: Container,
+    view: ContainerView,
+    /// The attempt number of the next start; also the restart count it will have.
+    next_attempt: u32,
+    backoff: Backoff,
+    image_backoff: Backoff,
+}
+
+fn terminating(term: &TermRx) -> Option<Duration> {
+    *term.borrow()
+}
+
+impl Supervisor {
+    fn publish(&self) {
+        self.view.publish(&self.ctx.store, &self.pod.uid);
+    }
+
+    fn event(&self, kind: EventKind, reason: &str, message: String) {
+        self.ctx
+            .store
+            .pod_event(&self.pod.uid, kind, reason, &self.pod.object(&self.c.name), message);
+    }
+
+    /// Picks up where a previous daemon left off: the newest attempt dir tells.
+    fn adopt(&mut self) -> Step {
+        let dir = self.ctx.layout.container_dir(&self.pod.uid, &self.c.name);
+        let Some(&last) = attempts(&dir).last() else {
+            self.publish();
+            return Step::Start;
+        };
+        self.next_attempt = last + 1;
+        self.view.restart_count = last as i32;
+        // Rebuild the back-off as it stood after `last` restarts.
+        for _ in 0..last {
+            self.backoff.next_delay(&self.ctx.backoff, Duration::ZERO);
+        }
+        let bundle = self.ctx.layout.attempt_dir(&self.pod.uid, &self.c.name, last);
+        let id = container_id(&self.pod.uid, &self.c.name, last);
+        self.view.container_id = Some(format!("podhost://{id}"));
+        match shim_client::adopt(&bundle) {
+            Adopted::Running(handle) => {
+                tracing::info!(pod = %self.pod.name, container = %self.c.name, pid = handle.started.init_pid, "adopted running container");
+                self.view.state = running(handle.started.started_at);
+                self.publish();
+                let run = Running {
+                    started: handle.started.clone(),
+                    container_id: id,
+                    stop_signal: stop_signal_of(&bundle),
+                };
+                Step::Wait(run, wait_boxed(handle))
+            }
+            Adopted::Exited(record) => Step::Exited {
+                record,
+                reason: None,
+                message: None,
+            },
+            Adopted::Lost { started } => {
+                let now = Utc::now();
+                Step::Exited {
+                    record: ExitRecord {
+                        exit_code: 137,
+                        signal: None,
+                        started_at: started.map(|s| s.started_at).unwrap_or(now),
+                        finished_at: now,
+                    },
+                    reason: Some("ContainerStatusUnknown"),
+                    message: Some("The container could not be located when the daemon restarted".into()),
+                }
+            }
+        }
+    }
+
+    async fn start(&mut self, term: &mut watch::Receiver<Option<Duration>>) -> Step {
+        if terminating(term).is_some() {
+            return Step::Done;
+        }
+        let image_ref = self.c.image.clone().unwrap_or_default();
+        let images = self.ctx.images.clone();
+        let lookup = image_ref.clone();
+        let resolved = tokio::task::spawn_blocking(move || images.resolve(&lookup)).await;
+        let image = match resolved {
+            Ok(Ok(img)) => img,
+            Ok(Err(e)) => return self.image_missing(e.to_string(), term).await,
+            Err(e) => return self.image_missing(e.to_string(), term).await,
+        };
+        self.image_backoff = Backoff::default();
+        let _ = self.ctx.images.touch(&image.reference);
+        self.view.image_id = image.manifest_digest.clone();
+        let attempt = self.next_attempt;
+        self.next_attempt += 1;
+        let id = container_id(&self.pod.uid, &self.c.name, attempt);
+        let prepared = match prepare_attempt(&self.ctx, &self.pod, &self.c, &image, attempt) {
+            Ok(p) => p,
+            Err(e) => {
+                self.event(EventKind::Warning, "Failed", format!("Error: {e}"));
+                return self.start_failed(attempt, "CreateContainerConfigError", e.to_string());
+            }
+        };
+        match shim_client::spawn(&self.ctx.exe, &prepared.shim).await {
+            Ok(handle) => {
+                self.view.restart_count = attempt as i32;
+                self.view.container_id = Some(format!("podhost://{id}"));
+                self.view.state = running(handle.started.started_at);
+                self.publish();
+                self.event(EventKind::Normal, "Started", format!("Started container {}", self.c.name));
+                let run = Running {
+                    started: handle.started.clone(),
+                    container_id: id,
+                    stop_signal: prepared.stop_signal,
+                };
+                Step::Wait(run, wait_boxed(handle))
+            }
+            Err(e) => {
+                self.event(EventKind::Warning, "Failed", format!("Error: {e}"));
+                self.start_failed(attempt, "StartError", e.to_string())
+            }
+        }
+    }
+
+    /// A start that failed counts as an exit with code 128 (as containerd reports it), so
+    /// the restart policy and back-off apply.
+    fn start_failed(&mut self, attempt: u32, reason: &'static str, message: String) -> Step {
+        self.view.restart_count = attempt as i32;
+        let now = Utc::now();
+        Step::Exited {
+            record: ExitRecord {
+                exit_code: 128,
+                signal: None,
+                started_at: now,
+                finished_at: now,
+            },
+            reason: Some(reason),
+            message: Some(message),
+        }
+    }
+
+    async fn image_missing(&mut self, message: String, term: &mut watch::Receiver<Option<Duration>>) -> Step {
+        let never = self.c.image_pull_policy.as_deref() == Some("Never");
+        let delay = self.image_backoff.next_delay(&self.ctx.backoff, Duration::ZERO);
+        let reason = if never {
+            "ErrImageNeverPull"
+        } else if delay.is_zero() {
+            "ErrImagePull"
+        } else {
+            "ImagePullBackOff"
+        };
+        self.view.state = waiting(reason, Some(message.clone()));
+        self.publish();
+        self.event(EventKind::Warning, "Failed", message);
+        let mut images = self.ctx.images_changed.clone();
+        tokio::select! {
+            _ = term.wait_for(|t| t.is_some()) => Step::Done,
+            _ = images.changed() => Step::Start,
+            _ = tokio::time::sleep(delay.max(Duration::from_secs(1))) => Step::Start,
+        }
+    }
+
+    async fn wait(
+        &mut self,
+        run: Running,
+        mut exit: ExitFuture,
+        term: &mut watch::Receiver<Option<Duration>>,
+    ) -> Step {
+        let record = tokio::select! {
+            rec = &mut exit => rec,
+            Ok(grace) = wait_terminating(term) => {
+                stop_container(&self.ctx, &self.pod, &self.c, &run, grace, &mut exit).await
+            }
+        };
+        Step::Exited {
+            record,
+            reason: None,
+            message: None,
+        }
+    }
+
+    async fn after_exit(
+        &mut self,
+        record: ExitRecord,
+        reason: Option<&'static str>,
+        message: Option<String>,
+        term: &mut watch::Receiver<Option<Duration>>,
+    ) -> Step {
+        let state = terminated(&record, self.view.container_id.clone(), reason, message.clone());
+        let ran_for = (record.finished_at - record.started_at)
+            .to_std()
+            .unwrap_or_default();
+        if terminating(term).is_some() || !self.pod.policy.should_restart(record.exit_code) {
+            self.view.state = state;
+            self.publish();
+            return Step::Done;
+        }
+        let delay = self.backoff.next_delay(&self.ctx.backoff, ran_for);
+        let since_exit = (Utc::now() - record.finished_at).to_std().unwrap_or_default();
+        let wait = delay.saturating_sub(since_exit);
+        self.view.last_state = Some(state);
+        if wait.is_zero() {
+            return Step::Start;
+        }
+        let msg = format!(
+            "back-off {}s restarting failed container={} pod={}_{}({})",
+            delay.as_secs(),
+            self.c.name,
+            self.pod.name,
+            self.pod.namespace,
+            self.pod.uid
+        );
+        self.view.state = waiting("CrashLoopBackOff", Some(msg.clone()));
+        self.publish();
+        self.event(EventKind::Warning, "BackOff", msg);
+        tokio::select! {
+            _ = term.wait_for(|t| t.is_some()) => Step::Done,
+            _ = tokio::time::sleep(wait) => Step::Start,
+        }
+    }
+}
+
+/// Resolves with the grace period once the pod terminates.
+async fn wait_terminating(term: &mut TermRx) -> Result<Duration, watch::error::RecvError> {
+    let grace = term.wait_for(|t| t.is_some()).await?;
+    Ok(grace.unwrap_or_default())
+}
+
+fn wait_boxed(handle: ShimHandle) -> ExitFuture {
+    Box::pin(handle.wait())
+}
+
+/// The stop signal of an adopted container, as `prepare_attempt` recorded it.
+fn stop_signal_of(bundle: &std::path::Path) -> nix::sys::signal::Signal {
+    std::fs::read_to_string(bundle.join("stop-signal"))
+        .ok()
+        .and_then(|s| crate::runtime::signals::parse_signal(&s))
+        .unwrap_or(nix::sys::signal::Signal::SIGTERM)
+}

@@ -1,0 +1,77 @@
+//! What every worker shares: paths, stores, the podhost binary, policies.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::image::ImageStore;
+use crate::model::backoff::BackoffPolicy;
+use crate::model::grace::pod_grace;
+use crate::model::restart::RestartPolicy;
+use crate::runtime::paths::Layout;
+use crate::status::StatusStore;
+
+/// Shared, read-only context of the workers.
+#[derive(Debug)]
+pub struct Ctx {
+    pub layout: Layout,
+    pub store: Arc<StatusStore>,
+    pub images: Arc<ImageStore>,
+    /// The podhost binary, exec'd as shim and helpers.
+    pub exe: PathBuf,
+    /// Parent of every cgroup podhost creates (see `runtime::cgroup_root`).
+    pub cgroup_root: String,
+    pub backoff: BackoffPolicy,
+    /// RLIMIT_NOFILE given to containers (clamped to what the host allows).
+    pub nofile: u64,
+    /// Bumped whenever an image is loaded, so waiting containers retry at once.
+    pub images_changed: tokio::sync::watch::Receiver<u64>,
+}
+
+/// The immutable facts of one pod that its worker needs.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    pub uid: String,
+    pub name: String,
+    pub namespace: String,
+    pub pod: Pod,
+    pub host_network: bool,
+    pub grace: Duration,
+    pub policy: RestartPolicy,
+}
+
+impl PodInfo {
+    pub fn from_pod(pod: Pod) -> Self {
+        let spec = pod.spec.clone().unwrap_or_default();
+        Self {
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            namespace: pod
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            host_network: spec.host_network.unwrap_or(false),
+            grace: pod_grace(spec.termination_grace_period_seconds),
+            policy: RestartPolicy::from_spec(spec.restart_policy.as_deref())
+                .unwrap_or(RestartPolicy::Always),
+            pod,
+        }
+    }
+
+    /// The pod's hostname: its name, cut to the 63 characters a hostname may have.
+    pub fn hostname(&self) -> String {
+        let mut h: String = self.name.chars().take(63).collect();
+        while h.ends_with(['-', '.']) {
+            h.pop();
+        }
+        h
+    }
+
+    pub fn object(&self, container: &str) -> String {
+        format!("pod/{}/{}", self.name, container)
+    }
+}
+

@@ -1,0 +1,188 @@
+//! A pod's life: wait for its predecessor (same name), admit, sandbox, containers,
+//! and on termination stop every container in parallel, then release the sandbox.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::container::supervise;
+use super::context::{Ctx, PodInfo};
+use super::prepare::write_pod_files;
+use crate::runtime::cgroup_root::remove_pod_cgroups;
+use crate::runtime::sandbox::{self, SandboxPaths};
+use crate::status::EventKind;
+use crate::status::k8s_time;
+
+/// The manager's handle on a pod worker.
+#[derive(Debug)]
+pub struct PodHandle {
+    pub uid: String,
+    pub name: String,
+    term_tx: watch::Sender<Option<Duration>>,
+    /// Becomes `true` once the pod is fully terminated and cleaned up.
+    pub done: watch::Receiver<bool>,
+}
+
+impl PodHandle {
+    /// Asks the pod to terminate with its spec's grace period (idempotent; the grace can
+    /// only shrink, as in the kubelet).
+    pub fn terminate(&self, grace: Duration) {
+        self.term_tx.send_if_modified(|cur| match cur {
+            Some(g) if *g <= grace => false,
+            _ => {
+                *cur = Some(grace);
+                true
+            }
+        });
+    }
+
+    pub fn is_terminating(&self) -> bool {
+        self.term_tx.borrow().is_some()
+    }
+}
+
+/// Starts the worker of `pod`. With `predecessor`, it starts only after that pod (same
+/// name, older UID) has fully terminated. `finished` receives the UID at the end.
+pub fn spawn_pod(
+    ctx: Arc<Ctx>,
+    pod: PodInfo,
+    warnings: Vec<String>,
+    predecessor: Option<watch::Receiver<bool>>,
+    finished: mpsc::UnboundedSender<String>,
+) -> PodHandle {
+    let (term_tx, term_rx) = watch::channel(None);
+    let (done_tx, done_rx) = watch::channel(false);
+    let handle = PodHandle {
+        uid: pod.uid.clone(),
+        name: pod.name.clone(),
+        term_tx,
+        done: done_rx,
+    };
+    let pod = Arc::new(pod);
+    tokio::spawn(async move {
+        let uid = pod.uid.clone();
+        run(ctx, pod, warnings, predecessor, term_rx).await;
+        let _ = done_tx.send(true);
+        let _ = finished.send(uid);
+    });
+    handle
+}
+
+async fn run(
+    ctx: Arc<Ctx>,
+    pod: Arc<PodInfo>,
+    warnings: Vec<String>,
+    predecessor: Option<watch::Receiver<bool>>,
+    mut term: watch::Receiver<Option<Duration>>,
+) {
+    if let Some(mut prev) = predecessor {
+        tracing::info!(pod = %pod.name, "waiting for the previous version of the pod to terminate");
+        tokio::select! {
+            _ = prev.wait_for(|done| *done) => {}
+            _ = term.wait_for(|t| t.is_some()) => return,
+        }
+    }
+    let fresh = ctx.store.get(&pod.uid).is_none();
+    ctx.store.admit(&pod.pod);
+    let object = format!("pod/{}", pod.name);
+    if fresh {
+        for w in &warnings {
+            ctx.store
+                .pod_event(&pod.uid, EventKind::Warning, "FieldNotHonoured", &object, w.clone());
+        }
+    }
+    if !ensure_sandbox(&ctx, &pod, &mut term).await {
+        finish(&ctx, &pod).await;
+        return;
+    }
+    let mut supervisors = tokio::task::JoinSet::new();
+    for c in pod.pod.spec.clone().unwrap_or_default().containers {
+        supervisors.spawn(supervise(ctx.clone(), pod.clone(), c, term.clone()));
+    }
+    let _ = term.wait_for(|t| t.is_some()).await;
+    tracing::info!(pod = %pod.name, uid = %pod.uid, "terminating pod");
+    ctx.store.update_status(&pod.uid, |_| {});
+    mark_deleting(&ctx, &pod);
+    while supervisors.join_next().await.is_some() {}
+    finish(&ctx, &pod).await;
+}
+
+fn mark_deleting(ctx: &Ctx, pod: &PodInfo) {
+    // The API shows a pod being deleted by its deletionTimestamp ("Terminating").
+    ctx.store.set_deletion_timestamp(&pod.uid, k8s_time(chrono::Utc::now()));
+}
+
+/// Creates the pod's namespaces unless they survive from a previous daemon; retried every
+/// 10 s on failure. Returns false if the pod was terminated first.
+async fn ensure_sandbox(ctx: &Ctx, pod: &PodInfo, term: &mut watch::Receiver<Option<Duration>>) -> bool {
+    let ns_dir = ctx.layout.pod_ns_dir(&pod.uid);
+    loop {
+        if term.borrow().is_some() {
+            return false;
+        }
+        let result = match write_pod_files(ctx, pod) {
+            Err(e) => Err(e.to_string()),
+            Ok(()) if SandboxPaths::new(&ns_dir, pod.host_network).exists() => Ok(()),
+            Ok(()) => create_sandbox(ctx, pod).await,
+        };
+        match result {
+            Ok(()) => return true,
+            Err(message) => {
+                ctx.store.pod_event(
+                    &pod.uid,
+                    EventKind::Warning,
+                    "FailedCreatePodSandBox",
+                    &format!("pod/{}", pod.name),
+                    format!("Failed to create pod sandbox: {message}"),
+                );
+                let _ = sandbox::destroy(&ns_dir);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+                    _ = term.wait_for(|t| t.is_some()) => return false,
+                }
+            }
+        }
+    }
+}
+
+async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
+    let mut cmd = tokio::process::Command::new(&ctx.exe);
+    cmd.arg("sandbox")
+        .arg("--ns-dir")
+        .arg(ctx.layout.pod_ns_dir(&pod.uid))
+        .arg("--hostname")
+        .arg(pod.hostname());
+    if pod.host_network {
+        cmd.arg("--host-network");
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run the sandbox helper: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+/// Releases everything the pod held on the host and forgets it.
+async fn finish(ctx: &Ctx, pod: &PodInfo) {
+    if let Err(e) = sandbox::destroy(&ctx.layout.pod_ns_dir(&pod.uid)) {
+        tracing::warn!(pod = %pod.name, error = %e, "sandbox release failed");
+    }
+    remove_pod_cgroups(&ctx.cgroup_root, &pod.uid);
+    let dir = ctx.layout.pod_dir(&pod.uid);
+    if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!(pod = %pod.name, error = %e, "cannot remove {}", dir.display());
+        }
+    }
+    ctx.store.remove(&pod.uid);
+    tracing::info!(pod = %pod.name, uid = %pod.uid, "pod terminated");
+}

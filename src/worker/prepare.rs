@@ -1,0 +1,174 @@
+//! Turns a pod's container and its image into a ready OCI bundle and shim config.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::Container;
+use nix::sys::signal::Signal;
+
+use super::context::{Ctx, PodInfo};
+use crate::image::ResolvedImage;
+use crate::model::command::{expand_env_refs, merge_command};
+use crate::runtime::RuntimeError;
+use crate::runtime::cgroup_root::container_cgroup;
+use crate::runtime::paths::container_id;
+use crate::runtime::records::ShimConfig;
+use crate::runtime::sandbox::SandboxPaths;
+use crate::runtime::signals::parse_signal;
+use crate::runtime::spec::{ContainerSpecInput, build_spec, write_bundle_config};
+use crate::runtime::user::resolve_user;
+
+/// A bundle on disk, ready for a shim.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub shim: ShimConfig,
+    pub stop_signal: Signal,
+}
+
+/// Files of the pod shared by its containers.
+pub fn pod_hosts_file(ctx: &Ctx, pod: &PodInfo) -> PathBuf {
+    ctx.layout.pod_dir(&pod.uid).join("etc-hosts")
+}
+
+/// Writes the pod's /etc/hosts (as the kubelet manages it for a pod without a pod IP).
+pub fn write_pod_files(ctx: &Ctx, pod: &PodInfo) -> Result<(), RuntimeError> {
+    let hosts = if pod.host_network {
+        std::fs::read_to_string("/etc/hosts").unwrap_or_default()
+    } else {
+        format!(
+            "# Kubernetes-managed hosts file (podhost).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{}\n",
+            pod.hostname()
+        )
+    };
+    crate::runtime::fsutil::write_atomic(&pod_hosts_file(ctx, pod), hosts.as_bytes())
+}
+
+/// The container's environment: image env first, then the pod's (later wins). A pod
+/// value may refer to variables defined before it with `$(VAR)`, as in Kubernetes.
+fn merged_env(image: &ResolvedImage, c: &Container) -> Vec<(String, String)> {
+    fn set(env: &mut Vec<(String, String)>, k: String, v: String) {
+        match env.iter_mut().find(|(ek, _)| *ek == k) {
+            Some(slot) => slot.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+    let mut env: Vec<(String, String)> = Vec::new();
+    let image_env = image
+        .config
+        .config()
+        .as_ref()
+        .and_then(|c| c.env().clone())
+        .unwrap_or_default();
+    for kv in image_env {
+        let (k, v) = kv.split_once('=').unwrap_or((kv.as_str(), ""));
+        set(&mut env, k.to_string(), v.to_string());
+    }
+    for e in c.env.iter().flatten() {
+        let value = expand_env_refs(e.value.as_deref().unwrap_or_default(), &env);
+        set(&mut env, e.name.clone(), value);
+    }
+    env
+}
+
+/// The top-most layer that has an /etc/passwd, where the image's User is looked up.
+fn passwd_root(lower_top_first: &[PathBuf]) -> Option<&Path> {
+    lower_top_first
+        .iter()
+        .find(|d| d.join("etc/passwd").exists())
+        .map(|p| p.as_path())
+}
+
+/// Builds attempt `attempt` of container `c`: bundle dir, config.json and shim config.
+pub fn prepare_attempt(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    c: &Container,
+    image: &ResolvedImage,
+    attempt: u32,
+) -> Result<Prepared, RuntimeError> {
+    let bundle = ctx.layout.attempt_dir(&pod.uid, &c.name, attempt);
+    std::fs::create_dir_all(&bundle).map_err(|e| RuntimeError::io("create directory", &bundle, e))?;
+    let lower_dirs: Vec<PathBuf> = image.layers.iter().rev().cloned().collect();
+    let img = image.config.config().clone().unwrap_or_default();
+    let env = merged_env(image, c);
+    let expand = |list: &Option<Vec<String>>| {
+        list.as_ref()
+            .map(|l| l.iter().map(|s| expand_env_refs(s, &env)).collect::<Vec<_>>())
+    };
+    let command = expand(&c.command);
+    let args = expand(&c.args);
+    let argv = merge_command(
+        img.entrypoint().as_deref().unwrap_or_default(),
+        img.cmd().as_deref().unwrap_or_default(),
+        command.as_deref(),
+        args.as_deref(),
+    );
+    let spec_err = |message: String| RuntimeError::Spec {
+        container: c.name.clone(),
+        message,
+    };
+    if argv.is_empty() {
+        return Err(spec_err(
+            "no command: neither the image nor the pod gives one; set command in the manifest"
+                .into(),
+        ));
+    }
+    let user = img.user().clone().unwrap_or_default();
+    let (uid, gid) = match passwd_root(&lower_dirs) {
+        Some(root) => resolve_user(root, &user),
+        None => resolve_user(Path::new("/nonexistent"), &user),
+    }
+    .map_err(spec_err)?;
+    let cwd = c
+        .working_dir
+        .clone()
+        .filter(|w| !w.is_empty())
+        .or_else(|| img.working_dir().clone().filter(|w| !w.is_empty()))
+        .unwrap_or_else(|| "/".into());
+    let mut bind_files = vec![(pod_hosts_file(ctx, pod), "/etc/hosts".to_string())];
+    if Path::new("/etc/resolv.conf").exists() {
+        bind_files.push(("/etc/resolv.conf".into(), "/etc/resolv.conf".into()));
+    }
+    let rootfs = bundle.join("rootfs");
+    let mut annotations = HashMap::new();
+    annotations.insert("io.kubernetes.pod.name".into(), pod.name.clone());
+    annotations.insert("io.kubernetes.pod.namespace".into(), pod.namespace.clone());
+    annotations.insert("io.kubernetes.pod.uid".into(), pod.uid.clone());
+    annotations.insert("io.kubernetes.container.name".into(), c.name.clone());
+    let input = ContainerSpecInput {
+        container_name: c.name.clone(),
+        args: argv,
+        env: env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        cwd,
+        uid,
+        gid,
+        hostname: (!pod.host_network).then(|| pod.hostname()),
+        sandbox: SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.host_network),
+        rootfs: rootfs.clone(),
+        cgroups_path: container_cgroup(&ctx.cgroup_root, &pod.uid, &c.name),
+        bind_files,
+        nofile: ctx.nofile,
+        annotations,
+    };
+    let spec = build_spec(&input)?;
+    write_bundle_config(&bundle, &spec)?;
+    let stop_signal = img
+        .stop_signal()
+        .as_deref()
+        .and_then(parse_signal)
+        .unwrap_or(Signal::SIGTERM);
+    // Kept beside the bundle so that a restarted daemon stops an adopted container with
+    // the same signal.
+    crate::runtime::fsutil::write_atomic(&bundle.join("stop-signal"), stop_signal.as_str().as_bytes())?;
+    Ok(Prepared {
+        shim: ShimConfig {
+            container_id: container_id(&pod.uid, &c.name, attempt),
+            bundle,
+            libcontainer_root: ctx.layout.libcontainer_root(),
+            log_path: ctx.layout.container_log(&pod.namespace, &pod.name, &pod.uid, &c.name, attempt),
+            lower_dirs,
+            rootfs,
+        },
+        stop_signal,
+    })
+}
