@@ -7,6 +7,8 @@ pub mod logs;
 pub mod model;
 pub mod runtime;
 pub mod shim;
+pub mod source;
 pub mod status;
 pub mod worker;
 pub mod image;
+pub mod api;

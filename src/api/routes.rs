@@ -1,0 +1,211 @@
+//! Request routing and handlers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response};
+use k8s_openapi::List;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+
+use super::query::parse_query;
+use super::server::{ApiState, Body, error, ok_json, respond};
+use super::types::{ExecTarget, LoadRequest, LoadResponse};
+use crate::logs::reader::{ReadOptions, follow, read_messages};
+use crate::runtime::paths::container_id;
+use crate::runtime::records::EXIT_FILE;
+use crate::status::PodRecord;
+
+pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Body> {
+    let path = req.uri().path().to_string();
+    let query = parse_query(req.uri().query());
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let method = req.method().clone();
+    match (method, parts.as_slice()) {
+        (Method::GET, ["healthz"]) => respond(200, "text/plain", b"ok".to_vec()),
+        (Method::GET, ["pods"]) => ok_json(&pod_list(&state)),
+        (Method::GET, ["pods", name]) => with_pod(&state, name, |r| ok_json(&r.pod)),
+        (Method::GET, ["pods", name, "events"]) => with_pod(&state, name, |r| ok_json(&r.events)),
+        (Method::GET, ["pods", name, "exec"]) => with_pod(&state, name, |r| exec_target(&state, r, query.get("container"))),
+        (Method::GET, ["pods", name, "log"]) => match state.store.find_by_name(name) {
+            Some(r) => logs(&state, r, &query).await,
+            None => not_found(name),
+        },
+        (Method::GET, ["events"]) => ok_json(&state.store.node_events()),
+        (Method::GET, ["images"]) => match state.images.list() {
+            Ok(list) => ok_json(&list),
+            Err(e) => error(500, e.to_string()),
+        },
+        (Method::POST, ["images", "load"]) => load(&state, req).await,
+        (_, _) => error(404, format!("no such API path: {path}")),
+    }
+}
+
+fn not_found(name: &str) -> Response<Body> {
+    error(404, format!("pod \"{name}\" not found"))
+}
+
+fn with_pod(state: &ApiState, name: &str, f: impl FnOnce(PodRecord) -> Response<Body>) -> Response<Body> {
+    match state.store.find_by_name(name) {
+        Some(r) => f(r),
+        None => not_found(name),
+    }
+}
+
+/// A `v1.PodList` (apiVersion/kind set by the List type).
+fn pod_list(state: &ApiState) -> List<Pod> {
+    let mut items: Vec<Pod> = state.store.pods().into_iter().map(|r| r.pod).collect();
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    List {
+        items,
+        metadata: ListMeta::default(),
+    }
+}
+
+/// The container to use: the named one, or the pod's first (as kubectl defaults).
+fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, Response<Body>> {
+    let names: Vec<String> = rec
+        .pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    match wanted {
+        Some(w) if names.contains(w) => Ok(w.clone()),
+        Some(w) => Err(error(
+            404,
+            format!("container {w} is not valid for pod {}; choose one of: {}", rec.name(), names.join(", ")),
+        )),
+        None => names
+            .first()
+            .cloned()
+            .ok_or_else(|| error(404, format!("pod {} has no containers", rec.name()))),
+    }
+}
+
+fn restart_count(rec: &PodRecord, container: &str) -> Option<i32> {
+    rec.pod
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == container)
+        .map(|c| c.restart_count)
+}
+
+fn exec_target(state: &ApiState, rec: PodRecord, wanted: Option<&String>) -> Response<Body> {
+    let container = match pick_container(&rec, wanted) {
+        Ok(c) => c,
+        Err(resp) => return resp,
+    };
+    let cs = rec
+        .pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|l| l.iter().find(|c| c.name == container).cloned());
+    let running = cs
+        .as_ref()
+        .and_then(|c| c.state.as_ref())
+        .is_some_and(|s| s.running.is_some());
+    let attempt = cs.map(|c| c.restart_count).unwrap_or(0).max(0) as u32;
+    ok_json(&ExecTarget {
+        pod: rec.name().to_string(),
+        container: container.clone(),
+        libcontainer_root: state.layout.libcontainer_root().display().to_string(),
+        container_id: container_id(rec.uid(), &container, attempt),
+        running,
+    })
+}
+
+async fn logs(state: &ApiState, rec: PodRecord, query: &std::collections::HashMap<String, String>) -> Response<Body> {
+    let container = match pick_container(&rec, query.get("container")) {
+        Ok(c) => c,
+        Err(resp) => return resp,
+    };
+    let current = restart_count(&rec, &container).unwrap_or(0);
+    let previous = query.get("previous").is_some_and(|v| v == "true");
+    let attempt = if previous { current - 1 } else { current };
+    if attempt < 0 {
+        return error(
+            400,
+            format!("previous terminated container \"{container}\" in pod \"{}\" not found", rec.name()),
+        );
+    }
+    let ns = rec.pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let path = state
+        .layout
+        .container_log(&ns, rec.name(), rec.uid(), &container, attempt as u32);
+    let opts = ReadOptions {
+        tail: query.get("tail").and_then(|t| t.parse().ok()),
+        timestamps: query.get("timestamps").is_some_and(|v| v == "true"),
+        ..Default::default()
+    };
+    if !path.exists() {
+        return error(
+            404,
+            format!("no logs yet for container \"{container}\" in pod \"{}\" ({})", rec.name(), path.display()),
+        );
+    }
+    let follow_mode = query.get("follow").is_some_and(|v| v == "true") && !previous;
+    if !follow_mode {
+        let mut out = Vec::new();
+        return match tokio::task::spawn_blocking(move || read_messages(&path, &opts, &mut out).map(|_| out)).await {
+            Ok(Ok(out)) => respond(200, "text/plain", out),
+            Ok(Err(e)) => error(500, e.to_string()),
+            Err(e) => error(500, e.to_string()),
+        };
+    }
+    let exit_file: PathBuf = state
+        .layout
+        .attempt_dir(rec.uid(), &container, attempt as u32)
+        .join(EXIT_FILE);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
+    tokio::spawn(async move {
+        // kubectl logs -f ends when the container it follows has terminated.
+        let stop = async move {
+            while !exit_file.exists() && exit_file.parent().is_some_and(|p| p.exists()) {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        if let Err(e) = follow(path, opts, tx, stop).await {
+            tracing::warn!(error = %e, "log follow ended");
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))), rx))
+    });
+    let mut resp = Response::new(StreamBody::new(stream).boxed());
+    if let Ok(v) = "text/plain".parse() {
+        resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+async fn load(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return error(400, e.to_string()),
+    };
+    let request: LoadRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(400, format!("bad load request: {e}")),
+    };
+    let images = state.images.clone();
+    let path = PathBuf::from(&request.path);
+    match tokio::task::spawn_blocking(move || images.load(&path)).await {
+        Ok(Ok(references)) => {
+            state.images_changed.send_modify(|n| *n += 1);
+            ok_json(&LoadResponse { references })
+        }
+        Ok(Err(e)) => error(400, e.to_string()),
+        Err(e) => error(500, e.to_string()),
+    }
+}

@@ -1,0 +1,46 @@
+//! Bodies the API exchanges beyond the Kubernetes types.
+
+use serde::{Deserialize, Serialize};
+
+/// Where `podhost exec` finds a running container (the CLI execs itself, so that no
+/// libcontainer call happens in the daemon).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecTarget {
+    pub pod: String,
+    pub container: String,
+    pub libcontainer_root: String,
+    pub container_id: String,
+    pub running: bool,
+}
+
+/// `POST /images/load` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadRequest {
+    pub path: String,
+}
+
+/// `POST /images/load` answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadResponse {
+    pub references: Vec<String>,
+}
+
+/// An error answer, in the shape of a Kubernetes `Status`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiStatus {
+    pub kind: String,
+    pub status: String,
+    pub message: String,
+    pub code: u16,
+}
+
+impl ApiStatus {
+    pub fn failure(code: u16, message: impl Into<String>) -> Self {
+        Self {
+            kind: "Status".into(),
+            status: "Failure".into(),
+            message: message.into(),
+            code,
+        }
+    }
+}

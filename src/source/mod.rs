@@ -1,0 +1,71 @@
+//! The static-pod source: the manifest directory → validated pods with the kubelet's
+//! static-pod identity (`pkg/kubelet/config/file.go`, `common.go`).
+//!
+//! - [`load_manifest`]: one file → one [`StaticPod`] (or a [`ManifestError`] naming the
+//!   file, the field and what to do).
+//! - [`scan_dir`]: the whole directory → [`ScanResult`] (authoritative: a pod absent
+//!   from it was removed).
+//! - [`watch`]: inotify + periodic rescans → a stream of changed [`ScanResult`]s.
+//!
+//! Identity is the UID: any edit of a manifest gives a new UID, so the consumer sees
+//! the old pod removed and a new one added.
+
+mod decode;
+mod defaults;
+mod error;
+mod fields;
+mod identity;
+mod load;
+mod scan;
+mod validate;
+mod warnings;
+mod watch;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+
+use k8s_openapi::api::core::v1::Pod;
+
+pub use defaults::{
+    DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, DEFAULT_TERMINATION_MESSAGE_PATH, default_pull_policy,
+};
+pub use error::{MAX_MANIFEST_BYTES, ManifestError};
+pub use fields::HONOURED_FIELDS;
+pub use identity::{
+    ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, fnv128a,
+    static_pod_name, static_pod_uid,
+};
+pub use load::load_manifest;
+pub use scan::scan_dir;
+pub use warnings::unhonoured_fields;
+pub use watch::watch;
+
+/// A pod read from a manifest file, defaulted and with its static-pod identity.
+#[derive(Debug, Clone)]
+pub struct StaticPod {
+    /// The pod as podhost runs it: API defaults applied, `metadata.name` =
+    /// [`StaticPod::name`], `metadata.uid` = [`StaticPod::uid`], config annotations,
+    /// `spec.nodeName`, the NoExecute toleration, phase Pending.
+    pub pod: Pod,
+    /// 32 hex digits, FNV-128a of the pod ‖ node ‖ path; changes with any edit.
+    pub uid: String,
+    /// `<metadata.name>-<lowercase node name>`.
+    pub name: String,
+    /// `metadata.namespace`, `default` when not set.
+    pub namespace: String,
+    /// The manifest file.
+    pub path: PathBuf,
+    /// Fields set in the manifest that podhost does not honour yet, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// One full read of the manifest directory.
+#[derive(Debug, Default)]
+pub struct ScanResult {
+    /// The pods, in manifest file name order, unique by namespace and name.
+    pub pods: Vec<StaticPod>,
+    /// Every manifest (or the directory) that could not be used, in file name order.
+    pub errors: Vec<ManifestError>,
+}

@@ -1,0 +1,199 @@
+//! Validation of a static-pod manifest: the subset of the API server's
+//! `ValidatePodCreate` that podhost depends on. Names become directory and log file
+//! names, so they are checked strictly (DNS-1123), which also rules out `/` and `..`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use serde_json::Value;
+
+use super::error::ManifestError;
+
+/// Checks, before typed decoding, the fields whose absence would otherwise surface as
+/// an opaque decode error: `metadata.name`, `spec.containers`, and every container's
+/// `name` and `image`.
+pub(crate) fn check_required(path: &Path, doc: &Value) -> Result<(), ManifestError> {
+    let is_blank = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.trim().is_empty(),
+        Some(_) => false,
+    };
+    if is_blank(doc.pointer("/metadata/name")) {
+        return Err(ManifestError::MissingName {
+            path: path.to_path_buf(),
+        });
+    }
+    match doc.pointer("/spec/containers") {
+        None | Some(Value::Null) => {
+            return Err(ManifestError::NoContainers {
+                path: path.to_path_buf(),
+            });
+        }
+        Some(Value::Array(a)) if a.is_empty() => {
+            return Err(ManifestError::NoContainers {
+                path: path.to_path_buf(),
+            });
+        }
+        _ => {}
+    }
+    for list in ["containers", "initContainers"] {
+        let Some(Value::Array(items)) = doc.get("spec").and_then(|s| s.get(list)) else {
+            continue;
+        };
+        for (i, c) in items.iter().enumerate() {
+            if !c.is_object() {
+                continue; // the typed decode reports the wrong type
+            }
+            let missing = |field, hint| ManifestError::MissingContainerField {
+                path: path.to_path_buf(),
+                container: format!("spec.{list}[{i}]"),
+                field,
+                hint,
+            };
+            if is_blank(c.get("name")) {
+                return Err(missing("name", "give the container a unique name"));
+            }
+            if is_blank(c.get("image")) {
+                return Err(missing("image", "add the image to run"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Validates a decoded pod (before defaults and identity are applied).
+pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
+    let invalid = |field: &str, value: &str, reason: String| ManifestError::InvalidValue {
+        path: path.to_path_buf(),
+        field: field.to_string(),
+        value: value.to_string(),
+        reason,
+    };
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    if let Err(why) = dns1123_subdomain(name) {
+        return Err(invalid("metadata.name", name, why));
+    }
+    if let Some(ns) = pod.metadata.namespace.as_deref()
+        && !ns.is_empty()
+        && let Err(why) = dns1123_label(ns)
+    {
+        return Err(invalid("metadata.namespace", ns, why));
+    }
+    let Some(spec) = pod.spec.as_ref() else {
+        return Err(ManifestError::NoContainers {
+            path: path.to_path_buf(),
+        });
+    };
+    if spec.containers.is_empty() {
+        return Err(ManifestError::NoContainers {
+            path: path.to_path_buf(),
+        });
+    }
+    if let Some(rp) = spec.restart_policy.as_deref() {
+        one_of(rp, &["Always", "OnFailure", "Never"])
+            .map_err(|why| invalid("spec.restartPolicy", rp, why))?;
+    }
+    if let Some(tgps) = spec.termination_grace_period_seconds
+        && tgps < 0
+    {
+        return Err(invalid(
+            "spec.terminationGracePeriodSeconds",
+            &tgps.to_string(),
+            "must be 0 or more seconds".to_string(),
+        ));
+    }
+
+    let init = spec.init_containers.as_deref().unwrap_or_default();
+    let all = spec
+        .containers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("spec.containers[{i}]"), c))
+        .chain(
+            init.iter()
+                .enumerate()
+                .map(|(i, c)| (format!("spec.initContainers[{i}]"), c)),
+        );
+    let mut seen: HashMap<&str, String> = HashMap::new();
+    for (at, c) in all {
+        validate_container(&at, c).map_err(|(field, value, why)| invalid(&field, &value, why))?;
+        if let Some(first) = seen.get(c.name.as_str()) {
+            return Err(ManifestError::DuplicateContainer {
+                path: path.to_path_buf(),
+                container: at,
+                first: first.clone(),
+                name: c.name.clone(),
+            });
+        }
+        seen.insert(&c.name, at);
+    }
+    Ok(())
+}
+
+fn validate_container(at: &str, c: &Container) -> Result<(), (String, String, String)> {
+    let bad =
+        |field: &str, value: &str, why: String| (format!("{at}.{field}"), value.to_string(), why);
+    dns1123_label(&c.name).map_err(|why| bad("name", &c.name, why))?;
+    let image = c.image.as_deref().unwrap_or_default();
+    if image.trim() != image {
+        return Err(bad(
+            "image",
+            image,
+            "must not have leading or trailing whitespace".to_string(),
+        ));
+    }
+    if let Some(p) = c.image_pull_policy.as_deref() {
+        one_of(p, &["Always", "IfNotPresent", "Never"])
+            .map_err(|why| bad("imagePullPolicy", p, why))?;
+    }
+    if let Some(p) = c.termination_message_policy.as_deref() {
+        one_of(p, &["File", "FallbackToLogsOnError"])
+            .map_err(|why| bad("terminationMessagePolicy", p, why))?;
+    }
+    Ok(())
+}
+
+fn one_of(value: &str, allowed: &[&str]) -> Result<(), String> {
+    if allowed.contains(&value) {
+        Ok(())
+    } else {
+        Err(format!("must be one of {}", allowed.join(", ")))
+    }
+}
+
+/// A DNS-1123 label: 1–63 of `[a-z0-9-]`, starting and ending alphanumeric.
+pub(crate) fn dns1123_label(s: &str) -> Result<(), String> {
+    const WHY: &str = "must be a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit";
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if ok { Ok(()) } else { Err(WHY.to_string()) }
+}
+
+/// A DNS-1123 subdomain: at most 253 characters, dot-separated DNS-1123 labels.
+pub(crate) fn dns1123_subdomain(s: &str) -> Result<(), String> {
+    const WHY: &str = "must be a DNS-1123 subdomain: at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit";
+    let ok = !s.is_empty() && s.len() <= 253 && s.split('.').all(|l| dns1123_label(l).is_ok());
+    if ok { Ok(()) } else { Err(WHY.to_string()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_names() {
+        assert!(dns1123_label("web-1").is_ok());
+        assert!(dns1123_label("Web").is_err());
+        assert!(dns1123_label("-a").is_err());
+        assert!(dns1123_label(&"a".repeat(64)).is_err());
+        assert!(dns1123_subdomain("web.example-1").is_ok());
+        assert!(dns1123_subdomain("../etc").is_err());
+        assert!(dns1123_subdomain("a/b").is_err());
+        assert!(dns1123_subdomain("a..b").is_err());
+    }
+}
