@@ -12,3 +12,5 @@ pub mod status;
 pub mod worker;
 pub mod image;
 pub mod api;
+pub mod daemon;
+pub mod cli;

@@ -1,1 +1,330 @@
-fn main() {}
+//! The `podhost` command line: the daemon, the user commands that talk to it over its
+//! unix socket, and the hidden helper processes (shim, sandbox, exec-helper).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use podhost::api::client::{Client, ClientError};
+use podhost::api::percent_encode;
+use podhost::api::types::{ExecTarget, LoadRequest, LoadResponse};
+use podhost::cli::{describe::render_describe, images::render_images, table::render_pods};
+use podhost::model::backoff::BackoffPolicy;
+
+const DEFAULT_SOCKET: &str = "/run/podhost/podhost.sock";
+const DEFAULT_ROOT: &str = "/var/lib/podhost";
+
+#[derive(Parser)]
+#[command(name = "podhost", version, about = "Runs Kubernetes static pods on this host, without a CRI")]
+struct Cli {
+    /// The daemon's API socket.
+    #[arg(long, global = true, default_value = DEFAULT_SOCKET)]
+    socket: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the node agent: watch the manifest dir and run its pods.
+    Daemon(DaemonArgs),
+    /// List pods.
+    Get {
+        /// Only `pods` (or `pod`, `po`).
+        resource: String,
+        /// Output format: wide, json or yaml.
+        #[arg(short = 'o', long = "output")]
+        output: Option<String>,
+    },
+    /// Show a pod's status and events.
+    Describe {
+        /// Only `pod` (or `pods`, `po`).
+        resource: String,
+        name: String,
+    },
+    /// Print a container's logs.
+    Logs {
+        pod: String,
+        #[arg(short = 'c', long)]
+        container: Option<String>,
+        /// Keep streaming new lines until the container exits.
+        #[arg(short = 'f', long)]
+        follow: bool,
+        /// The previous instance of the container.
+        #[arg(short = 'p', long)]
+        previous: bool,
+        #[arg(long)]
+        tail: Option<usize>,
+        #[arg(long)]
+        timestamps: bool,
+    },
+    /// Run a command in a running container.
+    Exec {
+        pod: String,
+        #[arg(short = 'c', long)]
+        container: Option<String>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Load an OCI image layout dir or oci-archive tar into the image store.
+    Load {
+        path: PathBuf,
+        /// Used only when no daemon is running: load straight into this root dir.
+        #[arg(long, default_value = DEFAULT_ROOT)]
+        root_dir: PathBuf,
+    },
+    /// List the images in the store.
+    Images,
+    /// (internal) the per-container process.
+    #[command(hide = true)]
+    Shim { config: PathBuf },
+    /// (internal) create a pod's shared namespaces.
+    #[command(hide = true)]
+    Sandbox {
+        #[arg(long)]
+        ns_dir: PathBuf,
+        #[arg(long)]
+        hostname: String,
+        #[arg(long)]
+        host_network: bool,
+    },
+    /// (internal) run a command in a container (hooks).
+    #[command(hide = true)]
+    ExecHelper {
+        #[arg(long)]
+        libcontainer_root: PathBuf,
+        #[arg(long)]
+        id: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+struct DaemonArgs {
+    #[arg(long, default_value = "/etc/podhost/manifests")]
+    pod_manifest_path: PathBuf,
+    #[arg(long, default_value = DEFAULT_ROOT)]
+    root_dir: PathBuf,
+    #[arg(long, default_value = "/var/log/pods")]
+    log_dir: PathBuf,
+    /// Defaults to the host name.
+    #[arg(long)]
+    node_name: Option<String>,
+    /// Parent cgroup for every cgroup podhost creates (default: under the daemon's own).
+    #[arg(long)]
+    cgroup_root: Option<String>,
+    /// First CrashLoopBackOff delay in seconds (kubelet: 10); tests shorten it.
+    #[arg(long, default_value_t = 10.0)]
+    crashloop_initial_backoff: f64,
+    /// Longest CrashLoopBackOff delay in seconds (kubelet: 300).
+    #[arg(long, default_value_t = 300.0)]
+    crashloop_max_backoff: f64,
+    /// Seconds between authoritative rescans of the manifest dir (kubelet: 20).
+    #[arg(long, default_value_t = 20.0)]
+    rescan_interval: f64,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> Result<i32> {
+    let socket = cli.socket;
+    match cli.command {
+        Command::Daemon(args) => daemon(args, socket),
+        Command::Get { resource, output } => {
+            pods_resource(&resource)?;
+            get_pods(&Client::new(&socket), output.as_deref())
+        }
+        Command::Describe { resource, name } => {
+            pods_resource(&resource)?;
+            describe(&Client::new(&socket), &name)
+        }
+        Command::Logs {
+            pod,
+            container,
+            follow,
+            previous,
+            tail,
+            timestamps,
+        } => logs(&Client::new(&socket), &pod, container, follow, previous, tail, timestamps),
+        Command::Exec {
+            pod,
+            container,
+            command,
+        } => exec(&Client::new(&socket), &pod, container, command),
+        Command::Load { path, root_dir } => load(&Client::new(&socket), &path, &root_dir),
+        Command::Images => {
+            let list: Vec<podhost::image::ImageSummary> = Client::new(&socket).get_json("/images")?;
+            print!("{}", render_images(&list, chrono::Utc::now()));
+            Ok(0)
+        }
+        Command::Shim { config } => Ok(podhost::shim::run(&config)),
+        Command::Sandbox {
+            ns_dir,
+            hostname,
+            host_network,
+        } => {
+            podhost::runtime::sandbox::create_in_helper(&ns_dir, &hostname, host_network)?;
+            Ok(0)
+        }
+        Command::ExecHelper {
+            libcontainer_root,
+            id,
+            command,
+        } => Ok(podhost::runtime::exec::exec_in_container(&libcontainer_root, &id, command)?),
+    }
+}
+
+fn pods_resource(resource: &str) -> Result<()> {
+    match resource {
+        "pods" | "pod" | "po" => Ok(()),
+        other => bail!("unknown resource type {other:?}: podhost knows only pods"),
+    }
+}
+
+fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let node_name = match args.node_name {
+        Some(n) => n,
+        None => nix::unistd::gethostname()
+            .context("reading the host name (give --node-name)")?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let secs = |s: f64, flag: &str| {
+        Duration::try_from_secs_f64(s).with_context(|| format!("--{flag} must be a positive number of seconds"))
+    };
+    let cfg = podhost::daemon::DaemonConfig {
+        manifest_dir: args.pod_manifest_path,
+        root_dir: args.root_dir,
+        log_dir: args.log_dir,
+        node_name,
+        socket,
+        cgroup_root: args.cgroup_root,
+        backoff: BackoffPolicy {
+            initial: secs(args.crashloop_initial_backoff, "crashloop-initial-backoff")?,
+            max: secs(args.crashloop_max_backoff, "crashloop-max-backoff")?,
+        },
+        rescan_every: secs(args.rescan_interval, "rescan-interval")?,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    rt.block_on(podhost::daemon::run(cfg))?;
+    Ok(0)
+}
+
+fn get_pods(client: &Client, output: Option<&str>) -> Result<i32> {
+    let list: serde_json::Value = client.get_json("/pods")?;
+    match output {
+        Some("json") => println!("{}", serde_json::to_string_pretty(&list)?),
+        Some("yaml") => print!("{}", serde_yaml_ng::to_string(&list)?),
+        None | Some("wide") => {
+            let pods: Vec<k8s_openapi::api::core::v1::Pod> =
+                serde_json::from_value(list.get("items").cloned().unwrap_or_default())?;
+            if pods.is_empty() {
+                eprintln!("No resources found.");
+            } else {
+                print!("{}", render_pods(&pods, output == Some("wide"), chrono::Utc::now()));
+            }
+        }
+        Some(other) => bail!("unknown output format {other:?}: use wide, json or yaml"),
+    }
+    Ok(0)
+}
+
+fn describe(client: &Client, name: &str) -> Result<i32> {
+    let path = format!("/pods/{}", percent_encode(name));
+    let pod: k8s_openapi::api::core::v1::Pod = client.get_json(&path)?;
+    let events: Vec<podhost::status::Event> = client.get_json(&format!("{path}/events"))?;
+    print!("{}", render_describe(&pod, &events, chrono::Utc::now()));
+    Ok(0)
+}
+
+fn logs(
+    client: &Client,
+    pod: &str,
+    container: Option<String>,
+    follow: bool,
+    previous: bool,
+    tail: Option<usize>,
+    timestamps: bool,
+) -> Result<i32> {
+    let mut path = format!(
+        "/pods/{}/log?follow={follow}&previous={previous}&timestamps={timestamps}",
+        percent_encode(pod)
+    );
+    if let Some(c) = container {
+        path.push_str(&format!("&container={}", percent_encode(&c)));
+    }
+    if let Some(t) = tail {
+        path.push_str(&format!("&tail={t}"));
+    }
+    let mut stdout = std::io::stdout();
+    client.request_streaming("GET", &path, None, &mut |chunk| {
+        stdout.write_all(chunk)?;
+        stdout.flush()
+    })?;
+    Ok(0)
+}
+
+fn exec(client: &Client, pod: &str, container: Option<String>, command: Vec<String>) -> Result<i32> {
+    let mut path = format!("/pods/{}/exec", percent_encode(pod));
+    if let Some(c) = container {
+        path.push_str(&format!("?container={}", percent_encode(&c)));
+    }
+    let target: ExecTarget = client.get_json(&path)?;
+    if !target.running {
+        bail!(
+            "container {} in pod {} is not running; exec needs a running container",
+            target.container,
+            target.pod
+        );
+    }
+    // This process has a single thread (no runtime was started), so libcontainer may fork here.
+    let code = podhost::runtime::exec::exec_in_container(
+        Path::new(&target.libcontainer_root),
+        &target.container_id,
+        command,
+    )?;
+    Ok(code)
+}
+
+fn load(client: &Client, path: &Path, root_dir: &Path) -> Result<i32> {
+    let abs = std::fs::canonicalize(path).with_context(|| format!("{}: no such file or directory", path.display()))?;
+    let body = serde_json::to_vec(&LoadRequest {
+        path: abs.display().to_string(),
+    })?;
+    let refs = match client.request("POST", "/images/load", Some(&body)) {
+        Ok(answer) => serde_json::from_slice::<LoadResponse>(&answer.body)?.references,
+        Err(ClientError::Connect { .. }) => {
+            eprintln!("no daemon is running; loading straight into {}", root_dir.display());
+            podhost::image::ImageStore::open(root_dir)?.load(&abs)?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for r in refs {
+        println!("Loaded image: {r}");
+    }
+    Ok(0)
+}

@@ -56,13 +56,40 @@ impl Client {
         }
     }
 
-    /// Sends a request and streams the body into `sink` as it arrives.
+    /// Sends a request and streams a successful answer's body into `sink` as it arrives;
+    /// an error status (≥ 400) becomes [`ClientError::Status`] with the daemon's message.
     pub fn request_streaming(
         &self,
         method: &str,
         path: &str,
         body: Option<&[u8]>,
         sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> Result<u16, ClientError> {
+        let mut error_body: Option<Vec<u8>> = None;
+        let code = self.raw(method, path, body, &mut |code, chunk| {
+            if code >= 400 {
+                error_body.get_or_insert_with(Vec::new).extend_from_slice(chunk);
+                Ok(())
+            } else {
+                sink(chunk)
+            }
+        })?;
+        if code >= 400 {
+            let out = error_body.unwrap_or_default();
+            let message = serde_json::from_slice::<super::types::ApiStatus>(&out)
+                .map(|s| s.message)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&out).into_owned());
+            return Err(ClientError::Status { code, message });
+        }
+        Ok(code)
+    }
+
+    fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+        sink: &mut dyn FnMut(u16, &[u8]) -> std::io::Result<()>,
     ) -> Result<u16, ClientError> {
         let mut stream = UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
             socket: self.socket.clone(),
@@ -113,7 +140,7 @@ impl Client {
                 }
                 let mut buf = vec![0; size];
                 reader.read_exact(&mut buf).map_err(|e| self.io(e))?;
-                sink(&buf).map_err(|e| self.io(e))?;
+                sink(code, &buf).map_err(|e| self.io(e))?;
                 line.clear();
                 reader.read_line(&mut line).map_err(|e| self.io(e))?;
             }
@@ -128,7 +155,7 @@ impl Client {
                     reader.read_to_end(&mut buf).map_err(|e| self.io(e))?;
                 }
             }
-            sink(&buf).map_err(|e| self.io(e))?;
+            sink(code, &buf).map_err(|e| self.io(e))?;
         }
         Ok(code)
     }
@@ -140,12 +167,6 @@ impl Client {
             out.extend_from_slice(b);
             Ok(())
         })?;
-        if code >= 400 {
-            let message = serde_json::from_slice::<super::types::ApiStatus>(&out)
-                .map(|s| s.message)
-                .unwrap_or_else(|_| String::from_utf8_lossy(&out).into_owned());
-            return Err(ClientError::Status { code, message });
-        }
         Ok(Answer { code, body: out })
     }
 

@@ -27,6 +27,7 @@ pub const HONOURED_FIELDS: &[&str] = &[
     "spec.containers[*].env[*].value",
     "spec.containers[*].workingDir",
     "spec.containers[*].lifecycle.preStop.exec",
+    "spec.containers[*].lifecycle.preStop.sleep",
     "spec.containers[*].terminationMessagePath",
     "spec.containers[*].terminationMessagePolicy",
     // Informational only (nothing is published; with hostNetwork the port is the host's).

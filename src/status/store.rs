@@ -97,6 +97,9 @@ impl StatusStore {
         let mut inner = self.lock();
         let rec = inner.pods.entry(uid).or_insert_with(|| {
             let mut pod = pod.clone();
+            pod.metadata
+                .creation_timestamp
+                .get_or_insert_with(|| k8s_time(Utc::now()));
             let mut status = pod.status.take().unwrap_or_default();
             status.phase = Some("Pending".into());
             status.host_ip = Some("127.0.0.1".into());

@@ -1,0 +1,6 @@
+//! What the CLI prints, as pure functions of API objects (unit-tested without a daemon).
+
+pub mod age;
+pub mod describe;
+pub mod images;
+pub mod table;

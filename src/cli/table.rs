@@ -1,0 +1,175 @@
+//! `podhost get pods`: kubectl's table (NAME READY STATUS RESTARTS AGE [IP NODE]).
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::Pod;
+
+use super::age::age_of;
+
+/// The STATUS column as kubectl computes it: the phase, overridden by a container's
+/// waiting/terminated reason, and `Terminating` while the pod is being deleted.
+pub fn pod_status_text(pod: &Pod) -> String {
+    let status = pod.status.clone().unwrap_or_default();
+    let mut reason = status.phase.clone().unwrap_or_else(|| "Pending".into());
+    let mut has_running = false;
+    for c in status.container_statuses.iter().flatten().rev() {
+        let state = c.state.clone().unwrap_or_default();
+        if let Some(w) = state.waiting.as_ref().and_then(|w| w.reason.clone()).filter(|r| !r.is_empty()) {
+            reason = w;
+        } else if let Some(t) = state.terminated.as_ref() {
+            reason = t.reason.clone().unwrap_or_else(|| match t.signal {
+                Some(s) => format!("Signal:{s}"),
+                None => format!("ExitCode:{}", t.exit_code),
+            });
+        } else if state.running.is_some() && c.ready {
+            has_running = true;
+        }
+    }
+    if reason == "Completed" && has_running {
+        reason = "Running".into();
+    }
+    if pod.metadata.deletion_timestamp.is_some() {
+        reason = "Terminating".into();
+    }
+    reason
+}
+
+fn restarts_text(pod: &Pod, now: DateTime<Utc>) -> String {
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default();
+    let total: i32 = statuses.iter().map(|c| c.restart_count).sum();
+    let last = statuses
+        .iter()
+        .filter_map(|c| c.last_state.as_ref()?.terminated.as_ref()?.finished_at.clone())
+        .max_by_key(|t| t.0);
+    match last {
+        Some(t) if total > 0 => format!("{total} ({} ago)", age_of(Some(&t), now)),
+        _ => total.to_string(),
+    }
+}
+
+fn ready_text(pod: &Pod) -> String {
+    let total = pod.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
+    let ready = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|l| l.iter().filter(|c| c.ready).count())
+        .unwrap_or(0);
+    format!("{ready}/{total}")
+}
+
+/// Renders the table; `wide` adds IP and NODE.
+pub fn render_pods(pods: &[Pod], wide: bool, now: DateTime<Utc>) -> String {
+    let mut rows: Vec<Vec<String>> = vec![{
+        let mut h = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
+        if wide {
+            h.extend(["IP", "NODE"]);
+        }
+        h.into_iter().map(String::from).collect()
+    }];
+    for p in pods {
+        let mut row = vec![
+            p.metadata.name.clone().unwrap_or_default(),
+            ready_text(p),
+            pod_status_text(p),
+            restarts_text(p, now),
+            age_of(p.metadata.creation_timestamp.as_ref(), now),
+        ];
+        if wide {
+            row.push(
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.pod_ip.clone())
+                    .unwrap_or_else(|| "<none>".into()),
+            );
+            row.push(
+                p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.clone())
+                    .unwrap_or_else(|| "<none>".into()),
+            );
+        }
+        rows.push(row);
+    }
+    align(&rows)
+}
+
+/// Left-aligned columns separated by three spaces, as kubectl's tabwriter.
+pub fn align(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            if i + 1 == r.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}   ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{
+        ContainerState, ContainerStateWaiting, ContainerStatus, PodSpec, PodStatus,
+    };
+
+    fn pod(reason: Option<&str>, ready: bool, restarts: i32) -> Pod {
+        Pod {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("web-node1".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                containers: vec![Default::default()],
+                ..Default::default()
+            }),
+            status: Some(PodStatus {
+                phase: Some("Running".into()),
+                container_statuses: Some(vec![ContainerStatus {
+                    ready,
+                    restart_count: restarts,
+                    state: Some(ContainerState {
+                        waiting: reason.map(|r| ContainerStateWaiting {
+                            reason: Some(r.into()),
+                            message: None,
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn status_column_prefers_container_reason() {
+        assert_eq!(pod_status_text(&pod(Some("CrashLoopBackOff"), false, 3)), "CrashLoopBackOff");
+        assert_eq!(pod_status_text(&pod(None, true, 0)), "Running");
+        let mut p = pod(None, true, 0);
+        p.metadata.deletion_timestamp = Some(crate::status::k8s_time(Utc::now()));
+        assert_eq!(pod_status_text(&p), "Terminating");
+    }
+
+    #[test]
+    fn table_layout() {
+        let out = render_pods(&[pod(Some("CrashLoopBackOff"), false, 3)], false, Utc::now());
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("NAME      "));
+        assert!(lines[0].contains("READY   STATUS"));
+        assert!(lines[1].starts_with("web-node1   0/1     CrashLoopBackOff   3"));
+    }
+}

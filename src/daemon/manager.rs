@@ -1,0 +1,121 @@
+//! The single writer of the desired pod set: diffs each authoritative scan by UID, starts
+//! and terminates pod workers, and holds a new pod until the old one of the same name is
+//! fully terminated (an edited manifest replaces its pod gracefully).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use crate::source::{ScanResult, StaticPod};
+use crate::status::EventKind;
+use crate::worker::{Ctx, PodHandle, PodInfo, spawn_pod};
+
+struct Manager {
+    ctx: Arc<Ctx>,
+    workers: HashMap<String, PodHandle>,
+    /// The newest worker of each pod name: a new UID with that name waits for it.
+    newest_by_name: HashMap<String, String>,
+    finished_tx: mpsc::UnboundedSender<String>,
+    /// Manifest errors already reported, so a rescan does not repeat them.
+    reported_errors: BTreeSet<String>,
+}
+
+pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
+    let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
+    let mut m = Manager {
+        ctx,
+        workers: HashMap::new(),
+        newest_by_name: HashMap::new(),
+        finished_tx,
+        reported_errors: BTreeSet::new(),
+    };
+    let mut first = true;
+    loop {
+        tokio::select! {
+            scan = scans.recv() => match scan {
+                Some(scan) => {
+                    m.apply(scan, first);
+                    first = false;
+                }
+                None => return,
+            },
+            Some(uid) = finished_rx.recv() => m.finished(&uid),
+        }
+    }
+}
+
+impl Manager {
+    fn apply(&mut self, scan: ScanResult, first: bool) {
+        self.report_errors(&scan);
+        let desired: HashMap<&str, &StaticPod> = scan.pods.iter().map(|p| (p.uid.as_str(), p)).collect();
+        if first {
+            self.terminate_orphans(&desired);
+        }
+        for (uid, handle) in &self.workers {
+            if !desired.contains_key(uid.as_str()) && !handle.is_terminating() {
+                let grace = self
+                    .ctx
+                    .store
+                    .get(uid)
+                    .map(|r| PodInfo::from_pod(r.pod).grace)
+                    .unwrap_or(crate::model::grace::pod_grace(None));
+                tracing::info!(pod = %handle.name, %uid, "manifest removed or changed: terminating pod");
+                handle.terminate(grace);
+            }
+        }
+        for sp in &scan.pods {
+            if !self.workers.contains_key(&sp.uid) {
+                self.start(PodInfo::from_pod(sp.pod.clone()), sp.warnings.clone());
+            }
+        }
+    }
+
+    /// Pods a previous daemon ran whose manifest is gone: adopt them only to stop them.
+    fn terminate_orphans(&mut self, desired: &HashMap<&str, &StaticPod>) {
+        for rec in self.ctx.store.pods() {
+            if desired.contains_key(rec.uid()) || self.workers.contains_key(rec.uid()) {
+                continue;
+            }
+            let info = PodInfo::from_pod(rec.pod.clone());
+            let grace = info.grace;
+            tracing::info!(pod = %info.name, uid = %info.uid, "pod from a previous run has no manifest: terminating");
+            let uid = info.uid.clone();
+            self.start(info, Vec::new());
+            if let Some(h) = self.workers.get(&uid) {
+                h.terminate(grace);
+            }
+        }
+    }
+
+    fn start(&mut self, info: PodInfo, warnings: Vec<String>) {
+        let predecessor = self
+            .newest_by_name
+            .get(&info.name)
+            .and_then(|uid| self.workers.get(uid))
+            .map(|h| h.done.clone());
+        let uid = info.uid.clone();
+        let name = info.name.clone();
+        let handle = spawn_pod(self.ctx.clone(), info, warnings, predecessor, self.finished_tx.clone());
+        self.workers.insert(uid.clone(), handle);
+        self.newest_by_name.insert(name, uid);
+    }
+
+    fn finished(&mut self, uid: &str) {
+        if let Some(h) = self.workers.remove(uid) {
+            if self.newest_by_name.get(&h.name).map(String::as_str) == Some(uid) {
+                self.newest_by_name.remove(&h.name);
+            }
+        }
+    }
+
+    fn report_errors(&mut self, scan: &ScanResult) {
+        let now: BTreeSet<String> = scan.errors.iter().map(|e| e.to_string()).collect();
+        for msg in now.difference(&self.reported_errors) {
+            self.ctx
+                .store
+                .node_event(EventKind::Warning, "FailedToLoadManifest", msg.clone());
+        }
+        self.reported_errors = now;
+    }
+}

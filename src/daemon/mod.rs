@@ -1,0 +1,113 @@
+//! `podhost daemon`: wires the source, the pod workers, the status store and the API.
+
+mod host;
+mod manager;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::api::{ApiState, serve};
+use crate::image::ImageStore;
+use crate::model::backoff::BackoffPolicy;
+use crate::runtime::paths::Layout;
+use crate::status::StatusStore;
+use crate::worker::Ctx;
+
+/// The daemon's settings (flags of `podhost daemon`).
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    pub manifest_dir: PathBuf,
+    pub root_dir: PathBuf,
+    pub log_dir: PathBuf,
+    pub node_name: String,
+    pub socket: PathBuf,
+    /// Overrides the cgroup parent (default: a child of the daemon's own cgroup).
+    pub cgroup_root: Option<String>,
+    pub backoff: BackoffPolicy,
+    /// The authoritative rescan of the manifest dir (kubelet: 20 s).
+    pub rescan_every: Duration,
+}
+
+/// Daemon start-up failures.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// A directory podhost needs could not be created.
+    #[error("cannot create {path}: {source}")]
+    Dir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Another daemon already uses the root dir.
+    #[error("another podhost daemon already uses {0} (lock held); stop it or use another --root-dir")]
+    Locked(PathBuf),
+    /// The image store could not be opened.
+    #[error(transparent)]
+    Images(#[from] crate::image::ImageError),
+    /// The API socket could not be bound.
+    #[error("cannot serve the API on {path}: {source}")]
+    Socket {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs the daemon until SIGTERM/SIGINT. Containers keep running when it stops.
+pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
+    for dir in [&cfg.root_dir, &cfg.log_dir] {
+        std::fs::create_dir_all(dir).map_err(|source| DaemonError::Dir {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let _lock = host::lock_root(&cfg.root_dir)?;
+    let cgroup_root = host::cgroup_root(cfg.cgroup_root.clone());
+    let nofile = host::container_nofile();
+    let layout = Layout::new(&cfg.root_dir, &cfg.log_dir);
+    let images = Arc::new(ImageStore::open(&cfg.root_dir)?);
+    let store = Arc::new(StatusStore::load(layout.clone(), &cfg.node_name));
+    let (images_tx, images_rx) = tokio::sync::watch::channel(0u64);
+    let exe = std::env::current_exe().map_err(|source| DaemonError::Dir {
+        path: "/proc/self/exe".into(),
+        source,
+    })?;
+    let ctx = Arc::new(Ctx {
+        layout: layout.clone(),
+        store: store.clone(),
+        images: images.clone(),
+        exe,
+        cgroup_root,
+        backoff: cfg.backoff,
+        nofile,
+        images_changed: images_rx,
+    });
+    let api = Arc::new(ApiState {
+        store: store.clone(),
+        images,
+        layout,
+        images_changed: images_tx,
+    });
+    let server = serve(&cfg.socket, api)
+        .await
+        .map_err(|source| DaemonError::Socket {
+            path: cfg.socket.clone(),
+            source,
+        })?;
+    tracing::info!(
+        manifests = %cfg.manifest_dir.display(),
+        root = %cfg.root_dir.display(),
+        socket = %cfg.socket.display(),
+        node = %cfg.node_name,
+        "podhost daemon started"
+    );
+    let scans = crate::source::watch(cfg.manifest_dir.clone(), cfg.node_name.clone(), cfg.rescan_every);
+    let manager = tokio::spawn(manager::run(ctx, scans));
+    host::wait_for_stop_signal().await;
+    tracing::info!("stopping the daemon; containers keep running");
+    manager.abort();
+    server.abort();
+    let _ = std::fs::remove_file(&cfg.socket);
+    Ok(())
+}
