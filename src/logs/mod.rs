@@ -136,6 +136,16 @@ pub enum LogError {
         #[source]
         source: nix::Error,
     },
+    /// Writing the formatted log to the caller's output failed (for example the
+    /// client of `podhost logs` went away).
+    #[error("cannot write the log of {path} to the output: {source}")]
+    Output {
+        /// The log file being read.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A line is not in the CRI log format.
     #[error("malformed CRI log line: {reason}")]
     Malformed {

@@ -84,7 +84,12 @@ pub struct ReadSummary {
 /// (any number of fractional digits, any offset) and converted to UTC. A line ending
 /// right after the tag (no space) has an empty message.
 pub fn parse_line(line: &[u8]) -> Result<CriLine, LogError> {
-    let (time, stream, partial, msg) = parse_parts(line)?;
+    let LineRef {
+        time,
+        stream,
+        partial,
+        msg,
+    } = parse_parts(line)?;
     Ok(CriLine {
         time,
         stream,
@@ -109,8 +114,16 @@ fn excerpt(b: &[u8]) -> String {
     s
 }
 
+/// A parsed line borrowing its message.
+struct LineRef<'a> {
+    time: DateTime<Utc>,
+    stream: Stream,
+    partial: bool,
+    msg: &'a [u8],
+}
+
 /// Borrowing parser behind [`parse_line`].
-fn parse_parts(line: &[u8]) -> Result<(DateTime<Utc>, Stream, bool, &[u8]), LogError> {
+fn parse_parts(line: &[u8]) -> Result<LineRef<'_>, LogError> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let mut rest = line;
     let mut field = |what: &str| -> Result<&[u8], LogError> {
@@ -158,7 +171,12 @@ fn parse_parts(line: &[u8]) -> Result<(DateTime<Utc>, Stream, bool, &[u8]), LogE
             )));
         }
     };
-    Ok((time, stream, partial, msg))
+    Ok(LineRef {
+        time,
+        stream,
+        partial,
+        msg,
+    })
 }
 
 /// Writes the messages of the CRI log file at `path` to `out`, one per line
@@ -184,9 +202,8 @@ pub fn read_messages(
     let mut limit = Limit::new(opts.limit_bytes);
     let mut line = Vec::with_capacity(1024);
     let mut summary = ReadSummary::default();
-    let write_err = |source| LogError::Write {
-        path: PathBuf::from("<output>"),
-        dropped: 0,
+    let write_err = |source| LogError::Output {
+        path: path.to_path_buf(),
         source,
     };
     loop {
@@ -208,11 +225,13 @@ pub fn read_messages(
             return Err(write_err(e));
         }
         if limit.exhausted() {
-            return Ok(summary);
+            break;
         }
     }
-    asm.flush(&mut |m| sink.push(m, &mut limit, out));
-    sink.finish(&mut limit, out);
+    if !limit.exhausted() {
+        asm.flush(&mut |m| sink.push(m, &mut limit, out));
+        sink.finish(&mut limit, out);
+    }
     if let Some(e) = sink.error.take() {
         return Err(write_err(e));
     }
@@ -243,13 +262,22 @@ pub async fn follow<F: Future>(
     stop: F,
 ) -> Result<(), LogError> {
     let mut f = Follower::open(path, &opts).await?;
-    // Old content, with tail applied.
+    // Old content, with tail applied (then kept in memory until the end is reached).
     let mut tail = TailSink::new(opts.tail);
-    let mut vec_out: Vec<u8> = Vec::new();
-    f.read_available(&mut |m, limit| tail.push(m, limit, &mut vec_out))
-        .await?;
-    tail.finish(&mut f.limit, &mut vec_out);
-    if !send_batches(&out, vec_out).await || f.limit.exhausted() {
+    let mut batch: Vec<u8> = Vec::new();
+    loop {
+        let more = f
+            .read_some(&mut |m, limit| tail.push(m, limit, &mut batch))
+            .await?;
+        if !more {
+            break;
+        }
+        if batch.len() >= BATCH_BYTES && !send_batches(&out, std::mem::take(&mut batch)).await {
+            return Ok(());
+        }
+    }
+    tail.finish(&mut f.limit, &mut batch);
+    if !send_batches(&out, batch).await || f.limit.exhausted() {
         return Ok(());
     }
 
@@ -270,8 +298,13 @@ pub async fn follow<F: Future>(
         if stopping {
             let limit = &mut f.limit;
             f.asm.flush(&mut |m| limit.write(m, &mut batch));
-        } else {
-            f.check_rotation().await;
+        } else if let Some(next) = f.rotation().await {
+            // Lines may have been appended to the old file since it was read.
+            f.read_available(&mut |m, limit| limit.write(m, &mut batch))
+                .await?;
+            f.switch(next).await;
+            f.read_available(&mut |m, limit| limit.write(m, &mut batch))
+                .await?;
         }
         if !send_batches(&out, batch).await || f.limit.exhausted() || stopping {
             return Ok(());
@@ -337,9 +370,19 @@ impl Follower {
         &mut self,
         emit: &mut impl FnMut(&[u8], &mut Limit),
     ) -> Result<(), LogError> {
+        while self.read_some(emit).await? {}
+        Ok(())
+    }
+
+    /// Reads once (up to the buffer size) from the open file, passing each finished
+    /// message to `emit`. Returns `false` at the end of the file or of the byte limit.
+    async fn read_some(
+        &mut self,
+        emit: &mut impl FnMut(&[u8], &mut Limit),
+    ) -> Result<bool, LogError> {
         loop {
             if self.limit.exhausted() {
-                return Ok(());
+                return Ok(false);
             }
             let n = match self.file.read(&mut self.buf).await {
                 Ok(n) => n,
@@ -352,7 +395,7 @@ impl Follower {
                 }
             };
             if n == 0 {
-                return Ok(());
+                return Ok(false);
             }
             self.offset += n as u64;
             let limit = &mut self.limit;
@@ -370,35 +413,54 @@ impl Follower {
                 data = &data[nl + 1..];
             }
             self.frag.extend_from_slice(data);
+            return Ok(true);
         }
     }
 
-    /// Switches to a new file at the path (rotation) or rewinds a truncated one.
-    async fn check_rotation(&mut self) {
-        let Ok(meta) = tokio::fs::metadata(&self.path).await else {
-            return;
-        };
+    /// Whether the file at the path was replaced (rotation) or truncated.
+    async fn rotation(&self) -> Option<Rotation> {
+        let meta = tokio::fs::metadata(&self.path).await.ok()?;
         if (meta.dev(), meta.ino()) != self.id {
             match open_with_id(&self.path).await {
-                Ok((file, id)) => {
-                    tracing::debug!(path = %self.path.display(), "log file rotated; following the new file");
-                    self.file = file;
-                    self.id = id;
-                    self.offset = 0;
-                    self.frag.clear();
-                }
+                Ok((file, id)) => Some(Rotation::Replaced(file, id)),
                 Err(e) => {
                     tracing::debug!(error = %e, "cannot open rotated log file yet");
+                    None
                 }
             }
         } else if meta.len() < self.offset {
-            tracing::debug!(path = %self.path.display(), "log file truncated; reading it from the start");
-            if self.file.seek(std::io::SeekFrom::Start(0)).await.is_ok() {
-                self.offset = 0;
-                self.frag.clear();
-            }
+            Some(Rotation::Truncated)
+        } else {
+            None
         }
     }
+
+    /// Continues with the new file, or from the start of the truncated one.
+    async fn switch(&mut self, r: Rotation) {
+        match r {
+            Rotation::Replaced(file, id) => {
+                tracing::debug!(path = %self.path.display(), "log file rotated; following the new file");
+                self.file = file;
+                self.id = id;
+            }
+            Rotation::Truncated => {
+                tracing::debug!(path = %self.path.display(), "log file truncated; reading it from the start");
+                if self.file.seek(std::io::SeekFrom::Start(0)).await.is_err() {
+                    return;
+                }
+            }
+        }
+        self.offset = 0;
+        self.frag.clear();
+    }
+}
+
+/// How the followed file changed under its path.
+enum Rotation {
+    /// Another file is at the path now.
+    Replaced(tokio::fs::File, (u64, u64)),
+    /// The file is shorter than what was read.
+    Truncated,
 }
 
 async fn open_with_id(path: &Path) -> Result<(tokio::fs::File, (u64, u64)), LogError> {
@@ -524,7 +586,12 @@ impl Assembler {
     /// Processes one CRI line; calls `emit` with each finished, formatted message
     /// (`[timestamp ]msg\n`). Returns `false` if the line was malformed (and skipped).
     fn push(&mut self, line: &[u8], path: &Path, emit: &mut impl FnMut(&[u8])) -> bool {
-        let (time, stream, partial, msg) = match parse_parts(line) {
+        let LineRef {
+            time,
+            stream,
+            partial,
+            msg,
+        } = match parse_parts(line) {
             Ok(p) => p,
             Err(e) => {
                 self.skipped += 1;

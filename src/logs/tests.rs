@@ -144,6 +144,19 @@ fn exact_chunk_size_line_is_one_full_line() {
     assert!(raw[0].starts_with(b"T stdout F xxx"));
     assert_eq!(raw[0].len(), "T stdout F ".len() + MAX_LINE_BYTES);
 
+    // The same line when its newline arrives in a later read.
+    out.clear();
+    st.feed(&vec![b'z'; MAX_LINE_BYTES], "T", &mut out);
+    assert!(
+        out.is_empty(),
+        "a full-size chunk may still end with a newline"
+    );
+    st.feed(b"\n", "T", &mut out);
+    let raw = log_lines_of(&out);
+    assert_eq!(raw.len(), 1);
+    assert!(raw[0].starts_with(b"T stdout F zzz"));
+    assert_eq!(raw[0].len(), "T stdout F ".len() + MAX_LINE_BYTES);
+
     // One more byte: a full-size P chunk then a one-byte F chunk.
     out.clear();
     let mut data = vec![b'y'; MAX_LINE_BYTES + 1];
@@ -619,9 +632,17 @@ async fn follow_switches_to_a_rotated_file() {
     std::fs::rename(&path, dir.path().join("0.log.20260101-000000")).unwrap();
     write_log(&path, &[(3, O, false, "new file")]);
     recv_until(&mut rx, &mut got, b"new file\n").await;
+    // copytruncate-style rotation: the same file starts over.
+    append(&path, &cri(4, O, false, "more text in the new file"));
+    recv_until(&mut rx, &mut got, b"more text in the new file\n").await;
+    std::fs::write(&path, cri(5, O, false, "truncated")).unwrap();
+    recv_until(&mut rx, &mut got, b"truncated\n").await;
     stop_tx.send(()).unwrap();
     task.await.unwrap().unwrap();
-    assert_eq!(got, b"before\nold file end\nnew file\n");
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        "before\nold file end\nnew file\nmore text in the new file\ntruncated\n"
+    );
 }
 
 #[tokio::test]
@@ -642,4 +663,13 @@ async fn follow_ends_when_receiver_is_dropped() {
     )
     .await;
     assert!(matches!(r, Ok(Ok(()))), "{r:?}");
+}
+#[test]
+fn zz_bench() {
+    let line = format!("{}\n", "x".repeat(99)).into_bytes();
+    let chunk: Vec<u8> = line.iter().cycle().take(line.len() * 1000).copied().collect();
+    let chunks = vec![chunk; 1000]; // 100 MB
+    let t = std::time::Instant::now();
+    let (_d, _p, lines) = copy(chunks, vec![]);
+    eprintln!("BENCH {} lines in {:?}", lines.len(), t.elapsed());
 }

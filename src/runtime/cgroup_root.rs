@@ -82,7 +82,10 @@ mod tests {
     #[test]
     fn hybrid_host_uses_the_deepest_nested_path() {
         let text = "9:name=systemd:/\n4:memory:/process_api/abc\n1:cpu:/\n0::/\n";
-        assert_eq!(choose_root(text), ("/process_api/abc/podhost".to_string(), true));
+        assert_eq!(
+            choose_root(text),
+            ("/process_api/abc/podhost".to_string(), true)
+        );
     }
 
     #[test]

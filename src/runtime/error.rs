@@ -38,7 +38,10 @@ pub enum RuntimeError {
     ShimFailed { container: String, message: String },
     /// A helper process (sandbox or exec) failed.
     #[error("{helper} failed: {message}")]
-    Helper { helper: &'static str, message: String },
+    Helper {
+        helper: &'static str,
+        message: String,
+    },
 }
 
 impl RuntimeError {

@@ -34,7 +34,12 @@ pub fn exec_in_container(
             Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(128 + sig as i32),
             Ok(_) => continue,
             Err(nix::Error::EINTR) => continue,
-            Err(e) => return Err(RuntimeError::sys(format!("wait for exec in {container_id}"), e)),
+            Err(e) => {
+                return Err(RuntimeError::sys(
+                    format!("wait for exec in {container_id}"),
+                    e,
+                ));
+            }
         }
     }
 }

@@ -13,7 +13,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RuntimeError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.tmp.{}", std::process::id()));
+    // Unique per call: two writers of the same file in one process must not share a temp.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{file_name}.tmp.{}.{seq}", std::process::id()));
     let mut f = std::fs::File::create(&tmp).map_err(|e| RuntimeError::io("create", &tmp, e))?;
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
@@ -37,12 +40,14 @@ pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<
 /// Reads a JSON file; `Ok(None)` when it does not exist.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, RuntimeError> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|source| RuntimeError::Json {
-                path: path.to_path_buf(),
-                source,
-            }),
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| RuntimeError::Json {
+                    path: path.to_path_buf(),
+                    source,
+                })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(RuntimeError::io("read", path, e)),
     }

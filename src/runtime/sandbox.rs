@@ -50,7 +50,11 @@ pub fn is_ns_mount(path: &Path) -> bool {
 
 /// Runs in the `podhost sandbox` helper process (single-threaded until the loopback step):
 /// unshares the namespaces, sets the hostname, brings loopback up and pins them.
-pub fn create_in_helper(ns_dir: &Path, hostname: &str, host_network: bool) -> Result<(), RuntimeError> {
+pub fn create_in_helper(
+    ns_dir: &Path,
+    hostname: &str,
+    host_network: bool,
+) -> Result<(), RuntimeError> {
     std::fs::create_dir_all(ns_dir).map_err(|e| RuntimeError::io("create directory", ns_dir, e))?;
     let mut flags = CloneFlags::CLONE_NEWIPC;
     if !host_network {
@@ -63,12 +67,27 @@ pub fn create_in_helper(ns_dir: &Path, hostname: &str, host_network: bool) -> Re
         loopback_up()?;
     }
     let paths = SandboxPaths::new(ns_dir, host_network);
-    for (name, target) in [("ipc", Some(&paths.ipc)), ("uts", paths.uts.as_ref()), ("net", paths.net.as_ref())] {
+    for (name, target) in [
+        ("ipc", Some(&paths.ipc)),
+        ("uts", paths.uts.as_ref()),
+        ("net", paths.net.as_ref()),
+    ] {
         let Some(target) = target else { continue };
         std::fs::File::create(target).map_err(|e| RuntimeError::io("create", target, e))?;
         let source = PathBuf::from(format!("/proc/self/ns/{name}"));
-        mount(Some(&source), target, None::<&str>, MsFlags::MS_BIND, None::<&str>)
-            .map_err(|e| RuntimeError::sys(format!("bind {} to {}", source.display(), target.display()), e))?;
+        mount(
+            Some(&source),
+            target,
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        )
+        .map_err(|e| {
+            RuntimeError::sys(
+                format!("bind {} to {}", source.display(), target.display()),
+                e,
+            )
+        })?;
     }
     Ok(())
 }

@@ -12,7 +12,9 @@ use tokio::io::unix::AsyncFd;
 
 use super::RuntimeError;
 use super::fsutil::{read_json, write_json_atomic};
-use super::records::{EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord};
+use super::records::{
+    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
+};
 
 /// How long a shim may take to report the start (image layers are already unpacked).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -55,10 +57,13 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
         .kill_on_drop(false)
         .spawn()
         .map_err(|e| RuntimeError::io("spawn shim", podhost_exe, e))?;
-    let stdout = child.stdout.take().ok_or_else(|| RuntimeError::ShimFailed {
-        container: cfg.container_id.clone(),
-        message: "shim has no stdout".into(),
-    })?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| RuntimeError::ShimFailed {
+            container: cfg.container_id.clone(),
+            message: "shim has no stdout".into(),
+        })?;
     let mut line = String::new();
     let read = tokio::time::timeout(
         READY_TIMEOUT,
@@ -72,7 +77,9 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     match read {
         Err(_) => {
             let _ = child.start_kill();
-            return Err(failed(format!("shim did not report within {READY_TIMEOUT:?}")));
+            return Err(failed(format!(
+                "shim did not report within {READY_TIMEOUT:?}"
+            )));
         }
         Ok(Err(e)) => return Err(failed(format!("reading the shim's report: {e}"))),
         Ok(Ok(_)) => {}
@@ -91,7 +98,10 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
             let _ = child.wait().await;
             let log = std::fs::read_to_string(cfg.bundle.join(super::records::SHIM_LOG_FILE))
                 .unwrap_or_default();
-            Err(failed(format!("shim exited without a report; its log: {}", log.trim())))
+            Err(failed(format!(
+                "shim exited without a report; its log: {}",
+                log.trim()
+            )))
         }
     }
 }
@@ -150,24 +160,28 @@ pub fn adopt(bundle: &Path) -> Adopted {
     match pidfd_open(started.shim_pid) {
         // SAFETY: the OwnedFd moves into the AsyncFd, so it stays open and refers to the
         // same pidfd for the AsyncFd's whole lifetime.
-        Ok(fd) => match unsafe {
-            AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-        }
-        .map_err(|e| e.into_parts().1)
-        {
-            Ok(fd) => Adopted::Running(ShimHandle {
-                started,
-                bundle: bundle.to_path_buf(),
-                waiter: Waiter::Pidfd(fd),
-            }),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch the shim's pidfd");
-                Adopted::Lost { started: Some(started) }
+        Ok(fd) => {
+            match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+                .map_err(|e| e.into_parts().1)
+            {
+                Ok(fd) => Adopted::Running(ShimHandle {
+                    started,
+                    bundle: bundle.to_path_buf(),
+                    waiter: Waiter::Pidfd(fd),
+                }),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch the shim's pidfd");
+                    Adopted::Lost {
+                        started: Some(started),
+                    }
+                }
             }
-        },
+        }
         Err(e) => {
             tracing::warn!(error = %e, pid = started.shim_pid, "pidfd_open failed");
-            Adopted::Lost { started: Some(started) }
+            Adopted::Lost {
+                started: Some(started),
+            }
         }
     }
 }

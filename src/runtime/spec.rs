@@ -4,10 +4,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{
-    Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxNamespaceBuilder,
-    LinuxNamespaceType, MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder,
-    RootBuilder, Spec, UserBuilder, get_default_maskedpaths, get_default_mounts,
-    get_default_readonly_paths,
+    Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxNamespaceBuilder, LinuxNamespaceType,
+    MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec,
+    UserBuilder, get_default_maskedpaths, get_default_mounts, get_default_readonly_paths,
 };
 
 use super::RuntimeError;
@@ -85,7 +84,11 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .terminal(false)
         .args(input.args.clone())
         .env(input.env.clone())
-        .cwd(if input.cwd.is_empty() { "/" } else { input.cwd.as_str() })
+        .cwd(if input.cwd.is_empty() {
+            "/"
+        } else {
+            input.cwd.as_str()
+        })
         .user(user)
         .capabilities(capabilities)
         .rlimits(vec![nofile])
@@ -94,9 +97,18 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .map_err(|e| spec_err(input, e))?;
 
     let mut namespaces = Vec::new();
-    let own = [LinuxNamespaceType::Pid, LinuxNamespaceType::Mount, LinuxNamespaceType::Cgroup];
+    let own = [
+        LinuxNamespaceType::Pid,
+        LinuxNamespaceType::Mount,
+        LinuxNamespaceType::Cgroup,
+    ];
     for typ in own {
-        namespaces.push(LinuxNamespaceBuilder::default().typ(typ).build().map_err(|e| spec_err(input, e))?);
+        namespaces.push(
+            LinuxNamespaceBuilder::default()
+                .typ(typ)
+                .build()
+                .map_err(|e| spec_err(input, e))?,
+        );
     }
     let shared = [
         (LinuxNamespaceType::Ipc, Some(&input.sandbox.ipc)),
@@ -129,7 +141,12 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
                 .destination(PathBuf::from(dest))
                 .typ("bind")
                 .source(host.clone())
-                .options(vec!["rbind".to_string(), "ro".to_string(), "nosuid".to_string(), "nodev".to_string()])
+                .options(vec![
+                    "rbind".to_string(),
+                    "ro".to_string(),
+                    "nosuid".to_string(),
+                    "nodev".to_string(),
+                ])
                 .build()
                 .map_err(|e| spec_err(input, e))?,
         );
@@ -185,10 +202,22 @@ mod tests {
     #[test]
     fn joins_pod_namespaces_by_path() {
         let spec = build_spec(&input(false)).unwrap();
-        let ns = spec.linux().as_ref().unwrap().namespaces().as_ref().unwrap();
-        let net = ns.iter().find(|n| n.typ() == LinuxNamespaceType::Network).unwrap();
+        let ns = spec
+            .linux()
+            .as_ref()
+            .unwrap()
+            .namespaces()
+            .as_ref()
+            .unwrap();
+        let net = ns
+            .iter()
+            .find(|n| n.typ() == LinuxNamespaceType::Network)
+            .unwrap();
         assert_eq!(net.path().as_deref(), Some(Path::new("/p/ns/net")));
-        let pid = ns.iter().find(|n| n.typ() == LinuxNamespaceType::Pid).unwrap();
+        let pid = ns
+            .iter()
+            .find(|n| n.typ() == LinuxNamespaceType::Pid)
+            .unwrap();
         assert!(pid.path().is_none());
         assert_eq!(spec.hostname().as_deref(), Some("pod-node"));
         assert_eq!(spec.process().as_ref().unwrap().cwd(), Path::new("/"));
@@ -197,7 +226,13 @@ mod tests {
     #[test]
     fn host_network_shares_host_net_and_uts() {
         let spec = build_spec(&input(true)).unwrap();
-        let ns = spec.linux().as_ref().unwrap().namespaces().as_ref().unwrap();
+        let ns = spec
+            .linux()
+            .as_ref()
+            .unwrap()
+            .namespaces()
+            .as_ref()
+            .unwrap();
         assert!(!ns.iter().any(|n| n.typ() == LinuxNamespaceType::Network));
         assert!(!ns.iter().any(|n| n.typ() == LinuxNamespaceType::Uts));
         assert!(spec.hostname().is_none());

@@ -14,7 +14,12 @@ pub fn resolve_user(rootfs: &Path, user: &str) -> Result<(u32, u32), String> {
     };
     let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap_or_default();
     let (uid, primary_gid) = match u.parse::<u32>() {
-        Ok(n) => (n, lookup(&passwd, |f| f[2] == u).map(|f| f[3].parse().unwrap_or(0)).unwrap_or(0)),
+        Ok(n) => (
+            n,
+            lookup(&passwd, |f| f[2] == u)
+                .map(|f| f[3].parse().unwrap_or(0))
+                .unwrap_or(0),
+        ),
         Err(_) => {
             let f = lookup(&passwd, |f| f[0] == u)
                 .ok_or_else(|| format!("user {u:?} is not in the image's /etc/passwd"))?;
@@ -32,7 +37,8 @@ pub fn resolve_user(rootfs: &Path, user: &str) -> Result<(u32, u32), String> {
                 let group = std::fs::read_to_string(rootfs.join("etc/group")).unwrap_or_default();
                 let f = lookup(&group, |f| f[0] == g)
                     .ok_or_else(|| format!("group {g:?} is not in the image's /etc/group"))?;
-                f[2].parse().map_err(|_| format!("bad gid for group {g:?}"))?
+                f[2].parse()
+                    .map_err(|_| format!("bad gid for group {g:?}"))?
             }
         },
     };
@@ -65,6 +71,10 @@ mod tests {
         assert_eq!(resolve_user(dir.path(), "1000"), Ok((1000, 1001)));
         assert_eq!(resolve_user(dir.path(), "42:7"), Ok((42, 0 + 7)));
         assert_eq!(resolve_user(dir.path(), "web:staff"), Ok((1000, 50)));
-        assert!(resolve_user(dir.path(), "nobody").unwrap_err().contains("nobody"));
+        assert!(
+            resolve_user(dir.path(), "nobody")
+                .unwrap_err()
+                .contains("nobody")
+        );
     }
 }

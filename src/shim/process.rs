@@ -45,7 +45,8 @@ pub fn run(config_path: &Path) -> i32 {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             // The only thread the shim ever has; libcontainer is not called while it runs.
             std::thread::spawn(move || {
-                if let Err(e) = crate::logs::copy_streams_to_cri_log(stdout_r, stderr_r, &log_path) {
+                if let Err(e) = crate::logs::copy_streams_to_cri_log(stdout_r, stderr_r, &log_path)
+                {
                     tracing::error!(error = %e, "log copy failed");
                 }
                 let _ = done_tx.send(());
@@ -120,7 +121,9 @@ fn create_and_start(cfg: &ShimConfig) -> Result<(StartedRecord, OwnedFd, OwnedFd
         .with_detach(true)
         .build()
         .map_err(|e| format!("create container: {e}"))?;
-    container.start().map_err(|e| format!("start container: {e}"))?;
+    container
+        .start()
+        .map_err(|e| format!("start container: {e}"))?;
     let init_pid = container
         .pid()
         .map(|p| p.as_raw())

@@ -109,9 +109,8 @@ impl StatusStore {
                 events: Vec::new(),
             }
         });
-        let rec = rec.clone();
-        drop(inner);
-        self.persist(&rec);
+        // Persisted under the lock, so that writes reach the disk in the order they happened.
+        self.persist(rec);
     }
 
     /// Applies `f` to the pod's status, recomputes phase and conditions, persists.
@@ -136,9 +135,8 @@ impl StatusStore {
         let status = rec.pod.status.get_or_insert_with(Default::default);
         f(status);
         recompute(status, policy, count);
-        let rec = rec.clone();
-        drop(inner);
-        self.persist(&rec);
+        // Persisted under the lock, so that writes reach the disk in the order they happened.
+        self.persist(rec);
     }
 
     /// Replaces one container's status (by name), keeping spec order.
@@ -194,9 +192,8 @@ impl StatusStore {
             return;
         };
         push_capped(&mut rec.events, e);
-        let rec = rec.clone();
-        drop(inner);
-        self.persist(&rec);
+        // Persisted under the lock, so that writes reach the disk in the order they happened.
+        self.persist(rec);
     }
 
     /// Records an event about the node (e.g. a manifest that cannot be used).
@@ -223,9 +220,8 @@ impl StatusStore {
             return;
         };
         rec.pod.metadata.deletion_timestamp.get_or_insert(at);
-        let rec = rec.clone();
-        drop(inner);
-        self.persist(&rec);
+        // Persisted under the lock, so that writes reach the disk in the order they happened.
+        self.persist(rec);
     }
 
     /// Forgets a pod once it is fully terminated.

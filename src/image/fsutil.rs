@@ -1,0 +1,154 @@
+//! Crash-safe file helpers: temp names that carry the writer's pid, write + fsync +
+//! rename, directory fsync, and removal of temps left by dead writers.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+
+use super::error::{ImageError, IoContext};
+
+/// Prefix of every temp file and directory the store creates.
+pub(crate) const TEMP_PREFIX: &str = "tmp-";
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh temp name `tmp-<pid>-<n>-<what>`; unique within the process, and the pid
+/// tells a later `open()` whether its writer is still alive.
+pub(crate) fn temp_name(what: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{TEMP_PREFIX}{}-{n}-{what}", std::process::id())
+}
+
+/// fsyncs a directory so that renames and creations in it are durable.
+pub(crate) fn fsync_dir(dir: &Path) -> Result<(), ImageError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .ctx("fsync directory", dir)
+}
+
+/// Writes `data` to `dest` atomically: temp file in `tmp_dir` (same filesystem),
+/// fsync, rename over `dest`, fsync `dest`'s directory.
+pub(crate) fn write_atomic(tmp_dir: &Path, dest: &Path, data: &[u8]) -> Result<(), ImageError> {
+    let tmp = tmp_dir.join(temp_name("write"));
+    let result = (|| {
+        let mut f = create_new(&tmp, 0o644)?;
+        f.write_all(data).ctx("write", &tmp)?;
+        f.sync_all().ctx("fsync", &tmp)?;
+        drop(f);
+        fs::rename(&tmp, dest).ctx("rename into place", dest)?;
+        fsync_dir(dest.parent().unwrap_or(Path::new("/")))
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Creates a new file (fails if it exists) with `mode`.
+pub(crate) fn create_new(path: &Path, mode: u32) -> Result<File, ImageError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .ctx("create", path)
+}
+
+/// Creates `dir` (and parents) if missing.
+pub(crate) fn ensure_dir(dir: &Path) -> Result<(), ImageError> {
+    fs::create_dir_all(dir).ctx("create directory", dir)
+}
+
+/// The pid encoded in a temp name, if it is one of ours.
+fn temp_owner(name: &str) -> Option<i32> {
+    name.strip_prefix(TEMP_PREFIX)?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
+}
+
+/// Removes every `tmp-<pid>-…` entry of `dir` whose writer is no longer running.
+/// Temps of live processes (a concurrent `podhost load`) are left alone.
+/// Returns the paths removed.
+pub(crate) fn remove_stale_temps(dir: &Path) -> Result<Vec<PathBuf>, ImageError> {
+    let mut removed = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
+        Err(e) => return Err(ImageError::io("list", dir, e)),
+    };
+    for entry in entries {
+        let entry = entry.ctx("list", dir)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = temp_owner(name) else {
+            continue;
+        };
+        if pid_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let is_dir = entry.file_type().ctx("stat", &path)?.is_dir();
+        if is_dir {
+            fs::remove_dir_all(&path).ctx("remove stale temp directory", &path)?;
+        } else {
+            fs::remove_file(&path).ctx("remove stale temp file", &path)?;
+        }
+        removed.push(path);
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_carry_the_pid_and_are_unique() {
+        let a = temp_name("x");
+        let b = temp_name("x");
+        assert_ne!(a, b);
+        assert_eq!(temp_owner(&a), Some(std::process::id() as i32));
+        assert_eq!(temp_owner("blobs"), None);
+    }
+
+    #[test]
+    fn stale_temps_are_removed_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = dir.path().join(temp_name("live"));
+        fs::write(&live, b"x").unwrap();
+        // pid_max is at most 2^22, so this pid cannot exist.
+        let dead = dir.path().join(format!("{TEMP_PREFIX}99999999-0-dead"));
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join("f"), b"x").unwrap();
+        let other = dir.path().join("keep");
+        fs::write(&other, b"x").unwrap();
+        let removed = remove_stale_temps(dir.path()).unwrap();
+        assert_eq!(removed, vec![dead.clone()]);
+        assert!(live.exists() && other.exists() && !dead.exists());
+    }
+
+    #[test]
+    fn write_atomic_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("f.json");
+        write_atomic(dir.path(), &dest, b"one").unwrap();
+        write_atomic(dir.path(), &dest, b"two").unwrap();
+        assert_eq!(fs::read(&dest).unwrap(), b"two");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

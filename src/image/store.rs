@@ -1,0 +1,353 @@
+//! [`ImageStore`]: loads OCI layouts/archives, unpacks their layers into shared
+//! snapshots and resolves references for the runtime.
+//!
+//! On disk, under the root dir:
+//! ```text
+//! images/blobs/sha256/<hex>   content-addressed blobs, verified before rename
+//! images/index.json           references → manifest digest, last-used time
+//! images/lock                 flock for index.json updates
+//! images/tmp/                 blob and index writes in progress
+//! snapshots/<chainid-hex>/    one unpacked layer each (an overlay lower dir)
+//! snapshots/tmp-…             snapshots being unpacked
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use oci_spec::image::{ImageConfiguration, ImageManifest};
+use serde::{Deserialize, Serialize};
+
+use super::blobs::Blobs;
+use super::digest::{chain_ids, sha256_hex};
+use super::error::{ImageError, IoContext};
+use super::fsutil::{ensure_dir, fsync_dir, remove_stale_temps, temp_name};
+use super::layout::{FoundImage, Source, host_platform};
+use super::reference::{digest_part, is_bare_digest, normalize_reference};
+use super::refs::{RefEntry, RefFile};
+use super::unpack::unpack_layer;
+
+/// The content-addressed image store under a root dir (`--root-dir`).
+#[derive(Debug, Clone)]
+pub struct ImageStore {
+    root_dir: PathBuf,
+    blobs: Blobs,
+    refs: RefFile,
+    snapshots: PathBuf,
+}
+
+/// An image ready for the runtime.
+#[derive(Debug, Clone)]
+pub struct ResolvedImage {
+    /// The normalized reference (or the digest, when resolved by digest and no
+    /// reference names it).
+    pub reference: String,
+    /// `sha256:` digest of the platform-specific image manifest.
+    pub manifest_digest: String,
+    /// Snapshot directories, BOTTOM layer first (reverse them for overlay lowerdir).
+    pub layers: Vec<PathBuf>,
+    /// The image configuration (Env, Cmd, Entrypoint, User, WorkingDir, …).
+    pub config: ImageConfiguration,
+}
+
+/// One reference in the store, for `podhost images` and image GC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageSummary {
+    /// The normalized reference.
+    pub reference: String,
+    /// `sha256:` digest of its manifest.
+    pub digest: String,
+    /// Manifest + config + compressed layer sizes, in bytes.
+    pub size: u64,
+    /// When a container last used it (see [`ImageStore::touch`]).
+    pub last_used: Option<DateTime<Utc>>,
+}
+
+impl ImageStore {
+    /// Opens (creating if needed) the store under `root_dir` and removes temp
+    /// files and half-unpacked snapshots left by writers that are gone.
+    pub fn open(root_dir: &Path) -> Result<ImageStore, ImageError> {
+        let images = root_dir.join("images");
+        let blob_dir = images.join("blobs").join("sha256");
+        let tmp = images.join("tmp");
+        let snapshots = root_dir.join("snapshots");
+        for dir in [&blob_dir, &tmp, &snapshots] {
+            ensure_dir(dir)?;
+        }
+        let mut removed = remove_stale_temps(&tmp)?;
+        removed.extend(remove_stale_temps(&snapshots)?);
+        for path in &removed {
+            tracing::info!(path = %path.display(), "removed leftover temp from an interrupted write");
+        }
+        Ok(ImageStore {
+            root_dir: root_dir.to_path_buf(),
+            blobs: Blobs::new(blob_dir, tmp.clone()),
+            refs: RefFile::new(&images, tmp),
+            snapshots,
+        })
+    }
+
+    /// The root dir this store lives in.
+    pub fn root_dir(&self) -> &Path {
+        &self.root_dir
+    }
+
+    /// Loads an OCI image layout directory or an oci-archive (a tar of a layout,
+    /// optionally gzipped): verifies and stores its blobs, unpacks a snapshot for
+    /// every layer, then records its references. Returns the references loaded
+    /// from `path`, normalized and sorted. Loading the same content again is a
+    /// no-op apart from the index update.
+    pub fn load(&self, path: &Path) -> Result<Vec<String>, ImageError> {
+        let started = Instant::now();
+        tracing::info!(source = %path.display(), "loading images");
+        let source = Source::open(path, &self.blobs)?;
+        let found = source.images(&self.blobs, &host_platform())?;
+        for image in &found {
+            self.import_image(&source, image)?;
+        }
+        let now = Utc::now();
+        self.refs.update(|index| {
+            for image in &found {
+                let last_used = index
+                    .images
+                    .get(&image.reference)
+                    .and_then(|e| e.last_used);
+                index.images.insert(
+                    image.reference.clone(),
+                    RefEntry {
+                        manifest: image.manifest.clone(),
+                        index: image.index.clone(),
+                        loaded: now,
+                        last_used,
+                    },
+                );
+            }
+            Ok(((), true))
+        })?;
+        let refs: Vec<String> = found.into_iter().map(|i| i.reference).collect();
+        tracing::info!(source = %path.display(), ?refs, elapsed_ms = started.elapsed().as_millis() as u64,
+            "loaded images");
+        Ok(refs)
+    }
+
+    /// Fetches the config and layer blobs of one image and unpacks its snapshots.
+    fn import_image(&self, source: &Source, image: &FoundImage) -> Result<(), ImageError> {
+        let manifest = self.read_manifest(&image.manifest)?;
+        source.fetch(&self.blobs, manifest.config())?;
+        for layer in manifest.layers() {
+            source.fetch(&self.blobs, layer)?;
+        }
+        let config = self.read_config(&manifest, &image.manifest)?;
+        self.ensure_snapshots(&image.reference, &manifest, &config)?;
+        tracing::info!(reference = %image.reference, manifest = %image.manifest,
+            layers = manifest.layers().len(), from = %source.path().display(), "imported image");
+        Ok(())
+    }
+
+    /// Resolves a reference (normalized here) or a `sha256:` manifest digest to
+    /// the image's snapshots and config. A snapshot that has gone missing is
+    /// unpacked again from its blob.
+    pub fn resolve(&self, reference: &str) -> Result<ResolvedImage, ImageError> {
+        let (name, manifest_digest) = self.lookup(reference)?;
+        let manifest = self.read_manifest(&manifest_digest)?;
+        let config = self.read_config(&manifest, &manifest_digest)?;
+        let layers = self.ensure_snapshots(&name, &manifest, &config)?;
+        Ok(ResolvedImage {
+            reference: name,
+            manifest_digest,
+            layers,
+            config,
+        })
+    }
+
+    /// Records that `reference` (a reference or a manifest digest: every reference
+    /// naming that digest) was just used.
+    pub fn touch(&self, reference: &str) -> Result<(), ImageError> {
+        let (name, digest) = self.lookup(reference)?;
+        let now = Utc::now();
+        self.refs.update(|index| {
+            let mut changed = false;
+            for (r, entry) in index.images.iter_mut() {
+                if *r == name || (is_bare_digest(&name) && entry.manifest == digest) {
+                    entry.last_used = Some(now);
+                    changed = true;
+                }
+            }
+            Ok(((), changed))
+        })
+    }
+
+    /// Every reference in the store, sorted.
+    pub fn list(&self) -> Result<Vec<ImageSummary>, ImageError> {
+        let index = self.refs.read()?;
+        let mut out = Vec::with_capacity(index.images.len());
+        for (reference, entry) in index.images {
+            let size = match self.read_manifest(&entry.manifest) {
+                Ok(m) => {
+                    let blobs: u64 = m.layers().iter().map(|l| l.size()).sum();
+                    self.blobs.size(&entry.manifest).unwrap_or(0) + m.config().size() + blobs
+                }
+                Err(e) => {
+                    tracing::warn!(%reference, error = %e, "cannot read manifest for size");
+                    0
+                }
+            };
+            out.push(ImageSummary {
+                reference,
+                digest: entry.manifest,
+                size,
+                last_used: entry.last_used,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `(reference, manifest digest)` for a reference, `name@digest` or bare digest.
+    fn lookup(&self, reference: &str) -> Result<(String, String), ImageError> {
+        let normalized = normalize_reference(reference);
+        let index = self.refs.read()?;
+        if let Some(entry) = index.images.get(&normalized) {
+            return Ok((normalized, entry.manifest.clone()));
+        }
+        let not_found = || ImageError::NotFound {
+            reference: normalized.clone(),
+        };
+        let digest = if is_bare_digest(&normalized) {
+            normalized.as_str()
+        } else if let Some(d) = digest_part(&normalized) {
+            d
+        } else {
+            return Err(not_found());
+        };
+        sha256_hex(digest).map_err(|_| not_found())?;
+        // A digest names a manifest directly, or the index a manifest was chosen from.
+        let hit = index
+            .images
+            .iter()
+            .find(|(_, e)| e.manifest == digest || e.index.as_deref() == Some(digest));
+        match hit {
+            Some((name, entry)) => {
+                let name = if is_bare_digest(&normalized) {
+                    name.clone()
+                } else {
+                    normalized.clone()
+                };
+                Ok((name, entry.manifest.clone()))
+            }
+            None => Err(not_found()),
+        }
+    }
+
+    fn read_manifest(&self, digest: &str) -> Result<ImageManifest, ImageError> {
+        let data = self.blobs.read_json_bytes(digest)?;
+        ImageManifest::from_reader(&data[..]).map_err(|e| ImageError::BadJson {
+            what: format!("image manifest {digest}"),
+            reason: e.to_string(),
+        })
+    }
+
+    fn read_config(
+        &self,
+        manifest: &ImageManifest,
+        manifest_digest: &str,
+    ) -> Result<ImageConfiguration, ImageError> {
+        let digest = manifest.config().digest().to_string();
+        let data = self.blobs.read_json_bytes(&digest)?;
+        let config =
+            ImageConfiguration::from_reader(&data[..]).map_err(|e| ImageError::BadJson {
+                what: format!("image config {digest}"),
+                reason: e.to_string(),
+            })?;
+        let diff_ids = config.rootfs().diff_ids();
+        if diff_ids.len() != manifest.layers().len() {
+            return Err(ImageError::BadJson {
+                what: format!("image {manifest_digest}"),
+                reason: format!(
+                    "the config lists {} diff_ids but the manifest {} layers",
+                    diff_ids.len(),
+                    manifest.layers().len()
+                ),
+            });
+        }
+        for d in diff_ids {
+            sha256_hex(d)?;
+        }
+        Ok(config)
+    }
+
+    /// Makes sure every layer has its snapshot; returns their dirs, bottom first.
+    fn ensure_snapshots(
+        &self,
+        reference: &str,
+        manifest: &ImageManifest,
+        config: &ImageConfiguration,
+    ) -> Result<Vec<PathBuf>, ImageError> {
+        let diff_ids = config.rootfs().diff_ids();
+        let chains = chain_ids(diff_ids);
+        let total = chains.len();
+        let mut dirs = Vec::with_capacity(total);
+        for (i, ((layer, diff_id), chain)) in manifest
+            .layers()
+            .iter()
+            .zip(diff_ids)
+            .zip(&chains)
+            .enumerate()
+        {
+            let dir = self.snapshots.join(sha256_hex(chain)?);
+            if !dir.is_dir() {
+                let digest = layer.digest().to_string();
+                tracing::info!(%reference, layer = %digest, n = i + 1, of = total, size = layer.size(),
+                    "unpacking layer");
+                self.unpack_snapshot(&digest, diff_id, &dir)?;
+            }
+            dirs.push(dir);
+        }
+        Ok(dirs)
+    }
+
+    /// Unpacks layer blob `digest` into `snapshots/tmp-…`, checks its diff_id and
+    /// renames it to `dest`. A concurrent writer that got there first wins.
+    fn unpack_snapshot(&self, digest: &str, diff_id: &str, dest: &Path) -> Result<(), ImageError> {
+        let started = Instant::now();
+        let blob_path = self.blobs.path(digest)?;
+        if !blob_path.is_file() {
+            return Err(ImageError::MissingBlob {
+                digest: digest.to_string(),
+                source_path: self.blobs.path(digest)?,
+            });
+        }
+        let blob = fs::File::open(&blob_path).ctx("open", &blob_path)?;
+        let tmp = self.snapshots.join(temp_name("snapshot"));
+        fs::create_dir(&tmp).ctx("create directory", &tmp)?;
+        let result = (|| {
+            let stats = unpack_layer(blob, &tmp, digest)?;
+            if stats.diff_id != diff_id {
+                return Err(ImageError::DigestMismatch {
+                    what: format!("layer {digest} (uncompressed, diff_id)"),
+                    expected: diff_id.to_string(),
+                    actual: stats.diff_id,
+                });
+            }
+            let dir = fs::File::open(&tmp).ctx("open", &tmp)?;
+            nix::unistd::syncfs(&dir).map_err(|e| ImageError::io("syncfs", &tmp, e.into()))?;
+            match fs::rename(&tmp, dest) {
+                Ok(()) => {}
+                Err(e) if dest.is_dir() => {
+                    tracing::debug!(dest = %dest.display(), error = %e, "snapshot appeared concurrently");
+                    let _ = fs::remove_dir_all(&tmp);
+                }
+                Err(e) => return Err(ImageError::io("rename into place", dest, e)),
+            }
+            fsync_dir(&self.snapshots)?;
+            tracing::info!(layer = digest, entries = stats.entries, bytes = stats.bytes,
+                whiteouts = stats.whiteouts, elapsed_ms = started.elapsed().as_millis() as u64,
+                "unpacked layer");
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = fs::remove_dir_all(&tmp);
+        }
+        result
+    }
+}
