@@ -123,7 +123,9 @@ pub enum ImageError {
     },
 
     /// A layer entry would write outside its snapshot or through a symlink.
-    #[error("layer {layer}: refusing entry \"{entry}\": {reason}; the image is malformed or hostile")]
+    #[error(
+        "layer {layer}: refusing entry \"{entry}\": {reason}; the image is malformed or hostile"
+    )]
     UnsafeEntry {
         /// The layer's digest.
         layer: String,

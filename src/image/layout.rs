@@ -69,7 +69,10 @@ impl Source {
         let file = File::open(path).ctx("open", path)?;
         let (kind, stream) = decompressed(file).ctx("read", path)?;
         if kind == Compression::Zstd {
-            return Err(not_a_layout(path, "zstd-compressed files are not supported"));
+            return Err(not_a_layout(
+                path,
+                "zstd-compressed files are not supported",
+            ));
         }
         let mut archive = tar::Archive::new(stream);
         let mut index_json = None;
@@ -174,12 +177,11 @@ impl Source {
         blobs: &Blobs,
         platform: &str,
     ) -> Result<Vec<FoundImage>, ImageError> {
-        let index = ImageIndex::from_reader(&self.index_json[..]).map_err(|e| {
-            ImageError::BadJson {
+        let index =
+            ImageIndex::from_reader(&self.index_json[..]).map_err(|e| ImageError::BadJson {
                 what: format!("{}/index.json", self.path.display()),
                 reason: e.to_string(),
-            }
-        })?;
+            })?;
         let mut found: HashMap<String, FoundImage> = HashMap::new();
         for desc in index.manifests() {
             let Some(reference) = self.name_of(desc)? else {

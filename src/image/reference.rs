@@ -110,7 +110,10 @@ mod tests {
             "docker.io/library/busybox:1.36"
         );
         assert_eq!(normalize_reference("foo/bar"), "docker.io/foo/bar:latest");
-        assert_eq!(normalize_reference("foo/bar/baz:v1"), "docker.io/foo/bar/baz:v1");
+        assert_eq!(
+            normalize_reference("foo/bar/baz:v1"),
+            "docker.io/foo/bar/baz:v1"
+        );
         assert_eq!(
             normalize_reference("docker.io/busybox"),
             "docker.io/library/busybox:latest"

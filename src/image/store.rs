@@ -109,10 +109,7 @@ impl ImageStore {
         let now = Utc::now();
         self.refs.update(|index| {
             for image in &found {
-                let last_used = index
-                    .images
-                    .get(&image.reference)
-                    .and_then(|e| e.last_used);
+                let last_used = index.images.get(&image.reference).and_then(|e| e.last_used);
                 index.images.insert(
                     image.reference.clone(),
                     RefEntry {
@@ -340,9 +337,14 @@ impl ImageStore {
                 Err(e) => return Err(ImageError::io("rename into place", dest, e)),
             }
             fsync_dir(&self.snapshots)?;
-            tracing::info!(layer = digest, entries = stats.entries, bytes = stats.bytes,
-                whiteouts = stats.whiteouts, elapsed_ms = started.elapsed().as_millis() as u64,
-                "unpacked layer");
+            tracing::info!(
+                layer = digest,
+                entries = stats.entries,
+                bytes = stats.bytes,
+                whiteouts = stats.whiteouts,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "unpacked layer"
+            );
             Ok(())
         })();
         if result.is_err() {

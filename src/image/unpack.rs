@@ -140,9 +140,8 @@ impl Unpacker<'_> {
             return Ok(());
         }
         self.stats.entries += 1;
-        let rel = clean(&raw).ok_or_else(|| {
-            self.unsafe_entry(&name, "the path is absolute or contains \"..\"")
-        })?;
+        let rel = clean(&raw)
+            .ok_or_else(|| self.unsafe_entry(&name, "the path is absolute or contains \"..\""))?;
         let meta = read_meta(entry).map_err(self.io_err(&name))?;
 
         if rel.as_os_str().is_empty() {
@@ -228,10 +227,7 @@ impl Unpacker<'_> {
                 };
                 let major = entry.header().device_major().map_err(self.io_err(&name))?;
                 let minor = entry.header().device_minor().map_err(self.io_err(&name))?;
-                let dev = makedev(
-                    u64::from(major.unwrap_or(0)),
-                    u64::from(minor.unwrap_or(0)),
-                );
+                let dev = makedev(u64::from(major.unwrap_or(0)), u64::from(minor.unwrap_or(0)));
                 mknod(&target, sflag, Mode::from_bits_truncate(0o600), dev)
                     .map_err(|e| (self.io_err(&name))(e.into()))?;
                 self.apply_meta(&target, &meta, false, &name)?;
@@ -263,7 +259,11 @@ impl Unpacker<'_> {
         }
         if hidden.starts_with(WHITEOUT_PREFIX) {
             // Other ".wh..wh." names are aufs bookkeeping (plnk, …), not content.
-            tracing::debug!(layer = self.layer, entry = name, "ignoring aufs metadata entry");
+            tracing::debug!(
+                layer = self.layer,
+                entry = name,
+                "ignoring aufs metadata entry"
+            );
             return Ok(());
         }
         if hidden.is_empty() {
@@ -315,10 +315,9 @@ impl Unpacker<'_> {
             match fs::symlink_metadata(&cur) {
                 Ok(m) if m.file_type().is_dir() => {}
                 _ => {
-                    return Err(self.unsafe_entry(
-                        name,
-                        "hardlink target's parent is a symlink or missing",
-                    ));
+                    return Err(
+                        self.unsafe_entry(name, "hardlink target's parent is a symlink or missing")
+                    );
                 }
             }
         }

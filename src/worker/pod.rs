@@ -93,10 +93,9 @@ async fn run(
                 .pod_event(&pod.uid, EventKind::Warning, "FieldNotHonoured", &object, w.clone());
         }
     }
-    if !ensure_sandbox(&ctx, &pod, &mut term).await {
-        finish(&ctx, &pod).await;
-        return;
-    }
+    // False only when the pod terminates first; the supervisors still run then, to adopt
+    // and stop whatever a previous daemon left running.
+    let _sandbox_ready = ensure_sandbox(&ctx, &pod, &mut term).await;
     let mut supervisors = tokio::task::JoinSet::new();
     for c in pod.pod.spec.clone().unwrap_or_default().containers {
         supervisors.spawn(supervise(ctx.clone(), pod.clone(), c, term.clone()));
