@@ -1,0 +1,354 @@
+//! Test harness: a real podhost daemon (the built binary) on its own temp dirs, socket,
+//! node name and cgroup root, with the built-in busybox image loaded. Everything it
+//! made (processes, mounts, cgroups, dirs) is removed on drop, even after a failure.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_podhost");
+
+/// The busybox OCI layout, built once per test binary.
+pub fn busybox_layout() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("podhost-test-busybox-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
+        let out = Command::new("bash").arg(&script).arg(&dir).output().expect("run build.sh");
+        assert!(out.status.success(), "build.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        dir
+    })
+}
+
+pub fn require_root() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        true
+    } else {
+        eprintln!("skipping: this test needs root (namespaces, mounts)");
+        false
+    }
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+pub struct TestDaemon {
+    pub dir: tempfile::TempDir,
+    pub manifests: PathBuf,
+    pub root: PathBuf,
+    pub logs: PathBuf,
+    pub socket: PathBuf,
+    pub node: String,
+    pub cgroup_root: String,
+    child: Option<Child>,
+}
+
+impl TestDaemon {
+    /// Loads the image and starts the daemon with short back-off and rescan.
+    pub fn start() -> Self {
+        let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+        let dir = tempfile::Builder::new().prefix("podhost-it-").tempdir().expect("tempdir");
+        let node = format!("n{}x{}", std::process::id(), seq);
+        let (own, _) = podhost::runtime::cgroup_root::own_root();
+        let cgroup_root = format!("{}-it-{}", own, node);
+        let d = Self {
+            manifests: dir.path().join("manifests"),
+            root: dir.path().join("root"),
+            logs: dir.path().join("logs"),
+            socket: dir.path().join("api.sock"),
+            node,
+            cgroup_root,
+            dir,
+            child: None,
+        };
+        std::fs::create_dir_all(&d.manifests).unwrap();
+        let out = Command::new(BIN)
+            .args(["load", "--socket"])
+            .arg(&d.socket)
+            .arg("--root-dir")
+            .arg(&d.root)
+            .arg(busybox_layout())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "load failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut d = d;
+        d.spawn_daemon();
+        d
+    }
+
+    pub fn spawn_daemon(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("daemon.log"))
+            .unwrap();
+        let child = Command::new(BIN)
+            .arg("daemon")
+            .arg("--pod-manifest-path")
+            .arg(&self.manifests)
+            .arg("--root-dir")
+            .arg(&self.root)
+            .arg("--log-dir")
+            .arg(&self.logs)
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("--node-name")
+            .arg(&self.node)
+            .arg("--cgroup-root")
+            .arg(&self.cgroup_root)
+            .args(["--crashloop-initial-backoff", "1", "--crashloop-max-backoff", "4"])
+            .args(["--rescan-interval", "2"])
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawn daemon");
+        self.child = Some(child);
+        wait_until(Duration::from_secs(10), "daemon socket", || {
+            self.cli(&["get", "pods", "-o", "json"]).status.success().then_some(())
+        });
+    }
+
+    /// Kills the daemon with SIGKILL (containers must survive).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn daemon_pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    pub fn daemon_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run podhost")
+    }
+
+    /// Writes a manifest atomically (temp + rename, as editors and config tools do).
+    pub fn write_manifest(&self, file: &str, yaml: &str) {
+        let tmp = self.manifests.join(format!(".{file}.tmp"));
+        std::fs::write(&tmp, yaml).unwrap();
+        std::fs::rename(&tmp, self.manifests.join(file)).unwrap();
+    }
+
+    pub fn remove_manifest(&self, file: &str) {
+        std::fs::remove_file(self.manifests.join(file)).unwrap();
+    }
+
+    pub fn full_name(&self, name: &str) -> String {
+        format!("{name}-{}", self.node)
+    }
+
+    pub fn pods(&self) -> Vec<Value> {
+        let out = self.cli(&["get", "pods", "-o", "json"]);
+        assert!(out.status.success(), "get pods: {}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    pub fn pod(&self, name: &str) -> Option<Value> {
+        let full = self.full_name(name);
+        self.pods().into_iter().find(|p| p["metadata"]["name"] == full.as_str())
+    }
+
+    /// Waits until `f` finds what it wants in the named pod.
+    pub fn wait_pod<T>(&self, name: &str, what: &str, secs: u64, f: impl Fn(&Value) -> Option<T>) -> T {
+        wait_until(Duration::from_secs(secs), what, || self.pod(name).as_ref().and_then(&f))
+            .unwrap_or_else(|| panic!("{what}; daemon log:\n{}", self.daemon_log()))
+    }
+
+    pub fn wait_gone(&self, name: &str, secs: u64) -> Duration {
+        let start = Instant::now();
+        wait_until(Duration::from_secs(secs), "pod gone", || self.pod(name).is_none().then_some(()))
+            .unwrap_or_else(|| panic!("pod {name} still there; daemon log:\n{}", self.daemon_log()));
+        start.elapsed()
+    }
+
+    pub fn node_events(&self) -> Vec<Value> {
+        let c = podhost::api::client::Client::new(&self.socket);
+        c.get_json("/events").unwrap()
+    }
+
+    pub fn pod_events(&self, name: &str) -> Vec<Value> {
+        let c = podhost::api::client::Client::new(&self.socket);
+        c.get_json(&format!("/pods/{}/events", self.full_name(name))).unwrap()
+    }
+
+    /// Pids of processes whose command line contains `needle`.
+    pub fn pids_with(needle: &str) -> Vec<i32> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+            if pid == std::process::id() as i32 {
+                continue;
+            }
+            if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                if cmd.contains(needle) {
+                    out.push(pid);
+                }
+            }
+        }
+        out
+    }
+
+    /// Mount points under this test's dir.
+    pub fn mounts(&self) -> Vec<String> {
+        let root = self.dir.path().display().to_string();
+        std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4).map(String::from))
+            .filter(|m| m.starts_with(&root))
+            .collect()
+    }
+
+    fn cleanup(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let _ = c.wait();
+        }
+        // Kill every container init this test started, then its shims.
+        let pods = self.root.join("pods");
+        for started in glob_started(&pods) {
+            if let Ok(text) = std::fs::read_to_string(&started) {
+                if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                    for key in ["init_pid", "shim_pid"] {
+                        if let Some(pid) = v[key].as_i64() {
+                            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                        }
+                    }
+                }
+            }
+        }
+        let root = self.dir.path().display().to_string();
+        for pid in Self::pids_with(&root) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let mut mounts = self.mounts();
+        mounts.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for m in mounts {
+            let _ = nix::mount::umount2(m.as_str(), nix::mount::MntFlags::MNT_DETACH);
+        }
+        remove_cgroup_tree(&self.cgroup_root);
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
+
+fn glob_started(pods: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let walk = |p: &Path| std::fs::read_dir(p).into_iter().flatten().flatten().map(|e| e.path()).collect::<Vec<_>>();
+    for pod in walk(pods) {
+        for c in walk(&pod.join("containers")) {
+            for a in walk(&c) {
+                let s = a.join("started.json");
+                if s.exists() {
+                    out.push(s);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Removes a cgroup subtree (deepest first) in every mounted hierarchy.
+pub fn remove_cgroup_tree(rel: &str) {
+    fn rm(dir: &Path) {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    rm(&e.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(dir);
+    }
+    if let Ok(hs) = std::fs::read_dir("/sys/fs/cgroup") {
+        for h in hs.flatten() {
+            let d = h.path().join(rel.trim_start_matches('/'));
+            if d.exists() {
+                rm(&d);
+            }
+        }
+    }
+}
+
+/// Polls `f` every 50 ms until it returns Some or the timeout passes.
+pub fn wait_until<T>(timeout: Duration, _what: &str, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The container status of `container` in a pod JSON.
+pub fn container_status<'a>(pod: &'a Value, container: &str) -> Option<&'a Value> {
+    pod["status"]["containerStatuses"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == container)
+}
+
+pub fn phase(pod: &Value) -> &str {
+    pod["status"]["phase"].as_str().unwrap_or("")
+}
+
+/// Parses RFC 3339 into a chrono time.
+pub fn ts(v: &Value) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("bad time {v}: {e}"))
+        .with_timezone(&chrono::Utc)
+}
+
+/// Reads a CRI log file's messages with their timestamps.
+pub fn log_lines(path: &Path) -> Vec<(chrono::DateTime<chrono::Utc>, String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(4, ' ');
+            let t = it.next()?;
+            let stream = it.next()?.to_string();
+            let _tag = it.next()?;
+            let msg = it.next().unwrap_or("").to_string();
+            let t = chrono::DateTime::parse_from_rfc3339(t).ok()?.with_timezone(&chrono::Utc);
+            Some((t, stream, msg))
+        })
+        .collect()
+}
+
+pub fn busybox_pod(name: &str, extra_spec: &str, container_extra: &str, command: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n{extra_spec}  containers:\n  - name: main\n    image: localhost/busybox:latest\n    imagePullPolicy: Never\n    command: [\"sh\", \"-c\", {cmd}]\n{container_extra}",
+        cmd = serde_json::to_string(command).unwrap()
+    )
+}

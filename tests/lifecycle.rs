@@ -1,0 +1,128 @@
+//! A manifest becomes a running pod; logs, exec, status; removal cleans up everything.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+#[test]
+fn pod_runs_logs_exec_and_is_removed_cleanly() {
+    if !require_root() {
+        return;
+    }
+    let d = TestDaemon::start();
+    let written = Instant::now();
+    d.write_manifest(
+        "web.yaml",
+        &busybox_pod(
+            "web",
+            "  terminationGracePeriodSeconds: 5\n",
+            "    env:\n    - name: GREETING\n      value: hello\n    - name: FULL\n      value: $(GREETING)-world\n",
+            "trap 'echo got-term; exit 0' TERM; echo start $FULL host=$(hostname) pid=$$$$; echo to-stderr >&2; while true; do sleep 0.2; done",
+        ),
+    );
+    let pod = d.wait_pod("web", "pod Running", 20, |p| (phase(p) == "Running").then(|| p.clone()));
+    eprintln!("manifest written → Running: {:?}", written.elapsed());
+    let full = d.full_name("web");
+    assert_eq!(pod["metadata"]["namespace"], "default");
+    assert_eq!(pod["spec"]["nodeName"], d.node.as_str());
+    assert_eq!(pod["metadata"]["annotations"]["kubernetes.io/config.source"], "file");
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    assert_eq!(pod["metadata"]["annotations"]["kubernetes.io/config.hash"], uid.as_str());
+    let cs = container_status(&pod, "main").unwrap();
+    assert_eq!(cs["ready"], true);
+    assert_eq!(cs["restartCount"], 0);
+    assert!(cs["state"]["running"]["startedAt"].is_string());
+
+    // CRI log file at the kubelet's path, in the kubelet's format.
+    let log = d.logs.join(format!("default_{full}_{uid}/main/0.log"));
+    wait_until(Duration::from_secs(5), "log lines", || {
+        (log_lines(&log).len() >= 2).then_some(())
+    })
+    .expect("log lines");
+    let raw = std::fs::read_to_string(&log).unwrap();
+    for line in raw.lines() {
+        let parts: Vec<&str> = line.splitn(4, ' ').collect();
+        assert_eq!(parts.len(), 4, "line {line:?}");
+        assert!(parts[0].ends_with('Z') && parts[0].len() == 30, "RFC3339Nano timestamp: {line:?}");
+        assert!(parts[1] == "stdout" || parts[1] == "stderr");
+        assert!(parts[2] == "F" || parts[2] == "P");
+    }
+    assert!(raw.contains(&format!("stdout F start hello-world host={full} pid=1")), "{raw}");
+    assert!(raw.contains("stderr F to-stderr"), "{raw}");
+
+    // podhost logs
+    let out = d.cli(&["logs", &full]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with(&format!("start hello-world host={full}")), "{text}");
+
+    // podhost exec: same namespaces as the container, exit code passed through.
+    let out = d.cli(&["exec", &full, "--", "sh", "-c", "echo exec-ok $(hostname) $(cat /proc/1/cmdline | head -c 2); exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("exec-ok {full} sh"));
+
+    // get pods table and describe
+    let out = d.cli(&["get", "pods"]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with(&full) && l.contains("1/1") && l.contains("Running")), "{table}");
+    let out = d.cli(&["describe", "pod", &full]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Started container main"), "{text}");
+
+    // Removal: graceful stop (the trap runs), then nothing is left behind.
+    let shim_pids = TestDaemon::pids_with(&format!("{}/pods/{uid}", d.root.display()));
+    assert_eq!(shim_pids.len(), 1, "one shim per container: {shim_pids:?}");
+    d.remove_manifest("web.yaml");
+    let took = d.wait_gone("web", 15);
+    assert!(took < Duration::from_secs(5), "a container that exits on SIGTERM stops fast: {took:?}");
+    let lines = log_lines(&log);
+    assert_eq!(lines.last().map(|l| l.2.as_str()), Some("got-term"));
+    wait_until(Duration::from_secs(5), "shim gone", || {
+        TestDaemon::pids_with(&format!("{}/pods/{uid}", d.root.display())).is_empty().then_some(())
+    })
+    .expect("shim exited");
+    assert!(d.mounts().is_empty(), "mounts left: {:?}", d.mounts());
+    assert!(!d.root.join("pods").join(&uid).exists(), "pod dir removed");
+}
+
+#[test]
+fn host_network_pod_sees_host_interfaces() {
+    if !require_root() {
+        return;
+    }
+    let d = TestDaemon::start();
+    d.write_manifest(
+        "hn.yaml",
+        &busybox_pod("hn", "  hostNetwork: true\n  restartPolicy: Never\n", "", "cat /proc/net/dev | wc -l; hostname"),
+    );
+    let pod = d.wait_pod("hn", "pod Succeeded", 20, |p| (phase(p) == "Succeeded").then(|| p.clone()));
+    let full = d.full_name("hn");
+    let out = d.cli(&["logs", &full]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let mut lines = text.lines();
+    let host_ifaces = std::fs::read_to_string("/proc/net/dev").unwrap().lines().count();
+    assert_eq!(lines.next().unwrap().trim().parse::<usize>().unwrap(), host_ifaces, "host netns");
+    let host = nix::unistd::gethostname().unwrap().to_string_lossy().into_owned();
+    assert_eq!(lines.next().unwrap(), host, "host UTS namespace");
+    assert_eq!(container_status(&pod, "main").unwrap()["state"]["terminated"]["reason"], "Completed");
+}
+
+#[test]
+fn pod_network_is_private_with_loopback_up() {
+    if !require_root() {
+        return;
+    }
+    let d = TestDaemon::start();
+    d.write_manifest(
+        "net.yaml",
+        &busybox_pod("net", "  restartPolicy: Never\n", "", "ip -o link show | cut -d: -f2 | tr -d ' ' | tr '\\n' ,; ping -c1 -W1 127.0.0.1 >/dev/null && echo ping-ok"),
+    );
+    d.wait_pod("net", "pod Succeeded", 20, |p| (phase(p) == "Succeeded").then_some(()));
+    let out = d.cli(&["logs", &d.full_name("net")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("lo,"), "only loopback: {text}");
+    assert!(text.contains("ping-ok"), "loopback is up: {text}");
+}
