@@ -22,14 +22,22 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
             "trap 'echo got-term; exit 0' TERM; echo start $FULL host=$(hostname) pid=$$$$; echo to-stderr >&2; while true; do sleep 0.2; done",
         ),
     );
-    let pod = d.wait_pod("web", "pod Running", 20, |p| (phase(p) == "Running").then(|| p.clone()));
+    let pod = d.wait_pod("web", "pod Running", 20, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
     eprintln!("manifest written → Running: {:?}", written.elapsed());
     let full = d.full_name("web");
     assert_eq!(pod["metadata"]["namespace"], "default");
     assert_eq!(pod["spec"]["nodeName"], d.node.as_str());
-    assert_eq!(pod["metadata"]["annotations"]["kubernetes.io/config.source"], "file");
+    assert_eq!(
+        pod["metadata"]["annotations"]["kubernetes.io/config.source"],
+        "file"
+    );
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
-    assert_eq!(pod["metadata"]["annotations"]["kubernetes.io/config.hash"], uid.as_str());
+    assert_eq!(
+        pod["metadata"]["annotations"]["kubernetes.io/config.hash"],
+        uid.as_str()
+    );
     let cs = container_status(&pod, "main").unwrap();
     assert_eq!(cs["ready"], true);
     assert_eq!(cs["restartCount"], 0);
@@ -45,29 +53,62 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     for line in raw.lines() {
         let parts: Vec<&str> = line.splitn(4, ' ').collect();
         assert_eq!(parts.len(), 4, "line {line:?}");
-        assert!(parts[0].ends_with('Z') && parts[0].len() == 30, "RFC3339Nano timestamp: {line:?}");
+        assert!(
+            parts[0].ends_with('Z') && parts[0].len() == 30,
+            "RFC3339Nano timestamp: {line:?}"
+        );
         assert!(parts[1] == "stdout" || parts[1] == "stderr");
         assert!(parts[2] == "F" || parts[2] == "P");
     }
-    assert!(raw.contains(&format!("stdout F start hello-world host={full} pid=1")), "{raw}");
+    assert!(
+        raw.contains(&format!("stdout F start hello-world host={full} pid=1")),
+        "{raw}"
+    );
     assert!(raw.contains("stderr F to-stderr"), "{raw}");
 
     // podhost logs
     let out = d.cli(&["logs", &full]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with(&format!("start hello-world host={full}")), "{text}");
+    assert!(
+        text.starts_with(&format!("start hello-world host={full}")),
+        "{text}"
+    );
 
     // podhost exec: same namespaces as the container, exit code passed through.
-    let out = d.cli(&["exec", &full, "--", "sh", "-c", "echo exec-ok $(hostname) $(cat /proc/1/cmdline | head -c 2); exit 7"]);
-    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("exec-ok {full} sh"));
+    let out = d.cli(&[
+        "exec",
+        &full,
+        "--",
+        "sh",
+        "-c",
+        "echo exec-ok $(hostname) $(cat /proc/1/cmdline | head -c 2); exit 7",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("exec-ok {full} sh")
+    );
 
     // get pods table and describe
     let out = d.cli(&["get", "pods"]);
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.starts_with("NAME"), "{table}");
-    assert!(table.lines().any(|l| l.starts_with(&full) && l.contains("1/1") && l.contains("Running")), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&full) && l.contains("1/1") && l.contains("Running")),
+        "{table}"
+    );
     let out = d.cli(&["describe", "pod", &full]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Started container main"), "{text}");
@@ -77,11 +118,16 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     assert_eq!(shim_pids.len(), 1, "one shim per container: {shim_pids:?}");
     d.remove_manifest("web.yaml");
     let took = d.wait_gone("web", 15);
-    assert!(took < Duration::from_secs(5), "a container that exits on SIGTERM stops fast: {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "a container that exits on SIGTERM stops fast: {took:?}"
+    );
     let lines = log_lines(&log);
     assert_eq!(lines.last().map(|l| l.2.as_str()), Some("got-term"));
     wait_until(Duration::from_secs(5), "shim gone", || {
-        TestDaemon::pids_with(&format!("{}/pods/{uid}", d.root.display())).is_empty().then_some(())
+        TestDaemon::pids_with(&format!("{}/pods/{uid}", d.root.display()))
+            .is_empty()
+            .then_some(())
     })
     .expect("shim exited");
     assert!(d.mounts().is_empty(), "mounts left: {:?}", d.mounts());
@@ -96,18 +142,38 @@ fn host_network_pod_sees_host_interfaces() {
     let d = TestDaemon::start();
     d.write_manifest(
         "hn.yaml",
-        &busybox_pod("hn", "  hostNetwork: true\n  restartPolicy: Never\n", "", "cat /proc/net/dev | wc -l; hostname"),
+        &busybox_pod(
+            "hn",
+            "  hostNetwork: true\n  restartPolicy: Never\n",
+            "",
+            "cat /proc/net/dev | wc -l; hostname",
+        ),
     );
-    let pod = d.wait_pod("hn", "pod Succeeded", 20, |p| (phase(p) == "Succeeded").then(|| p.clone()));
+    let pod = d.wait_pod("hn", "pod Succeeded", 20, |p| {
+        (phase(p) == "Succeeded").then(|| p.clone())
+    });
     let full = d.full_name("hn");
     let out = d.cli(&["logs", &full]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let mut lines = text.lines();
-    let host_ifaces = std::fs::read_to_string("/proc/net/dev").unwrap().lines().count();
-    assert_eq!(lines.next().unwrap().trim().parse::<usize>().unwrap(), host_ifaces, "host netns");
-    let host = nix::unistd::gethostname().unwrap().to_string_lossy().into_owned();
+    let host_ifaces = std::fs::read_to_string("/proc/net/dev")
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(
+        lines.next().unwrap().trim().parse::<usize>().unwrap(),
+        host_ifaces,
+        "host netns"
+    );
+    let host = nix::unistd::gethostname()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     assert_eq!(lines.next().unwrap(), host, "host UTS namespace");
-    assert_eq!(container_status(&pod, "main").unwrap()["state"]["terminated"]["reason"], "Completed");
+    assert_eq!(
+        container_status(&pod, "main").unwrap()["state"]["terminated"]["reason"],
+        "Completed"
+    );
 }
 
 #[test]
@@ -120,7 +186,9 @@ fn pod_network_is_private_with_loopback_up() {
         "net.yaml",
         &busybox_pod("net", "  restartPolicy: Never\n", "", "ip -o link show | cut -d: -f2 | tr -d ' ' | tr '\\n' ,; ping -c1 -W1 127.0.0.1 >/dev/null && echo ping-ok"),
     );
-    d.wait_pod("net", "pod Succeeded", 20, |p| (phase(p) == "Succeeded").then_some(()));
+    d.wait_pod("net", "pod Succeeded", 20, |p| {
+        (phase(p) == "Succeeded").then_some(())
+    });
     let out = d.cli(&["logs", &d.full_name("net")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("lo,"), "only loopback: {text}");

@@ -18,11 +18,28 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_podhost");
 pub fn busybox_layout() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("podhost-test-busybox-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        // Shared by every test binary: built to a temp name, renamed into place.
+        let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let dir = target.join("busybox-layout");
+        if dir.join("index.json").exists() {
+            return dir;
+        }
+        let tmp = target.join(format!("busybox-layout.tmp.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
-        let out = Command::new("bash").arg(&script).arg(&dir).output().expect("run build.sh");
-        assert!(out.status.success(), "build.sh failed: {}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&tmp)
+            .output()
+            .expect("run build.sh");
+        assert!(
+            out.status.success(),
+            "build.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if std::fs::rename(&tmp, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
         dir
     })
 }
@@ -53,7 +70,10 @@ impl TestDaemon {
     /// Loads the image and starts the daemon with short back-off and rescan.
     pub fn start() -> Self {
         let seq = SEQ.fetch_add(1, Ordering::SeqCst);
-        let dir = tempfile::Builder::new().prefix("podhost-it-").tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("podhost-it-")
+            .tempdir()
+            .expect("tempdir");
         let node = format!("n{}x{}", std::process::id(), seq);
         let (own, _) = podhost::runtime::cgroup_root::own_root();
         let cgroup_root = format!("{}-it-{}", own, node);
@@ -76,7 +96,11 @@ impl TestDaemon {
             .arg(busybox_layout())
             .output()
             .unwrap();
-        assert!(out.status.success(), "load failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "load failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut d = d;
         d.spawn_daemon();
         d
@@ -102,7 +126,12 @@ impl TestDaemon {
             .arg(&self.node)
             .arg("--cgroup-root")
             .arg(&self.cgroup_root)
-            .args(["--crashloop-initial-backoff", "1", "--crashloop-max-backoff", "4"])
+            .args([
+                "--crashloop-initial-backoff",
+                "1",
+                "--crashloop-max-backoff",
+                "4",
+            ])
             .args(["--rescan-interval", "2"])
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -112,7 +141,10 @@ impl TestDaemon {
             .expect("spawn daemon");
         self.child = Some(child);
         wait_until(Duration::from_secs(10), "daemon socket", || {
-            self.cli(&["get", "pods", "-o", "json"]).status.success().then_some(())
+            self.cli(&["get", "pods", "-o", "json"])
+                .status
+                .success()
+                .then_some(())
         });
     }
 
@@ -158,26 +190,42 @@ impl TestDaemon {
 
     pub fn pods(&self) -> Vec<Value> {
         let out = self.cli(&["get", "pods", "-o", "json"]);
-        assert!(out.status.success(), "get pods: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "get pods: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         v["items"].as_array().cloned().unwrap_or_default()
     }
 
     pub fn pod(&self, name: &str) -> Option<Value> {
         let full = self.full_name(name);
-        self.pods().into_iter().find(|p| p["metadata"]["name"] == full.as_str())
+        self.pods()
+            .into_iter()
+            .find(|p| p["metadata"]["name"] == full.as_str())
     }
 
     /// Waits until `f` finds what it wants in the named pod.
-    pub fn wait_pod<T>(&self, name: &str, what: &str, secs: u64, f: impl Fn(&Value) -> Option<T>) -> T {
-        wait_until(Duration::from_secs(secs), what, || self.pod(name).as_ref().and_then(&f))
-            .unwrap_or_else(|| panic!("{what}; daemon log:\n{}", self.daemon_log()))
+    pub fn wait_pod<T>(
+        &self,
+        name: &str,
+        what: &str,
+        secs: u64,
+        f: impl Fn(&Value) -> Option<T>,
+    ) -> T {
+        wait_until(Duration::from_secs(secs), what, || {
+            self.pod(name).as_ref().and_then(&f)
+        })
+        .unwrap_or_else(|| panic!("{what}; daemon log:\n{}", self.daemon_log()))
     }
 
     pub fn wait_gone(&self, name: &str, secs: u64) -> Duration {
         let start = Instant::now();
-        wait_until(Duration::from_secs(secs), "pod gone", || self.pod(name).is_none().then_some(()))
-            .unwrap_or_else(|| panic!("pod {name} still there; daemon log:\n{}", self.daemon_log()));
+        wait_until(Duration::from_secs(secs), "pod gone", || {
+            self.pod(name).is_none().then_some(())
+        })
+        .unwrap_or_else(|| panic!("pod {name} still there; daemon log:\n{}", self.daemon_log()));
         start.elapsed()
     }
 
@@ -188,14 +236,17 @@ impl TestDaemon {
 
     pub fn pod_events(&self, name: &str) -> Vec<Value> {
         let c = podhost::api::client::Client::new(&self.socket);
-        c.get_json(&format!("/pods/{}/events", self.full_name(name))).unwrap()
+        c.get_json(&format!("/pods/{}/events", self.full_name(name)))
+            .unwrap()
     }
 
     /// Pids of processes whose command line contains `needle`.
     pub fn pids_with(needle: &str) -> Vec<i32> {
         let mut out = Vec::new();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
             if pid == std::process::id() as i32 {
                 continue;
             }
@@ -222,7 +273,10 @@ impl TestDaemon {
 
     fn cleanup(&mut self) {
         if let Some(mut c) = self.child.take() {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(c.id() as i32), nix::sys::signal::Signal::SIGTERM);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let _ = c.wait();
         }
         // Kill every container init this test started, then its shims.
@@ -232,7 +286,10 @@ impl TestDaemon {
                 if let Ok(v) = serde_json::from_str::<Value>(&text) {
                     for key in ["init_pid", "shim_pid"] {
                         if let Some(pid) = v[key].as_i64() {
-                            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL);
+                            let _ = nix::sys::signal::kill(
+                                nix::unistd::Pid::from_raw(pid as i32),
+                                nix::sys::signal::Signal::SIGKILL,
+                            );
                         }
                     }
                 }
@@ -240,7 +297,10 @@ impl TestDaemon {
         }
         let root = self.dir.path().display().to_string();
         for pid in Self::pids_with(&root) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
         std::thread::sleep(Duration::from_millis(200));
         let mut mounts = self.mounts();
@@ -260,7 +320,14 @@ impl Drop for TestDaemon {
 
 fn glob_started(pods: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let walk = |p: &Path| std::fs::read_dir(p).into_iter().flatten().flatten().map(|e| e.path()).collect::<Vec<_>>();
+    let walk = |p: &Path| {
+        std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect::<Vec<_>>()
+    };
     for pod in walk(pods) {
         for c in walk(&pod.join("containers")) {
             for a in walk(&c) {
@@ -297,7 +364,11 @@ pub fn remove_cgroup_tree(rel: &str) {
 }
 
 /// Polls `f` every 50 ms until it returns Some or the timeout passes.
-pub fn wait_until<T>(timeout: Duration, _what: &str, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+pub fn wait_until<T>(
+    timeout: Duration,
+    _what: &str,
+    mut f: impl FnMut() -> Option<T>,
+) -> Option<T> {
     let start = Instant::now();
     loop {
         if let Some(v) = f() {
@@ -340,7 +411,9 @@ pub fn log_lines(path: &Path) -> Vec<(chrono::DateTime<chrono::Utc>, String, Str
             let stream = it.next()?.to_string();
             let _tag = it.next()?;
             let msg = it.next().unwrap_or("").to_string();
-            let t = chrono::DateTime::parse_from_rfc3339(t).ok()?.with_timezone(&chrono::Utc);
+            let t = chrono::DateTime::parse_from_rfc3339(t)
+                .ok()?
+                .with_timezone(&chrono::Utc);
             Some((t, stream, msg))
         })
         .collect()
