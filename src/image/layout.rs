@@ -183,6 +183,7 @@ impl Source {
                 reason: e.to_string(),
             })?;
         let mut found: HashMap<String, FoundImage> = HashMap::new();
+        let mut other_platform = None;
         for desc in index.manifests() {
             let Some(reference) = self.name_of(desc)? else {
                 tracing::warn!(source = %self.path.display(), digest = %desc.digest(),
@@ -193,6 +194,7 @@ impl Source {
                 let p = format!("{}/{}", p.os(), p.architecture());
                 if p != platform {
                     tracing::debug!(%reference, platform = %p, "skipping manifest for another platform");
+                    other_platform = Some(desc.digest().to_string());
                     continue;
                 }
             }
@@ -209,6 +211,12 @@ impl Source {
                     index,
                 },
             );
+        }
+        if let (true, Some(digest)) = (found.is_empty(), other_platform) {
+            return Err(ImageError::NoMatchingPlatform {
+                digest,
+                platform: platform.to_string(),
+            });
         }
         if found.is_empty() {
             return Err(ImageError::NoNamedImages {

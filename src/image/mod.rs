@@ -12,6 +12,7 @@ mod layout;
 mod reference;
 mod refs;
 mod store;
+mod tarmeta;
 mod unpack;
 
 pub use digest::chain_ids;

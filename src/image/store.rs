@@ -29,6 +29,10 @@ use super::refs::{RefEntry, RefFile};
 use super::unpack::unpack_layer;
 
 /// The content-addressed image store under a root dir (`--root-dir`).
+///
+/// All methods do blocking file I/O (a load unpacks whole layers): call them from
+/// `tokio::task::spawn_blocking` in async code. Several `ImageStore`s (threads or
+/// processes, e.g. the daemon and `podhost load`) may use one root dir at once.
 #[derive(Debug, Clone)]
 pub struct ImageStore {
     root_dir: PathBuf,
@@ -162,11 +166,15 @@ impl ImageStore {
     /// naming that digest) was just used.
     pub fn touch(&self, reference: &str) -> Result<(), ImageError> {
         let (name, digest) = self.lookup(reference)?;
+        // A bare digest, or a name@digest that is not itself in the index, touches
+        // every reference of that manifest.
+        let by_digest = is_bare_digest(&normalize_reference(reference));
         let now = Utc::now();
         self.refs.update(|index| {
+            let by_digest = by_digest || !index.images.contains_key(&name);
             let mut changed = false;
             for (r, entry) in index.images.iter_mut() {
-                if *r == name || (is_bare_digest(&name) && entry.manifest == digest) {
+                if *r == name || (by_digest && entry.manifest == digest) {
                     entry.last_used = Some(now);
                     changed = true;
                 }

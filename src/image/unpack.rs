@@ -23,12 +23,12 @@ use std::path::{Component, Path, PathBuf};
 
 use nix::fcntl::AT_FDCWD;
 use nix::sys::stat::{Mode, SFlag, UtimensatFlags, makedev, mknod, utimensat};
-use nix::sys::time::TimeSpec;
 use tar::{Entry, EntryType};
 
 use super::compress::{Compression, decompressed};
 use super::digest::HashingReader;
 use super::error::ImageError;
+use super::tarmeta::{Meta, read_meta};
 
 const WHITEOUT_PREFIX: &str = ".wh.";
 const OPAQUE_MARKER: &str = ".wh..wh..opq";
@@ -91,16 +91,6 @@ pub(crate) fn unpack_layer(
     let mut stats = unpacker.stats;
     stats.diff_id = diff_id;
     Ok(stats)
-}
-
-/// Metadata of one entry, from its header and pax extensions.
-#[derive(Debug, Clone)]
-struct Meta {
-    mode: u32,
-    uid: u32,
-    gid: u32,
-    mtime: TimeSpec,
-    xattrs: Vec<(String, Vec<u8>)>,
 }
 
 struct Unpacker<'a> {
@@ -399,59 +389,6 @@ fn clean(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-fn read_meta<R: Read>(entry: &mut Entry<'_, R>) -> io::Result<Meta> {
-    let header = entry.header();
-    let mut meta = Meta {
-        mode: header.mode()? & 0o7777,
-        uid: u32::try_from(header.uid()?).unwrap_or(u32::MAX),
-        gid: u32::try_from(header.gid()?).unwrap_or(u32::MAX),
-        mtime: TimeSpec::new(i64::try_from(header.mtime()?).unwrap_or(0), 0),
-        xattrs: Vec::new(),
-    };
-    if let Some(pax) = entry.pax_extensions()? {
-        for ext in pax {
-            let ext = ext?;
-            let Ok(key) = ext.key() else { continue };
-            let value = ext.value_bytes();
-            let text = std::str::from_utf8(value).unwrap_or_default();
-            match key {
-                "uid" => meta.uid = text.parse().unwrap_or(meta.uid),
-                "gid" => meta.gid = text.parse().unwrap_or(meta.gid),
-                "mtime" => {
-                    if let Some(ts) = parse_pax_time(text) {
-                        meta.mtime = ts;
-                    }
-                }
-                k => {
-                    if let Some(attr) = k.strip_prefix("SCHILY.xattr.") {
-                        meta.xattrs.push((attr.to_string(), value.to_vec()));
-                    }
-                }
-            }
-        }
-    }
-    Ok(meta)
-}
-
-/// Parses a pax time ("1700000000.123456789", possibly negative).
-fn parse_pax_time(s: &str) -> Option<TimeSpec> {
-    let (secs, frac) = s.split_once('.').unwrap_or((s, ""));
-    let secs: i64 = secs.parse().ok()?;
-    let digits: String = frac.chars().take(9).collect();
-    let mut nanos: i64 = if digits.is_empty() {
-        0
-    } else {
-        digits.parse().ok()?
-    };
-    for _ in digits.len()..9 {
-        nanos *= 10;
-    }
-    if secs < 0 && nanos > 0 {
-        return Some(TimeSpec::new(secs - 1, 1_000_000_000 - nanos));
-    }
-    Some(TimeSpec::new(secs, nanos))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,12 +400,5 @@ mod tests {
         assert_eq!(clean(Path::new("../escape")), None);
         assert_eq!(clean(Path::new("a/../../b")), None);
         assert_eq!(clean(Path::new("/etc/passwd")), None);
-    }
-
-    #[test]
-    fn pax_times() {
-        assert_eq!(parse_pax_time("12"), Some(TimeSpec::new(12, 0)));
-        assert_eq!(parse_pax_time("12.5"), Some(TimeSpec::new(12, 500_000_000)));
-        assert_eq!(parse_pax_time("x"), None);
     }
 }

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Builds a reproducible OCI image layout of busybox from Debian's busybox-static,
+# offline, referenced as "localhost/busybox:latest".
+#
+# usage: oci/busybox/build.sh OUTDIR
+#
+# OUTDIR receives oci-layout, index.json and blobs/sha256/... (an existing layout
+# there is replaced; other files are left alone). The manifest digest is printed on
+# stdout as the last line; progress goes to stderr.
+#
+# Reproducible: every timestamp is fixed at the epoch, owners are 0:0, entries are
+# sorted, gzip stores no name or time and the JSON documents are written byte for
+# byte with printf. Two builds from the same busybox binary give the same digest.
+set -euo pipefail
+
+if [ "$#" -ne 1 ] || [ -z "$1" ]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+OUT=$1
+BUSYBOX=/bin/busybox
+REF=localhost/busybox:latest
+CREATED=1970-01-01T00:00:00Z
+export SOURCE_DATE_EPOCH=0
+export LC_ALL=C
+umask 022
+
+log() { printf 'build.sh: %s\n' "$*" >&2; }
+
+if [ ! -x "$BUSYBOX" ]; then
+  log "$BUSYBOX missing: installing busybox-static"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y busybox-static >&2
+fi
+if ! "$BUSYBOX" --list-full >/dev/null 2>&1; then
+  echo "build.sh: $BUSYBOX does not run or has no --list-full; install busybox-static" >&2
+  exit 1
+fi
+
+case "$(uname -m)" in
+  x86_64) ARCH=amd64 ;;
+  aarch64) ARCH=arm64 ;;
+  *) ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64) ;;
+esac
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+R=$WORK/rootfs
+
+# ---- 1. rootfs ------------------------------------------------------------------
+mkdir -p "$R"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,root,var,home,tmp}
+chmod 0700 "$R/root"
+chmod 1777 "$R/tmp"
+install -m 0755 "$BUSYBOX" "$R/bin/busybox"
+
+# One symlink per applet at the path busybox reports, relative to bin/busybox so
+# that it resolves both inside the container and on the host.
+while IFS= read -r applet; do
+  case "$applet" in
+    bin/busybox | linuxrc | "" | /* | *..*) continue ;;
+  esac
+  dir=$(dirname "$applet")
+  mkdir -p "$R/$dir"
+  up=""
+  rest=$dir
+  while [ "$rest" != "." ]; do
+    up="../$up"
+    rest=$(dirname "$rest")
+  done
+  target="${up}bin/busybox"
+  [ "$dir" = bin ] && target=busybox
+  ln -sfn "$target" "$R/$applet"
+done < <("$BUSYBOX" --list-full | sort -u)
+
+printf '%s\n' \
+  'root:x:0:0:root:/root:/bin/sh' \
+  'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >"$R/etc/passwd"
+printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' >"$R/etc/group"
+printf '%s\n' '127.0.0.1 localhost' '::1 localhost ip6-localhost ip6-loopback' >"$R/etc/hosts"
+: >"$R/etc/hostname"
+: >"$R/etc/resolv.conf"
+chmod 0644 "$R"/etc/*
+
+# ---- 2. layer -------------------------------------------------------------------
+BLOBS=$WORK/blobs/sha256
+mkdir -p "$BLOBS"
+
+(cd "$R" && find . -mindepth 1 | sed 's,^\./,,' | sort) >"$WORK/files"
+tar -C "$R" --no-recursion -T "$WORK/files" \
+  --owner=0 --group=0 --numeric-owner --mtime=@0 \
+  --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+  -cf "$WORK/layer.tar"
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+size() { stat -c %s "$1"; }
+put() { # put FILE -> prints hex digest, moves FILE into blobs
+  local h
+  h=$(sha "$1")
+  mv "$1" "$BLOBS/$h"
+  printf '%s' "$h"
+}
+
+DIFF_ID=$(sha "$WORK/layer.tar")
+gzip -n -9 -c "$WORK/layer.tar" >"$WORK/layer.tar.gz"
+rm -f "$WORK/layer.tar"
+LAYER_SIZE=$(size "$WORK/layer.tar.gz")
+LAYER=$(put "$WORK/layer.tar.gz")
+log "layer sha256:$LAYER ($LAYER_SIZE bytes, diff_id sha256:$DIFF_ID)"
+
+# ---- 3. config, manifest, index -------------------------------------------------
+printf '{"created":"%s","architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"oci/busybox/build.sh (Debian busybox-static)"}]}' \
+  "$CREATED" "$ARCH" "$DIFF_ID" "$CREATED" >"$WORK/config.json"
+CONFIG_SIZE=$(size "$WORK/config.json")
+CONFIG=$(put "$WORK/config.json")
+
+printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
+  "$CONFIG" "$CONFIG_SIZE" "$LAYER" "$LAYER_SIZE" >"$WORK/manifest.json"
+MANIFEST_SIZE=$(size "$WORK/manifest.json")
+MANIFEST=$(put "$WORK/manifest.json")
+
+printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+  "$MANIFEST" "$MANIFEST_SIZE" "$ARCH" "$REF" "$REF" >"$WORK/index.json"
+printf '{"imageLayoutVersion":"1.0.0"}' >"$WORK/oci-layout"
+
+# ---- 4. publish -----------------------------------------------------------------
+mkdir -p "$OUT"
+rm -rf "$OUT/blobs" "$OUT/index.json" "$OUT/oci-layout"
+mv "$WORK/blobs" "$OUT/blobs"
+mv "$WORK/oci-layout" "$OUT/oci-layout"
+mv "$WORK/index.json" "$OUT/index.json"
+
+log "wrote $REF to $OUT"
+printf 'sha256:%s\n' "$MANIFEST"
