@@ -3,6 +3,10 @@
 //! Module order follows the one-way data flow in `../shared/design.md`:
 //! `source` → `worker` → `runtime` → `status` → `api`, with `model` holding pure
 //! types and functions shared by all of them.
+pub mod api;
+pub mod cli;
+pub mod daemon;
+pub mod image;
 pub mod logs;
 pub mod model;
 pub mod runtime;
@@ -10,7 +14,3 @@ pub mod shim;
 pub mod source;
 pub mod status;
 pub mod worker;
-pub mod image;
-pub mod api;
-pub mod daemon;
-pub mod cli;

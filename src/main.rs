@@ -18,7 +18,11 @@ const DEFAULT_SOCKET: &str = "/run/podhost/podhost.sock";
 const DEFAULT_ROOT: &str = "/var/lib/podhost";
 
 #[derive(Parser)]
-#[command(name = "podhost", version, about = "Runs Kubernetes static pods on this host, without a CRI")]
+#[command(
+    name = "podhost",
+    version,
+    about = "Runs Kubernetes static pods on this host, without a CRI"
+)]
 struct Cli {
     /// The daemon's API socket.
     #[arg(long, global = true, default_value = DEFAULT_SOCKET)]
@@ -159,7 +163,15 @@ fn run(cli: Cli) -> Result<i32> {
             previous,
             tail,
             timestamps,
-        } => logs(&Client::new(&socket), &pod, container, follow, previous, tail, timestamps),
+        } => logs(
+            &Client::new(&socket),
+            &pod,
+            container,
+            follow,
+            previous,
+            tail,
+            timestamps,
+        ),
         Command::Exec {
             pod,
             container,
@@ -167,7 +179,8 @@ fn run(cli: Cli) -> Result<i32> {
         } => exec(&Client::new(&socket), &pod, container, command),
         Command::Load { path, root_dir } => load(&Client::new(&socket), &path, &root_dir),
         Command::Images => {
-            let list: Vec<podhost::image::ImageSummary> = Client::new(&socket).get_json("/images")?;
+            let list: Vec<podhost::image::ImageSummary> =
+                Client::new(&socket).get_json("/images")?;
             print!("{}", render_images(&list, chrono::Utc::now()));
             Ok(0)
         }
@@ -184,7 +197,11 @@ fn run(cli: Cli) -> Result<i32> {
             libcontainer_root,
             id,
             command,
-        } => Ok(podhost::runtime::exec::exec_in_container(&libcontainer_root, &id, command)?),
+        } => Ok(podhost::runtime::exec::exec_in_container(
+            &libcontainer_root,
+            &id,
+            command,
+        )?),
     }
 }
 
@@ -211,7 +228,8 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
             .into_owned(),
     };
     let secs = |s: f64, flag: &str| {
-        Duration::try_from_secs_f64(s).with_context(|| format!("--{flag} must be a positive number of seconds"))
+        Duration::try_from_secs_f64(s)
+            .with_context(|| format!("--{flag} must be a positive number of seconds"))
     };
     let cfg = podhost::daemon::DaemonConfig {
         manifest_dir: args.pod_manifest_path,
@@ -245,7 +263,10 @@ fn get_pods(client: &Client, output: Option<&str>) -> Result<i32> {
             if pods.is_empty() {
                 eprintln!("No resources found.");
             } else {
-                print!("{}", render_pods(&pods, output == Some("wide"), chrono::Utc::now()));
+                print!(
+                    "{}",
+                    render_pods(&pods, output == Some("wide"), chrono::Utc::now())
+                );
             }
         }
         Some(other) => bail!("unknown output format {other:?}: use wide, json or yaml"),
@@ -288,7 +309,12 @@ fn logs(
     Ok(0)
 }
 
-fn exec(client: &Client, pod: &str, container: Option<String>, command: Vec<String>) -> Result<i32> {
+fn exec(
+    client: &Client,
+    pod: &str,
+    container: Option<String>,
+    command: Vec<String>,
+) -> Result<i32> {
     let mut path = format!("/pods/{}/exec", percent_encode(pod));
     if let Some(c) = container {
         path.push_str(&format!("?container={}", percent_encode(&c)));
@@ -311,14 +337,18 @@ fn exec(client: &Client, pod: &str, container: Option<String>, command: Vec<Stri
 }
 
 fn load(client: &Client, path: &Path, root_dir: &Path) -> Result<i32> {
-    let abs = std::fs::canonicalize(path).with_context(|| format!("{}: no such file or directory", path.display()))?;
+    let abs = std::fs::canonicalize(path)
+        .with_context(|| format!("{}: no such file or directory", path.display()))?;
     let body = serde_json::to_vec(&LoadRequest {
         path: abs.display().to_string(),
     })?;
     let refs = match client.request("POST", "/images/load", Some(&body)) {
         Ok(answer) => serde_json::from_slice::<LoadResponse>(&answer.body)?.references,
         Err(ClientError::Connect { .. }) => {
-            eprintln!("no daemon is running; loading straight into {}", root_dir.display());
+            eprintln!(
+                "no daemon is running; loading straight into {}",
+                root_dir.display()
+            );
             podhost::image::ImageStore::open(root_dir)?.load(&abs)?
         }
         Err(e) => return Err(e.into()),

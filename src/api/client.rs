@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The daemon is not listening on the socket.
-    #[error("cannot reach the podhost daemon at {socket}: {source} (is `podhost daemon` running? see --socket)")]
+    #[error(
+        "cannot reach the podhost daemon at {socket}: {source} (is `podhost daemon` running? see --socket)"
+    )]
     Connect {
         socket: PathBuf,
         #[source]
@@ -68,7 +70,9 @@ impl Client {
         let mut error_body: Option<Vec<u8>> = None;
         let code = self.raw(method, path, body, &mut |code, chunk| {
             if code >= 400 {
-                error_body.get_or_insert_with(Vec::new).extend_from_slice(chunk);
+                error_body
+                    .get_or_insert_with(Vec::new)
+                    .extend_from_slice(chunk);
                 Ok(())
             } else {
                 sink(chunk)
@@ -91,10 +95,11 @@ impl Client {
         body: Option<&[u8]>,
         sink: &mut dyn FnMut(u16, &[u8]) -> std::io::Result<()>,
     ) -> Result<u16, ClientError> {
-        let mut stream = UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
-            socket: self.socket.clone(),
-            source,
-        })?;
+        let mut stream =
+            UnixStream::connect(&self.socket).map_err(|source| ClientError::Connect {
+                socket: self.socket.clone(),
+                source,
+            })?;
         let body = body.unwrap_or_default();
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: podhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
@@ -161,7 +166,12 @@ impl Client {
     }
 
     /// Sends a request and returns the whole answer; error statuses become `Status` errors.
-    pub fn request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Result<Answer, ClientError> {
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> Result<Answer, ClientError> {
         let mut out = Vec::new();
         let code = self.request_streaming(method, path, body, &mut |b| {
             out.extend_from_slice(b);

@@ -30,7 +30,9 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
         (Method::GET, ["pods"]) => ok_json(&pod_list(&state)),
         (Method::GET, ["pods", name]) => with_pod(&state, name, |r| ok_json(&r.pod)),
         (Method::GET, ["pods", name, "events"]) => with_pod(&state, name, |r| ok_json(&r.events)),
-        (Method::GET, ["pods", name, "exec"]) => with_pod(&state, name, |r| exec_target(&state, r, query.get("container"))),
+        (Method::GET, ["pods", name, "exec"]) => with_pod(&state, name, |r| {
+            exec_target(&state, r, query.get("container"))
+        }),
         (Method::GET, ["pods", name, "log"]) => match state.store.find_by_name(name) {
             Some(r) => logs(&state, r, &query).await,
             None => not_found(name),
@@ -49,7 +51,11 @@ fn not_found(name: &str) -> Response<Body> {
     error(404, format!("pod \"{name}\" not found"))
 }
 
-fn with_pod(state: &ApiState, name: &str, f: impl FnOnce(PodRecord) -> Response<Body>) -> Response<Body> {
+fn with_pod(
+    state: &ApiState,
+    name: &str,
+    f: impl FnOnce(PodRecord) -> Response<Body>,
+) -> Response<Body> {
     match state.store.find_by_name(name) {
         Some(r) => f(r),
         None => not_found(name),
@@ -78,7 +84,11 @@ fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, Re
         Some(w) if names.contains(w) => Ok(w.clone()),
         Some(w) => Err(error(
             404,
-            format!("container {w} is not valid for pod {}; choose one of: {}", rec.name(), names.join(", ")),
+            format!(
+                "container {w} is not valid for pod {}; choose one of: {}",
+                rec.name(),
+                names.join(", ")
+            ),
         )),
         None => names
             .first()
@@ -123,7 +133,11 @@ fn exec_target(state: &ApiState, rec: PodRecord, wanted: Option<&String>) -> Res
     })
 }
 
-async fn logs(state: &ApiState, rec: PodRecord, query: &std::collections::HashMap<String, String>) -> Response<Body> {
+async fn logs(
+    state: &ApiState,
+    rec: PodRecord,
+    query: &std::collections::HashMap<String, String>,
+) -> Response<Body> {
     let container = match pick_container(&rec, query.get("container")) {
         Ok(c) => c,
         Err(resp) => return resp,
@@ -134,10 +148,18 @@ async fn logs(state: &ApiState, rec: PodRecord, query: &std::collections::HashMa
     if attempt < 0 {
         return error(
             400,
-            format!("previous terminated container \"{container}\" in pod \"{}\" not found", rec.name()),
+            format!(
+                "previous terminated container \"{container}\" in pod \"{}\" not found",
+                rec.name()
+            ),
         );
     }
-    let ns = rec.pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+    let ns = rec
+        .pod
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
     let path = state
         .layout
         .container_log(&ns, rec.name(), rec.uid(), &container, attempt as u32);
@@ -149,13 +171,21 @@ async fn logs(state: &ApiState, rec: PodRecord, query: &std::collections::HashMa
     if !path.exists() {
         return error(
             404,
-            format!("no logs yet for container \"{container}\" in pod \"{}\" ({})", rec.name(), path.display()),
+            format!(
+                "no logs yet for container \"{container}\" in pod \"{}\" ({})",
+                rec.name(),
+                path.display()
+            ),
         );
     }
     let follow_mode = query.get("follow").is_some_and(|v| v == "true") && !previous;
     if !follow_mode {
         let mut out = Vec::new();
-        return match tokio::task::spawn_blocking(move || read_messages(&path, &opts, &mut out).map(|_| out)).await {
+        return match tokio::task::spawn_blocking(move || {
+            read_messages(&path, &opts, &mut out).map(|_| out)
+        })
+        .await
+        {
             Ok(Ok(out)) => respond(200, "text/plain", out),
             Ok(Err(e)) => error(500, e.to_string()),
             Err(e) => error(500, e.to_string()),
@@ -178,9 +208,12 @@ async fn logs(state: &ApiState, rec: PodRecord, query: &std::collections::HashMa
         }
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))), rx))
+        rx.recv().await.map(|chunk| {
+            (
+                Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))),
+                rx,
+            )
+        })
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed());
     if let Ok(v) = "text/plain".parse() {

@@ -30,7 +30,10 @@ pub struct ApiState {
 pub type Body = BoxBody<Bytes, Infallible>;
 
 /// Binds the socket (mode 0600, replacing a stale one) and serves until the task ends.
-pub async fn serve(socket: &Path, state: Arc<ApiState>) -> std::io::Result<tokio::task::JoinHandle<()>> {
+pub async fn serve(
+    socket: &Path,
+    state: Arc<ApiState>,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
     if let Some(dir) = socket.parent() {
         std::fs::create_dir_all(dir)?;
     }

@@ -10,17 +10,29 @@ pub fn human_duration(d: Duration) -> String {
         format!("{s}s")
     } else if m < 10 {
         let rem = s % 60;
-        if rem == 0 { format!("{m}m") } else { format!("{m}m{rem}s") }
+        if rem == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{rem}s")
+        }
     } else if h < 3 {
         format!("{m}m")
     } else if h < 8 {
         let rem = m % 60;
-        if rem == 0 { format!("{h}h") } else { format!("{h}h{rem}m") }
+        if rem == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{rem}m")
+        }
     } else if h < 48 {
         format!("{h}h")
     } else if days < 8 {
         let rem = h % 24;
-        if rem == 0 { format!("{days}d") } else { format!("{days}d{rem}h") }
+        if rem == 0 {
+            format!("{days}d")
+        } else {
+            format!("{days}d{rem}h")
+        }
     } else if days < 365 * 2 {
         format!("{days}d")
     } else {

@@ -11,22 +11,35 @@ use super::table::{align, pod_status_text};
 use crate::status::Event;
 
 fn time_text(t: Option<&Time>) -> String {
-    t.map(|t| t.0.to_string()).unwrap_or_else(|| "<unknown>".into())
+    t.map(|t| t.0.to_string())
+        .unwrap_or_else(|| "<unknown>".into())
 }
 
 fn state_lines(out: &mut String, title: &str, s: &ContainerState) {
     if let Some(r) = &s.running {
         let _ = writeln!(out, "    {title:<14}Running");
-        let _ = writeln!(out, "      Started:      {}", time_text(r.started_at.as_ref()));
+        let _ = writeln!(
+            out,
+            "      Started:      {}",
+            time_text(r.started_at.as_ref())
+        );
     } else if let Some(w) = &s.waiting {
         let _ = writeln!(out, "    {title:<14}Waiting");
-        let _ = writeln!(out, "      Reason:       {}", w.reason.clone().unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "      Reason:       {}",
+            w.reason.clone().unwrap_or_default()
+        );
         if let Some(m) = &w.message {
             let _ = writeln!(out, "      Message:      {m}");
         }
     } else if let Some(t) = &s.terminated {
         let _ = writeln!(out, "    {title:<14}Terminated");
-        let _ = writeln!(out, "      Reason:       {}", t.reason.clone().unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "      Reason:       {}",
+            t.reason.clone().unwrap_or_default()
+        );
         if let Some(m) = &t.message {
             let _ = writeln!(out, "      Message:      {m}");
         }
@@ -34,8 +47,16 @@ fn state_lines(out: &mut String, title: &str, s: &ContainerState) {
         if let Some(sig) = t.signal {
             let _ = writeln!(out, "      Signal:       {sig}");
         }
-        let _ = writeln!(out, "      Started:      {}", time_text(t.started_at.as_ref()));
-        let _ = writeln!(out, "      Finished:     {}", time_text(t.finished_at.as_ref()));
+        let _ = writeln!(
+            out,
+            "      Started:      {}",
+            time_text(t.started_at.as_ref())
+        );
+        let _ = writeln!(
+            out,
+            "      Finished:     {}",
+            time_text(t.finished_at.as_ref())
+        );
     }
 }
 
@@ -45,16 +66,44 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
     let meta = &pod.metadata;
     let spec = pod.spec.clone().unwrap_or_default();
     let status = pod.status.clone().unwrap_or_default();
-    let _ = writeln!(out, "Name:         {}", meta.name.clone().unwrap_or_default());
-    let _ = writeln!(out, "Namespace:    {}", meta.namespace.clone().unwrap_or_default());
-    let _ = writeln!(out, "UID:          {}", meta.uid.clone().unwrap_or_default());
-    let _ = writeln!(out, "Node:         {}", spec.node_name.clone().unwrap_or_default());
-    let _ = writeln!(out, "Start Time:   {}", time_text(status.start_time.as_ref()));
+    let _ = writeln!(
+        out,
+        "Name:         {}",
+        meta.name.clone().unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "Namespace:    {}",
+        meta.namespace.clone().unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "UID:          {}",
+        meta.uid.clone().unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "Node:         {}",
+        spec.node_name.clone().unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "Start Time:   {}",
+        time_text(status.start_time.as_ref())
+    );
     let _ = writeln!(out, "Status:       {}", pod_status_text(pod));
-    if let Some(src) = meta.annotations.as_ref().and_then(|a| a.get("kubernetes.io/config.source")) {
+    if let Some(src) = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("kubernetes.io/config.source"))
+    {
         let _ = writeln!(out, "Source:       {src}");
     }
-    let _ = writeln!(out, "Restart Policy: {}", spec.restart_policy.clone().unwrap_or_default());
+    let _ = writeln!(
+        out,
+        "Restart Policy: {}",
+        spec.restart_policy.clone().unwrap_or_default()
+    );
     let _ = writeln!(out, "Host Network: {}", spec.host_network.unwrap_or(false));
     let _ = writeln!(out, "Containers:");
     for c in &spec.containers {
@@ -67,7 +116,11 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
         if let Some(id) = cs.and_then(|s| s.container_id.clone()) {
             let _ = writeln!(out, "    Container ID: {id}");
         }
-        let _ = writeln!(out, "    Image:        {}", c.image.clone().unwrap_or_default());
+        let _ = writeln!(
+            out,
+            "    Image:        {}",
+            c.image.clone().unwrap_or_default()
+        );
         if let Some(id) = cs.map(|s| s.image_id.clone()).filter(|s| !s.is_empty()) {
             let _ = writeln!(out, "    Image ID:     {id}");
         }
@@ -83,8 +136,16 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
         if let Some(s) = cs.and_then(|s| s.last_state.clone()) {
             state_lines(&mut out, "Last State:", &s);
         }
-        let _ = writeln!(out, "    Ready:        {}", cs.map(|s| s.ready).unwrap_or(false));
-        let _ = writeln!(out, "    Restart Count: {}", cs.map(|s| s.restart_count).unwrap_or(0));
+        let _ = writeln!(
+            out,
+            "    Ready:        {}",
+            cs.map(|s| s.ready).unwrap_or(false)
+        );
+        let _ = writeln!(
+            out,
+            "    Restart Count: {}",
+            cs.map(|s| s.restart_count).unwrap_or(0)
+        );
     }
     let _ = writeln!(out, "Conditions:");
     let mut rows = vec![vec!["  Type".to_string(), "Status".to_string()]];
@@ -96,7 +157,11 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
     if events.is_empty() {
         let _ = writeln!(out, "  <none>");
     } else {
-        let mut rows = vec![["  Type", "Reason", "Age", "From", "Message"].map(String::from).to_vec()];
+        let mut rows = vec![
+            ["  Type", "Reason", "Age", "From", "Message"]
+                .map(String::from)
+                .to_vec(),
+        ];
         for e in events {
             rows.push(vec![
                 format!("  {:?}", e.kind),

@@ -15,16 +15,29 @@ pub fn human_size(bytes: u64) -> String {
         v /= 1000.0;
         i += 1;
     }
-    if i == 0 { format!("{bytes}B") } else { format!("{v:.1}{}", units[i]) }
+    if i == 0 {
+        format!("{bytes}B")
+    } else {
+        format!("{v:.1}{}", units[i])
+    }
 }
 
 pub fn render_images(images: &[ImageSummary], now: DateTime<Utc>) -> String {
-    let mut rows = vec![["REFERENCE", "DIGEST", "SIZE", "LAST USED"].map(String::from).to_vec()];
+    let mut rows = vec![
+        ["REFERENCE", "DIGEST", "SIZE", "LAST USED"]
+            .map(String::from)
+            .to_vec(),
+    ];
     for i in images {
         let digest: String = i.digest.chars().take(19).collect();
         let used = i
             .last_used
-            .map(|t| format!("{} ago", human_duration((now - t).to_std().unwrap_or_default())))
+            .map(|t| {
+                format!(
+                    "{} ago",
+                    human_duration((now - t).to_std().unwrap_or_default())
+                )
+            })
             .unwrap_or_else(|| "never".into());
         rows.push(vec![i.reference.clone(), digest, human_size(i.size), used]);
     }

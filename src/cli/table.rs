@@ -13,7 +13,12 @@ pub fn pod_status_text(pod: &Pod) -> String {
     let mut has_running = false;
     for c in status.container_statuses.iter().flatten().rev() {
         let state = c.state.clone().unwrap_or_default();
-        if let Some(w) = state.waiting.as_ref().and_then(|w| w.reason.clone()).filter(|r| !r.is_empty()) {
+        if let Some(w) = state
+            .waiting
+            .as_ref()
+            .and_then(|w| w.reason.clone())
+            .filter(|r| !r.is_empty())
+        {
             reason = w;
         } else if let Some(t) = state.terminated.as_ref() {
             reason = t.reason.clone().unwrap_or_else(|| match t.signal {
@@ -42,7 +47,14 @@ fn restarts_text(pod: &Pod, now: DateTime<Utc>) -> String {
     let total: i32 = statuses.iter().map(|c| c.restart_count).sum();
     let last = statuses
         .iter()
-        .filter_map(|c| c.last_state.as_ref()?.terminated.as_ref()?.finished_at.clone())
+        .filter_map(|c| {
+            c.last_state
+                .as_ref()?
+                .terminated
+                .as_ref()?
+                .finished_at
+                .clone()
+        })
         .max_by_key(|t| t.0);
     match last {
         Some(t) if total > 0 => format!("{total} ({} ago)", age_of(Some(&t), now)),
@@ -101,7 +113,13 @@ pub fn render_pods(pods: &[Pod], wide: bool, now: DateTime<Utc>) -> String {
 pub fn align(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|i| rows.iter().filter_map(|r| r.get(i)).map(|c| c.chars().count()).max().unwrap_or(0))
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for r in rows {
@@ -157,7 +175,10 @@ mod tests {
 
     #[test]
     fn status_column_prefers_container_reason() {
-        assert_eq!(pod_status_text(&pod(Some("CrashLoopBackOff"), false, 3)), "CrashLoopBackOff");
+        assert_eq!(
+            pod_status_text(&pod(Some("CrashLoopBackOff"), false, 3)),
+            "CrashLoopBackOff"
+        );
         assert_eq!(pod_status_text(&pod(None, true, 0)), "Running");
         let mut p = pod(None, true, 0);
         p.metadata.deletion_timestamp = Some(crate::status::k8s_time(Utc::now()));
@@ -166,7 +187,11 @@ mod tests {
 
     #[test]
     fn table_layout() {
-        let out = render_pods(&[pod(Some("CrashLoopBackOff"), false, 3)], false, Utc::now());
+        let out = render_pods(
+            &[pod(Some("CrashLoopBackOff"), false, 3)],
+            false,
+            Utc::now(),
+        );
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("NAME      "));
         assert!(lines[0].contains("READY   STATUS"));

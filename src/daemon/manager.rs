@@ -48,7 +48,8 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
 impl Manager {
     fn apply(&mut self, scan: ScanResult, first: bool) {
         self.report_errors(&scan);
-        let desired: HashMap<&str, &StaticPod> = scan.pods.iter().map(|p| (p.uid.as_str(), p)).collect();
+        let desired: HashMap<&str, &StaticPod> =
+            scan.pods.iter().map(|p| (p.uid.as_str(), p)).collect();
         if first {
             self.terminate_orphans(&desired);
         }
@@ -96,7 +97,13 @@ impl Manager {
             .map(|h| h.done.clone());
         let uid = info.uid.clone();
         let name = info.name.clone();
-        let handle = spawn_pod(self.ctx.clone(), info, warnings, predecessor, self.finished_tx.clone());
+        let handle = spawn_pod(
+            self.ctx.clone(),
+            info,
+            warnings,
+            predecessor,
+            self.finished_tx.clone(),
+        );
         self.workers.insert(uid.clone(), handle);
         self.newest_by_name.insert(name, uid);
     }

@@ -40,7 +40,9 @@ pub enum DaemonError {
         source: std::io::Error,
     },
     /// Another daemon already uses the root dir.
-    #[error("another podhost daemon already uses {0} (lock held); stop it or use another --root-dir")]
+    #[error(
+        "another podhost daemon already uses {0} (lock held); stop it or use another --root-dir"
+    )]
     Locked(PathBuf),
     /// The image store could not be opened.
     #[error(transparent)]
@@ -102,7 +104,11 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         node = %cfg.node_name,
         "podhost daemon started"
     );
-    let scans = crate::source::watch(cfg.manifest_dir.clone(), cfg.node_name.clone(), cfg.rescan_every);
+    let scans = crate::source::watch(
+        cfg.manifest_dir.clone(),
+        cfg.node_name.clone(),
+        cfg.rescan_every,
+    );
     let manager = tokio::spawn(manager::run(ctx, scans));
     host::wait_for_stop_signal().await;
     tracing::info!("stopping the daemon; containers keep running");

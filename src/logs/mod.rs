@@ -15,16 +15,19 @@
 //! - [`writer`]: synchronous, used by the single-threaded shim: drains the container's
 //!   stdout and stderr pipes with poll(2) and appends CRI lines to the log file.
 //! - [`reader`]: parses CRI lines, reassembles `P…F` chunks into whole messages,
-//!   implements `--tail`, `--timestamps`, `--since` and stream selection, and follows a
-//!   growing (or rotated) file from tokio.
+//!   implements `--tail`, `--timestamps`, `--since`, `--limit-bytes` and stream
+//!   selection.
+//! - [`follow`](mod@follow): follows a growing (or rotated) log file from tokio.
 
+pub mod follow;
 pub mod reader;
 pub mod writer;
 
 use std::fmt;
 use std::path::PathBuf;
 
-pub use reader::{CriLine, ReadOptions, ReadSummary, follow, parse_line, read_messages};
+pub use follow::follow;
+pub use reader::{CriLine, ReadOptions, ReadSummary, parse_line, read_messages};
 pub use writer::{copy_streams, copy_streams_to_cri_log, open_log_file};
 
 /// Longest message chunk in one CRI line (containerd's default

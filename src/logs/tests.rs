@@ -664,12 +664,3 @@ async fn follow_ends_when_receiver_is_dropped() {
     .await;
     assert!(matches!(r, Ok(Ok(()))), "{r:?}");
 }
-#[test]
-fn zz_bench() {
-    let line = format!("{}\n", "x".repeat(99)).into_bytes();
-    let chunk: Vec<u8> = line.iter().cycle().take(line.len() * 1000).copied().collect();
-    let chunks = vec![chunk; 1000]; // 100 MB
-    let t = std::time::Instant::now();
-    let (_d, _p, lines) = copy(chunks, vec![]);
-    eprintln!("BENCH {} lines in {:?}", lines.len(), t.elapsed());
-}

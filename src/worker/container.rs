@@ -39,7 +39,11 @@ enum Step {
 /// is not restarted, until it has exited).
 pub async fn supervise(ctx: Arc<Ctx>, pod: Arc<PodInfo>, c: Container, mut term: TermRx) {
     let mut sup = Supervisor {
-        view: ContainerView::new(&c.name, c.image.as_deref().unwrap_or_default(), "ContainerCreating"),
+        view: ContainerView::new(
+            &c.name,
+            c.image.as_deref().unwrap_or_default(),
+            "ContainerCreating",
+        ),
         next_attempt: 0,
         backoff: Backoff::default(),
         image_backoff: Backoff::default(),
@@ -83,9 +87,13 @@ impl Supervisor {
     }
 
     fn event(&self, kind: EventKind, reason: &str, message: String) {
-        self.ctx
-            .store
-            .pod_event(&self.pod.uid, kind, reason, &self.pod.object(&self.c.name), message);
+        self.ctx.store.pod_event(
+            &self.pod.uid,
+            kind,
+            reason,
+            &self.pod.object(&self.c.name),
+            message,
+        );
     }
 
     /// Picks up where a previous daemon left off: the newest attempt dir tells.
@@ -101,7 +109,10 @@ impl Supervisor {
         for _ in 0..last {
             self.backoff.next_delay(&self.ctx.backoff, Duration::ZERO);
         }
-        let bundle = self.ctx.layout.attempt_dir(&self.pod.uid, &self.c.name, last);
+        let bundle = self
+            .ctx
+            .layout
+            .attempt_dir(&self.pod.uid, &self.c.name, last);
         let id = container_id(&self.pod.uid, &self.c.name, last);
         self.view.container_id = Some(format!("podhost://{id}"));
         match shim_client::adopt(&bundle) {
@@ -131,7 +142,9 @@ impl Supervisor {
                         finished_at: now,
                     },
                     reason: Some("ContainerStatusUnknown"),
-                    message: Some("The container could not be located when the daemon restarted".into()),
+                    message: Some(
+                        "The container could not be located when the daemon restarted".into(),
+                    ),
                 }
             }
         }
@@ -169,7 +182,11 @@ impl Supervisor {
                 self.view.container_id = Some(format!("podhost://{id}"));
                 self.view.state = running(handle.started.started_at);
                 self.publish();
-                self.event(EventKind::Normal, "Started", format!("Started container {}", self.c.name));
+                self.event(
+                    EventKind::Normal,
+                    "Started",
+                    format!("Started container {}", self.c.name),
+                );
                 let run = Running {
                     started: handle.started.clone(),
                     container_id: id,
@@ -201,9 +218,15 @@ impl Supervisor {
         }
     }
 
-    async fn image_missing(&mut self, message: String, term: &mut watch::Receiver<Option<Duration>>) -> Step {
+    async fn image_missing(
+        &mut self,
+        message: String,
+        term: &mut watch::Receiver<Option<Duration>>,
+    ) -> Step {
         let never = self.c.image_pull_policy.as_deref() == Some("Never");
-        let delay = self.image_backoff.next_delay(&self.ctx.backoff, Duration::ZERO);
+        let delay = self
+            .image_backoff
+            .next_delay(&self.ctx.backoff, Duration::ZERO);
         let reason = if never {
             "ErrImageNeverPull"
         } else if delay.is_zero() {
@@ -248,7 +271,12 @@ impl Supervisor {
         message: Option<String>,
         term: &mut watch::Receiver<Option<Duration>>,
     ) -> Step {
-        let state = terminated(&record, self.view.container_id.clone(), reason, message.clone());
+        let state = terminated(
+            &record,
+            self.view.container_id.clone(),
+            reason,
+            message.clone(),
+        );
         let ran_for = (record.finished_at - record.started_at)
             .to_std()
             .unwrap_or_default();
@@ -258,7 +286,9 @@ impl Supervisor {
             return Step::Done;
         }
         let delay = self.backoff.next_delay(&self.ctx.backoff, ran_for);
-        let since_exit = (Utc::now() - record.finished_at).to_std().unwrap_or_default();
+        let since_exit = (Utc::now() - record.finished_at)
+            .to_std()
+            .unwrap_or_default();
         let wait = delay.saturating_sub(since_exit);
         self.view.last_state = Some(state);
         if wait.is_zero() {

@@ -74,4 +74,3 @@ impl PodInfo {
         format!("pod/{}/{}", self.name, container)
     }
 }
-

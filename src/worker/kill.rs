@@ -68,7 +68,10 @@ where
                 EventKind::Warning,
                 "FailedPreStopHook",
                 &object,
-                format!("PreStop hook not completed in grace period ({}s)", grace.as_secs()),
+                format!(
+                    "PreStop hook not completed in grace period ({}s)",
+                    grace.as_secs()
+                ),
             ),
         }
         stop_grace = stop_grace_after_hook(grace, began.elapsed());
@@ -108,7 +111,14 @@ fn pre_stop_command(c: &Container) -> Option<Vec<String>> {
 }
 
 fn pre_stop_sleep(c: &Container) -> Option<Duration> {
-    let secs = c.lifecycle.as_ref()?.pre_stop.as_ref()?.sleep.as_ref()?.seconds;
+    let secs = c
+        .lifecycle
+        .as_ref()?
+        .pre_stop
+        .as_ref()?
+        .sleep
+        .as_ref()?
+        .seconds;
     Some(Duration::from_secs(secs.max(0) as u64))
 }
 

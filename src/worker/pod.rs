@@ -89,8 +89,13 @@ async fn run(
     let object = format!("pod/{}", pod.name);
     if fresh {
         for w in &warnings {
-            ctx.store
-                .pod_event(&pod.uid, EventKind::Warning, "FieldNotHonoured", &object, w.clone());
+            ctx.store.pod_event(
+                &pod.uid,
+                EventKind::Warning,
+                "FieldNotHonoured",
+                &object,
+                w.clone(),
+            );
         }
     }
     // False only when the pod terminates first; the supervisors still run then, to adopt
@@ -110,12 +115,17 @@ async fn run(
 
 fn mark_deleting(ctx: &Ctx, pod: &PodInfo) {
     // The API shows a pod being deleted by its deletionTimestamp ("Terminating").
-    ctx.store.set_deletion_timestamp(&pod.uid, k8s_time(chrono::Utc::now()));
+    ctx.store
+        .set_deletion_timestamp(&pod.uid, k8s_time(chrono::Utc::now()));
 }
 
 /// Creates the pod's namespaces unless they survive from a previous daemon; retried every
 /// 10 s on failure. Returns false if the pod was terminated first.
-async fn ensure_sandbox(ctx: &Ctx, pod: &PodInfo, term: &mut watch::Receiver<Option<Duration>>) -> bool {
+async fn ensure_sandbox(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    term: &mut watch::Receiver<Option<Duration>>,
+) -> bool {
     let ns_dir = ctx.layout.pod_ns_dir(&pod.uid);
     loop {
         if term.borrow().is_some() {

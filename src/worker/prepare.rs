@@ -87,13 +87,17 @@ pub fn prepare_attempt(
     attempt: u32,
 ) -> Result<Prepared, RuntimeError> {
     let bundle = ctx.layout.attempt_dir(&pod.uid, &c.name, attempt);
-    std::fs::create_dir_all(&bundle).map_err(|e| RuntimeError::io("create directory", &bundle, e))?;
+    std::fs::create_dir_all(&bundle)
+        .map_err(|e| RuntimeError::io("create directory", &bundle, e))?;
     let lower_dirs: Vec<PathBuf> = image.layers.iter().rev().cloned().collect();
     let img = image.config.config().clone().unwrap_or_default();
     let env = merged_env(image, c);
     let expand = |list: &Option<Vec<String>>| {
-        list.as_ref()
-            .map(|l| l.iter().map(|s| expand_env_refs(s, &env)).collect::<Vec<_>>())
+        list.as_ref().map(|l| {
+            l.iter()
+                .map(|s| expand_env_refs(s, &env))
+                .collect::<Vec<_>>()
+        })
     };
     let command = expand(&c.command);
     let args = expand(&c.args);
@@ -159,13 +163,22 @@ pub fn prepare_attempt(
         .unwrap_or(Signal::SIGTERM);
     // Kept beside the bundle so that a restarted daemon stops an adopted container with
     // the same signal.
-    crate::runtime::fsutil::write_atomic(&bundle.join("stop-signal"), stop_signal.as_str().as_bytes())?;
+    crate::runtime::fsutil::write_atomic(
+        &bundle.join("stop-signal"),
+        stop_signal.as_str().as_bytes(),
+    )?;
     Ok(Prepared {
         shim: ShimConfig {
             container_id: container_id(&pod.uid, &c.name, attempt),
             bundle,
             libcontainer_root: ctx.layout.libcontainer_root(),
-            log_path: ctx.layout.container_log(&pod.namespace, &pod.name, &pod.uid, &c.name, attempt),
+            log_path: ctx.layout.container_log(
+                &pod.namespace,
+                &pod.name,
+                &pod.uid,
+                &c.name,
+                attempt,
+            ),
             lower_dirs,
             rootfs,
         },

@@ -82,7 +82,11 @@ pub fn terminated(
     reason: Option<&str>,
     message: Option<String>,
 ) -> ContainerState {
-    let reason = reason.unwrap_or(if exit.exit_code == 0 { "Completed" } else { "Error" });
+    let reason = reason.unwrap_or(if exit.exit_code == 0 {
+        "Completed"
+    } else {
+        "Error"
+    });
     ContainerState {
         terminated: Some(ContainerStateTerminated {
             exit_code: exit.exit_code,

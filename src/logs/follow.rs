@@ -1,0 +1,253 @@
+//! Following a growing CRI log file from tokio (`podhost logs -f`).
+
+use std::future::Future;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::sync::mpsc;
+
+use super::LogError;
+use super::reader::{Assembler, Limit, ReadOptions, TailSink};
+
+/// How often [`follow`] checks the file for new lines.
+pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Upper bound on the size of one batch sent by [`follow`] (a batch holds whole
+/// messages, so a single long message can exceed it).
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// Prints the CRI log at `path` like [`read_messages`](super::read_messages) (honouring all of `opts`), then
+/// keeps printing lines appended to it until `stop` completes, checking every
+/// [`FOLLOW_INTERVAL`].
+///
+/// Each `Vec<u8>` sent to `out` holds one or more whole formatted lines, each ending
+/// in `\n`. When `stop` completes, the file is read one last time, chunks of a split
+/// line still waiting for their `F` chunk are sent as a line, and the function
+/// returns. It also returns `Ok` early when the receiver of `out` is dropped or
+/// [`ReadOptions::limit_bytes`](super::ReadOptions::limit_bytes) is reached.
+///
+/// Rotation is followed: if the file at `path` is replaced (another inode), the old
+/// file is read to its end and the new one from its start; if it is truncated, it is
+/// read again from the start. If `path` disappears, the open file keeps being watched.
+///
+/// Sending waits for room in the channel (backpressure); `stop` is not observed while
+/// a send waits.
+pub async fn follow<F: Future>(
+    path: PathBuf,
+    opts: ReadOptions,
+    out: mpsc::Sender<Vec<u8>>,
+    stop: F,
+) -> Result<(), LogError> {
+    let mut f = Follower::open(path, &opts).await?;
+    // Old content, with tail applied (then kept in memory until the end is reached).
+    let mut tail = TailSink::new(opts.tail);
+    let mut batch: Vec<u8> = Vec::new();
+    loop {
+        let more = f
+            .read_some(&mut |m, limit| tail.push(m, limit, &mut batch))
+            .await?;
+        if !more {
+            break;
+        }
+        if batch.len() >= BATCH_BYTES && !send_batches(&out, std::mem::take(&mut batch)).await {
+            return Ok(());
+        }
+    }
+    tail.finish(&mut f.limit, &mut batch);
+    if !send_batches(&out, batch).await || f.limit.exhausted() {
+        return Ok(());
+    }
+
+    let mut stop = std::pin::pin!(stop);
+    let mut ticker = tokio::time::interval(FOLLOW_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    loop {
+        let stopping = tokio::select! {
+            biased;
+            _ = &mut stop => true,
+            _ = out.closed() => return Ok(()),
+            _ = ticker.tick() => false,
+        };
+        let mut batch = Vec::new();
+        f.read_available(&mut |m, limit| limit.write(m, &mut batch))
+            .await?;
+        if stopping {
+            let limit = &mut f.limit;
+            f.asm.flush(&mut |m| limit.write(m, &mut batch));
+        } else if let Some(next) = f.rotation().await {
+            // Lines may have been appended to the old file since it was read.
+            f.read_available(&mut |m, limit| limit.write(m, &mut batch))
+                .await?;
+            f.switch(next).await;
+            f.read_available(&mut |m, limit| limit.write(m, &mut batch))
+                .await?;
+        }
+        if !send_batches(&out, batch).await || f.limit.exhausted() || stopping {
+            return Ok(());
+        }
+    }
+}
+
+/// Sends `data` (whole lines) in pieces of about [`BATCH_BYTES`], cut at line ends.
+/// Returns `false` if the receiver is gone.
+async fn send_batches(out: &mpsc::Sender<Vec<u8>>, mut data: Vec<u8>) -> bool {
+    while data.len() > BATCH_BYTES {
+        let cut = data[..BATCH_BYTES]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .or_else(|| {
+                data[BATCH_BYTES..]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .map(|i| i + BATCH_BYTES)
+            })
+            .map_or(data.len(), |i| i + 1);
+        if cut >= data.len() {
+            break;
+        }
+        let rest = data.split_off(cut);
+        if out.send(data).await.is_err() {
+            return false;
+        }
+        data = rest;
+    }
+    data.is_empty() || out.send(data).await.is_ok()
+}
+
+/// State of [`follow`]: the open file, the unread fragment and the joiner.
+struct Follower {
+    path: PathBuf,
+    file: tokio::fs::File,
+    id: (u64, u64),
+    offset: u64,
+    frag: Vec<u8>,
+    asm: Assembler,
+    limit: Limit,
+    buf: Vec<u8>,
+}
+
+impl Follower {
+    async fn open(path: PathBuf, opts: &ReadOptions) -> Result<Self, LogError> {
+        let (file, id) = open_with_id(&path).await?;
+        Ok(Follower {
+            path,
+            file,
+            id,
+            offset: 0,
+            frag: Vec::new(),
+            asm: Assembler::new(opts),
+            limit: Limit::new(opts.limit_bytes),
+            buf: vec![0; 256 * 1024],
+        })
+    }
+
+    /// Reads the open file to its current end, passing each finished message to `emit`.
+    async fn read_available(
+        &mut self,
+        emit: &mut impl FnMut(&[u8], &mut Limit),
+    ) -> Result<(), LogError> {
+        while self.read_some(emit).await? {}
+        Ok(())
+    }
+
+    /// Reads once (up to the buffer size) from the open file, passing each finished
+    /// message to `emit`. Returns `false` at the end of the file or of the byte limit.
+    async fn read_some(
+        &mut self,
+        emit: &mut impl FnMut(&[u8], &mut Limit),
+    ) -> Result<bool, LogError> {
+        loop {
+            if self.limit.exhausted() {
+                return Ok(false);
+            }
+            let n = match self.file.read(&mut self.buf).await {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(LogError::Read {
+                        path: self.path.clone(),
+                        source,
+                    });
+                }
+            };
+            if n == 0 {
+                return Ok(false);
+            }
+            self.offset += n as u64;
+            let limit = &mut self.limit;
+            let mut data = &self.buf[..n];
+            while let Some(nl) = data.iter().position(|&b| b == b'\n') {
+                if self.frag.is_empty() {
+                    self.asm
+                        .push(&data[..=nl], &self.path, &mut |m| emit(m, limit));
+                } else {
+                    self.frag.extend_from_slice(&data[..=nl]);
+                    self.asm
+                        .push(&self.frag, &self.path, &mut |m| emit(m, limit));
+                    self.frag.clear();
+                }
+                data = &data[nl + 1..];
+            }
+            self.frag.extend_from_slice(data);
+            return Ok(true);
+        }
+    }
+
+    /// Whether the file at the path was replaced (rotation) or truncated.
+    async fn rotation(&self) -> Option<Rotation> {
+        let meta = tokio::fs::metadata(&self.path).await.ok()?;
+        if (meta.dev(), meta.ino()) != self.id {
+            match open_with_id(&self.path).await {
+                Ok((file, id)) => Some(Rotation::Replaced(file, id)),
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot open rotated log file yet");
+                    None
+                }
+            }
+        } else if meta.len() < self.offset {
+            Some(Rotation::Truncated)
+        } else {
+            None
+        }
+    }
+
+    /// Continues with the new file, or from the start of the truncated one.
+    async fn switch(&mut self, r: Rotation) {
+        match r {
+            Rotation::Replaced(file, id) => {
+                tracing::debug!(path = %self.path.display(), "log file rotated; following the new file");
+                self.file = file;
+                self.id = id;
+            }
+            Rotation::Truncated => {
+                tracing::debug!(path = %self.path.display(), "log file truncated; reading it from the start");
+                if self.file.seek(std::io::SeekFrom::Start(0)).await.is_err() {
+                    return;
+                }
+            }
+        }
+        self.offset = 0;
+        self.frag.clear();
+    }
+}
+
+/// How the followed file changed under its path.
+enum Rotation {
+    /// Another file is at the path now.
+    Replaced(tokio::fs::File, (u64, u64)),
+    /// The file is shorter than what was read.
+    Truncated,
+}
+
+async fn open_with_id(path: &Path) -> Result<(tokio::fs::File, (u64, u64)), LogError> {
+    let open_err = |source| LogError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = tokio::fs::File::open(path).await.map_err(open_err)?;
+    let meta = file.metadata().await.map_err(open_err)?;
+    Ok((file, (meta.dev(), meta.ino())))
+}
