@@ -73,7 +73,8 @@ fn pod_list(state: &ApiState) -> List<Pod> {
 }
 
 /// The container to use: the named one, or the pod's first (as kubectl defaults).
-fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, Response<Body>> {
+/// Errors are 404 messages.
+fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, String> {
     let names: Vec<String> = rec
         .pod
         .spec
@@ -82,18 +83,15 @@ fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, Re
         .unwrap_or_default();
     match wanted {
         Some(w) if names.contains(w) => Ok(w.clone()),
-        Some(w) => Err(error(
-            404,
-            format!(
-                "container {w} is not valid for pod {}; choose one of: {}",
-                rec.name(),
-                names.join(", ")
-            ),
+        Some(w) => Err(format!(
+            "container {w} is not valid for pod {}; choose one of: {}",
+            rec.name(),
+            names.join(", ")
         )),
         None => names
             .first()
             .cloned()
-            .ok_or_else(|| error(404, format!("pod {} has no containers", rec.name()))),
+            .ok_or_else(|| format!("pod {} has no containers", rec.name())),
     }
 }
 
@@ -111,7 +109,7 @@ fn restart_count(rec: &PodRecord, container: &str) -> Option<i32> {
 fn exec_target(state: &ApiState, rec: PodRecord, wanted: Option<&String>) -> Response<Body> {
     let container = match pick_container(&rec, wanted) {
         Ok(c) => c,
-        Err(resp) => return resp,
+        Err(msg) => return error(404, msg),
     };
     let cs = rec
         .pod
@@ -140,7 +138,7 @@ async fn logs(
 ) -> Response<Body> {
     let container = match pick_container(&rec, query.get("container")) {
         Ok(c) => c,
-        Err(resp) => return resp,
+        Err(msg) => return error(404, msg),
     };
     let current = restart_count(&rec, &container).unwrap_or(0);
     let previous = query.get("previous").is_some_and(|v| v == "true");

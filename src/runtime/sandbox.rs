@@ -44,7 +44,7 @@ impl SandboxPaths {
 pub fn is_ns_mount(path: &Path) -> bool {
     const NSFS_MAGIC: i64 = 0x6e73_6673;
     nix::sys::statfs::statfs(path)
-        .map(|s| s.filesystem_type().0 as i64 == NSFS_MAGIC)
+        .map(|s| s.filesystem_type().0 == NSFS_MAGIC)
         .unwrap_or(false)
 }
 

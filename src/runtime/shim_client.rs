@@ -37,7 +37,7 @@ enum Waiter {
 #[derive(Debug)]
 pub enum Adopted {
     /// The shim still runs: the container is alive.
-    Running(ShimHandle),
+    Running(Box<ShimHandle>),
     /// The container exited (possibly while the daemon was down).
     Exited(ExitRecord),
     /// No live shim and no exit record: the container's fate is unknown.
@@ -164,11 +164,11 @@ pub fn adopt(bundle: &Path) -> Adopted {
             match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
                 .map_err(|e| e.into_parts().1)
             {
-                Ok(fd) => Adopted::Running(ShimHandle {
+                Ok(fd) => Adopted::Running(Box::new(ShimHandle {
                     started,
                     bundle: bundle.to_path_buf(),
                     waiter: Waiter::Pidfd(fd),
-                }),
+                })),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot watch the shim's pidfd");
                     Adopted::Lost {

@@ -45,7 +45,7 @@ pub fn resolve_user(rootfs: &Path, user: &str) -> Result<(u32, u32), String> {
     Ok((uid, gid))
 }
 
-fn lookup<'a>(table: &'a str, pred: impl Fn(&[&str]) -> bool) -> Option<Vec<&'a str>> {
+fn lookup(table: &str, pred: impl Fn(&[&str]) -> bool) -> Option<Vec<&str>> {
     table
         .lines()
         .map(|l| l.split(':').collect::<Vec<_>>())
@@ -69,7 +69,7 @@ mod tests {
         assert_eq!(resolve_user(dir.path(), ""), Ok((0, 0)));
         assert_eq!(resolve_user(dir.path(), "web"), Ok((1000, 1001)));
         assert_eq!(resolve_user(dir.path(), "1000"), Ok((1000, 1001)));
-        assert_eq!(resolve_user(dir.path(), "42:7"), Ok((42, 0 + 7)));
+        assert_eq!(resolve_user(dir.path(), "42:7"), Ok((42, 7)));
         assert_eq!(resolve_user(dir.path(), "web:staff"), Ok((1000, 50)));
         assert!(
             resolve_user(dir.path(), "nobody")

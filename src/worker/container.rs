@@ -125,7 +125,7 @@ impl Supervisor {
                     container_id: id,
                     stop_signal: stop_signal_of(&bundle),
                 };
-                Step::Wait(run, wait_boxed(handle))
+                Step::Wait(run, wait_boxed(*handle))
             }
             Adopted::Exited(record) => Step::Exited {
                 record,
