@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every podhost test suite: formatting, lints, unit tests and the root integration
+# tests (real namespaces, overlayfs, libcontainer). Installs what it needs. Run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" -ne 0 ]; then
+  echo "scripts/test.sh must run as root (the integration tests create namespaces and mounts)" >&2
+  exit 1
+fi
+bash scripts/install-deps.sh
+
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all -- --check
+else
+  echo "warning: rustfmt is not installed; skipping the format check" >&2
+fi
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --all-targets --locked -- -D warnings
+else
+  echo "warning: clippy is not installed; skipping lints" >&2
+fi
+# Two threads: the integration tests each run a daemon with containers; timings in them
+# have generous margins, but a 2-core machine should not run more at once.
+cargo test --all-targets --locked -- --test-threads=2
