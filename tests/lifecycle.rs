@@ -113,6 +113,50 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Started container main"), "{text}");
 
+    // The container's cgroups sit under the daemon's cgroup root in every hierarchy.
+    let started: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            d.root
+                .join(format!("pods/{uid}/containers/main/0/started.json")),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let init_pid = started["init_pid"].as_i64().unwrap();
+    let cgroups = std::fs::read_to_string(format!("/proc/{init_pid}/cgroup")).unwrap();
+    let expected = format!("{}/kubepods/pod{uid}/main", d.cgroup_root);
+    let memory_line = cgroups
+        .lines()
+        .find(|l| l.contains(":memory:"))
+        .unwrap_or("");
+    assert!(memory_line.ends_with(&expected), "{cgroups}");
+    let pod_cgroup_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir("/sys/fs/cgroup")
+            .unwrap()
+            .flatten()
+            .map(|h| {
+                h.path().join(format!(
+                    "{}/kubepods/pod{uid}",
+                    d.cgroup_root.trim_start_matches('/')
+                ))
+            })
+            .filter(|p| p.exists())
+            .collect()
+    };
+    assert!(!pod_cgroup_dirs().is_empty());
+
+    // -o json is a v1.PodList; -o yaml the same in YAML.
+    let out = d.cli(&["get", "pods", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (list["apiVersion"].as_str(), list["kind"].as_str()),
+        (Some("v1"), Some("PodList"))
+    );
+    assert_eq!(list["items"][0]["kind"], "Pod");
+    let out = d.cli(&["get", "pods", "-o", "yaml"]);
+    let yaml: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).unwrap();
+    assert_eq!(yaml, list, "yaml and json show the same list");
+
     // Removal: graceful stop (the trap runs), then nothing is left behind.
     let shim_pids = TestDaemon::pids_with(&format!("{}/pods/{uid}", d.root.display()));
     assert_eq!(shim_pids.len(), 1, "one shim per container: {shim_pids:?}");
@@ -132,6 +176,84 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     .expect("shim exited");
     assert!(d.mounts().is_empty(), "mounts left: {:?}", d.mounts());
     assert!(!d.root.join("pods").join(&uid).exists(), "pod dir removed");
+    assert!(
+        pod_cgroup_dirs().is_empty(),
+        "pod cgroups removed: {:?}",
+        pod_cgroup_dirs()
+    );
+}
+
+#[test]
+fn logs_follow_streams_until_the_container_exits() {
+    if !require_root() {
+        return;
+    }
+    let d = TestDaemon::start();
+    d.write_manifest(
+        "follow.yaml",
+        &busybox_pod(
+            "follow",
+            "  restartPolicy: Never\n",
+            "",
+            "for i in 1 2 3 4 5; do echo line $i; sleep 0.4; done",
+        ),
+    );
+    d.wait_pod("follow", "Running", 20, |p| {
+        (phase(p) == "Running").then_some(())
+    });
+    let started = Instant::now();
+    let out = d.cli(&["logs", "-f", &d.full_name("follow")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "line 1\nline 2\nline 3\nline 4\nline 5\n"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "it followed, not read once"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "it ended with the container"
+    );
+    let out = d.cli(&[
+        "logs",
+        "--tail",
+        "2",
+        "--timestamps",
+        &d.full_name("follow"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[1].ends_with("Z line 5"), "{text}");
+}
+
+#[test]
+fn unknown_pod_and_container_errors_are_clear() {
+    if !require_root() {
+        return;
+    }
+    let d = TestDaemon::start();
+    let out = d.cli(&["logs", "nosuchpod"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pod \"nosuchpod\" not found"));
+    d.write_manifest("one.yaml", &busybox_pod("one", "", "", "sleep 100"));
+    d.wait_pod("one", "Running", 20, |p| {
+        (phase(p) == "Running").then_some(())
+    });
+    let out = d.cli(&["exec", &d.full_name("one"), "-c", "nope", "--", "true"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("container nope is not valid") && err.contains("main"),
+        "{err}"
+    );
+    let out = d.cli(&["get", "services"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("podhost knows only pods"));
 }
 
 #[test]

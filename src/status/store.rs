@@ -102,7 +102,6 @@ impl StatusStore {
                 .get_or_insert_with(|| k8s_time(Utc::now()));
             let mut status = pod.status.take().unwrap_or_default();
             status.phase = Some("Pending".into());
-            status.host_ip = Some("127.0.0.1".into());
             pod.status = Some(status);
             PodRecord {
                 pod,

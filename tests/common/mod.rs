@@ -425,3 +425,64 @@ pub fn busybox_pod(name: &str, extra_spec: &str, container_extra: &str, command:
         cmd = serde_json::to_string(command).unwrap()
     )
 }
+
+/// Writes a copy of the busybox layout whose image config carries `config_patch` (merged
+/// into its `config` object) under the reference `name`; returns the layout dir.
+pub fn image_variant(dest: &Path, name: &str, config_patch: Value) -> PathBuf {
+    use sha2::Digest;
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(busybox_layout())
+        .arg(dest)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let blobs = dest.join("blobs/sha256");
+    let read = |digest: &str| -> Value {
+        let hex = digest.trim_start_matches("sha256:");
+        serde_json::from_slice(&std::fs::read(blobs.join(hex)).unwrap()).unwrap()
+    };
+    let write = |v: &Value| -> (String, usize) {
+        let bytes = serde_json::to_vec(v).unwrap();
+        let hex = hex::encode(sha2::Sha256::digest(&bytes));
+        std::fs::write(blobs.join(&hex), &bytes).unwrap();
+        (format!("sha256:{hex}"), bytes.len())
+    };
+    let mut index: Value =
+        serde_json::from_slice(&std::fs::read(dest.join("index.json")).unwrap()).unwrap();
+    let mut manifest = read(index["manifests"][0]["digest"].as_str().unwrap());
+    let mut config = read(manifest["config"]["digest"].as_str().unwrap());
+    for (k, v) in config_patch.as_object().unwrap() {
+        config["config"][k] = v.clone();
+    }
+    let (cd, cs) = write(&config);
+    manifest["config"]["digest"] = cd.into();
+    manifest["config"]["size"] = cs.into();
+    let (md, ms) = write(&manifest);
+    index["manifests"][0]["digest"] = md.into();
+    index["manifests"][0]["size"] = ms.into();
+    index["manifests"][0]["annotations"] = serde_json::json!({
+        "org.opencontainers.image.ref.name": name,
+        "io.containerd.image.name": name,
+    });
+    std::fs::write(dest.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
+    dest.to_path_buf()
+}
+
+impl TestDaemon {
+    /// Loads a layout through the daemon.
+    pub fn load(&self, layout: &Path) {
+        let out = self.cli(&["load", layout.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "load: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// All of a container's log messages (current instance).
+    pub fn logs_of(&self, pod: &str, container: &str) -> String {
+        let out = self.cli(&["logs", &self.full_name(pod), "-c", container]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
