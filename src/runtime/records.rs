@@ -36,12 +36,14 @@ pub struct ExitRecord {
     pub finished_at: DateTime<Utc>,
 }
 
-/// The one line a shim prints on its stdout to tell the daemon how the start went.
+/// The lines a shim prints on its stdout for the daemon that spawned it: how the start
+/// went, then (once `exit.json` is written) the exit, before its clean-up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ShimReady {
     Started(StartedRecord),
     Failed { message: String },
+    Exited(ExitRecord),
 }
 
 pub const SHIM_CONFIG_FILE: &str = "shim-config.json";

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use tokio::io::AsyncBufReadExt;
+
 use tokio::io::unix::AsyncFd;
 
 use super::RuntimeError;
@@ -15,6 +16,9 @@ use super::fsutil::{read_json, write_json_atomic};
 use super::records::{
     EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
 };
+
+/// The safety-net look at a running container's exit record.
+pub const RELIST_EVERY: Duration = Duration::from_secs(10);
 
 /// How long a shim may take to report the start (image layers are already unpacked).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -25,7 +29,12 @@ pub struct ShimHandle {
     pub started: StartedRecord,
     pub bundle: PathBuf,
     waiter: Waiter,
+    /// The shim's report pipe (only for a shim this daemon spawned).
+    reports: Option<tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>>,
 }
+
+/// Resolves when the shim process is gone, i.e. its clean-up (cgroup, rootfs) is done.
+pub type ShimGone = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
 #[derive(Debug)]
 enum Waiter {
@@ -64,12 +73,8 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
             container: cfg.container_id.clone(),
             message: "shim has no stdout".into(),
         })?;
-    let mut line = String::new();
-    let read = tokio::time::timeout(
-        READY_TIMEOUT,
-        tokio::io::BufReader::new(stdout).read_line(&mut line),
-    )
-    .await;
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let read = tokio::time::timeout(READY_TIMEOUT, lines.next_line()).await;
     let failed = |message: String| RuntimeError::ShimFailed {
         container: cfg.container_id.clone(),
         message,
@@ -84,17 +89,22 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
         Ok(Err(e)) => return Err(failed(format!("reading the shim's report: {e}"))),
         Ok(Ok(_)) => {}
     }
+    let line = match read {
+        Ok(Ok(Some(line))) => line,
+        _ => String::new(),
+    };
     match serde_json::from_str::<ShimReady>(line.trim()) {
         Ok(ShimReady::Started(started)) => Ok(ShimHandle {
             started,
             bundle: cfg.bundle.clone(),
             waiter: Waiter::Child(child),
+            reports: Some(lines),
         }),
         Ok(ShimReady::Failed { message }) => {
             let _ = child.wait().await;
             Err(failed(message))
         }
-        Err(_) => {
+        Ok(ShimReady::Exited(_)) | Err(_) => {
             let _ = child.wait().await;
             let log = std::fs::read_to_string(cfg.bundle.join(super::records::SHIM_LOG_FILE))
                 .unwrap_or_default();
@@ -107,17 +117,61 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
 }
 
 impl ShimHandle {
-    /// Waits for the shim to finish and returns the container's exit record.
-    pub async fn wait(self) -> ExitRecord {
-        match self.waiter {
-            Waiter::Child(mut child) => {
+    /// Waits for the container's exit and returns its record, with a future for the end
+    /// of the shim's clean-up (await it before reusing the container's cgroup or rootfs).
+    ///
+    /// The shim's own report line is the fast path; the shim's exit (child wait or
+    /// pidfd) is the sure one; a slow look at `exit.json` every [`RELIST_EVERY`] is only
+    /// the safety net for a shim that recorded the exit but hangs in its clean-up.
+    pub async fn wait(self) -> (ExitRecord, ShimGone) {
+        let exit_file = self.bundle.join(EXIT_FILE);
+        let mut gone: ShimGone = match self.waiter {
+            Waiter::Child(mut child) => Box::pin(async move {
                 let _ = child.wait().await;
-            }
-            Waiter::Pidfd(fd) => {
+            }),
+            Waiter::Pidfd(fd) => Box::pin(async move {
                 let _ = fd.readable().await;
+            }),
+        };
+        let mut reports = self.reports;
+        let reported = async {
+            let Some(lines) = reports.as_mut() else {
+                return std::future::pending().await;
+            };
+            loop {
+                match lines.next_line().await {
+                    Ok(Some(line)) => {
+                        if let Ok(ShimReady::Exited(rec)) = serde_json::from_str(line.trim()) {
+                            return rec;
+                        }
+                    }
+                    // The shim closed its stdout: only its exit tells now.
+                    _ => return std::future::pending().await,
+                }
+            }
+        };
+        tokio::pin!(reported);
+        let mut ticker = tokio::time::interval(RELIST_EVERY);
+        ticker.tick().await;
+        let mut seen_record = false;
+        loop {
+            tokio::select! {
+                rec = &mut reported => return (rec, gone),
+                _ = &mut gone => break,
+                _ = ticker.tick() => {
+                    if exit_file.exists() {
+                        if seen_record {
+                            tracing::warn!(bundle = %self.bundle.display(), "shim still alive long after recording the exit; using the record");
+                            let rec = read_exit_or_unknown(&self.bundle, Some(&self.started));
+                            return (rec, gone);
+                        }
+                        seen_record = true;
+                    }
+                }
             }
         }
-        read_exit_or_unknown(&self.bundle, Some(&self.started))
+        let rec = read_exit_or_unknown(&self.bundle, Some(&self.started));
+        (rec, Box::pin(std::future::ready(())))
     }
 }
 
@@ -168,6 +222,7 @@ pub fn adopt(bundle: &Path) -> Adopted {
                     started,
                     bundle: bundle.to_path_buf(),
                     waiter: Waiter::Pidfd(fd),
+                    reports: None,
                 })),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot watch the shim's pidfd");

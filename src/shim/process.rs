@@ -39,8 +39,8 @@ pub fn run(config_path: &Path) -> i32 {
             if let Err(e) = write_json_atomic(&cfg.bundle.join(STARTED_FILE), &started) {
                 tracing::error!(error = %e, "cannot record the start");
             }
+            // stdout stays the report pipe: the daemon may be gone (EPIPE is ignored).
             report(&ShimReady::Started(started.clone()));
-            silence_stdout();
             let log_path = cfg.log_path.clone();
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             // The only thread the shim ever has; libcontainer is not called while it runs.
@@ -65,6 +65,7 @@ pub fn run(config_path: &Path) -> i32 {
             if let Err(e) = write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
                 tracing::error!(error = %e, "cannot record the exit");
             }
+            report(&ShimReady::Exited(record));
             tracing::info!(container = %cfg.container_id, exit_code, "container exited");
             cleanup(&cfg);
             0
@@ -185,11 +186,4 @@ fn report_failure(message: &str) -> i32 {
         message: message.to_string(),
     });
     1
-}
-
-/// After the report, stdout points at /dev/null: the daemon may be gone at any time.
-fn silence_stdout() {
-    if let Ok(null) = File::open("/dev/null") {
-        let _ = nix::unistd::dup2_stdout(&null);
-    }
 }

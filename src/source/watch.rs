@@ -16,7 +16,7 @@ use super::ScanResult;
 use super::scan::scan_dir;
 
 /// Quiet time that ends a burst of inotify events before the directory is re-read.
-const DEBOUNCE: Duration = Duration::from_millis(50);
+const DEBOUNCE: Duration = Duration::from_millis(10);
 /// A burst never delays a scan by more than this.
 const MAX_DEBOUNCE: Duration = Duration::from_secs(1);
 /// How often a missing (or unwatchable) directory is tried again.

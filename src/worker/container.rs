@@ -16,13 +16,13 @@ use super::state::{ContainerView, running, terminated, waiting};
 use crate::model::backoff::Backoff;
 use crate::runtime::paths::{attempts, container_id};
 use crate::runtime::records::ExitRecord;
-use crate::runtime::shim_client::{self, Adopted, ShimHandle};
+use crate::runtime::shim_client::{self, Adopted, ShimGone, ShimHandle};
 use crate::status::EventKind;
 
 /// The pod worker's order: `Some(grace)` once the pod terminates.
 pub type TermRx = watch::Receiver<Option<Duration>>;
 
-type ExitFuture = Pin<Box<dyn std::future::Future<Output = ExitRecord> + Send>>;
+type ExitFuture = Pin<Box<dyn std::future::Future<Output = (ExitRecord, ShimGone)> + Send>>;
 
 enum Step {
     Start,
@@ -31,9 +31,15 @@ enum Step {
         record: ExitRecord,
         reason: Option<&'static str>,
         message: Option<String>,
+        /// The shim's clean-up, awaited before the container is started again.
+        gone: Option<ShimGone>,
     },
     Done,
 }
+
+/// How long the shim's clean-up (cgroup and rootfs removal) may take before the next
+/// start or the pod's removal goes ahead anyway.
+const SHIM_CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Supervises container `c` of `pod` until the pod terminates (or, for a container that
 /// is not restarted, until it has exited).
@@ -60,7 +66,11 @@ pub async fn supervise(ctx: Arc<Ctx>, pod: Arc<PodInfo>, c: Container, mut term:
                 record,
                 reason,
                 message,
-            } => sup.after_exit(record, reason, message, &mut term).await,
+                gone,
+            } => {
+                sup.after_exit(record, reason, message, gone, &mut term)
+                    .await
+            }
             Step::Done => return,
         };
     }
@@ -131,6 +141,7 @@ impl Supervisor {
                 record,
                 reason: None,
                 message: None,
+                gone: None,
             },
             Adopted::Lost { started } => {
                 let now = Utc::now();
@@ -145,6 +156,7 @@ impl Supervisor {
                     message: Some(
                         "The container could not be located when the daemon restarted".into(),
                     ),
+                    gone: None,
                 }
             }
         }
@@ -215,6 +227,7 @@ impl Supervisor {
             },
             reason: Some(reason),
             message: Some(message),
+            gone: None,
         }
     }
 
@@ -251,7 +264,7 @@ impl Supervisor {
         mut exit: ExitFuture,
         term: &mut watch::Receiver<Option<Duration>>,
     ) -> Step {
-        let record = tokio::select! {
+        let (record, gone) = tokio::select! {
             rec = &mut exit => rec,
             Ok(grace) = wait_terminating(term) => {
                 stop_container(&self.ctx, &self.pod, &self.c, &run, grace, &mut exit).await
@@ -261,6 +274,7 @@ impl Supervisor {
             record,
             reason: None,
             message: None,
+            gone: Some(gone),
         }
     }
 
@@ -269,22 +283,31 @@ impl Supervisor {
         record: ExitRecord,
         reason: Option<&'static str>,
         message: Option<String>,
+        gone: Option<ShimGone>,
         term: &mut watch::Receiver<Option<Duration>>,
     ) -> Step {
-        let state = terminated(
-            &record,
-            self.view.container_id.clone(),
-            reason,
-            message.clone(),
-        );
+        let state = terminated(&record, self.view.container_id.clone(), reason, message);
+        tracing::info!(pod = %self.pod.name, container = %self.c.name, exit_code = record.exit_code,
+            finished_at = %record.finished_at, "container exited");
+        // The exit is visible at once; then the shim must have released the cgroup and
+        // rootfs before anything reuses them (a restart, or the pod's removal).
+        self.view.state = state.clone();
+        self.publish();
+        if let Some(gone) = gone {
+            if tokio::time::timeout(SHIM_CLEANUP_TIMEOUT, gone)
+                .await
+                .is_err()
+            {
+                tracing::warn!(pod = %self.pod.name, container = %self.c.name,
+                    "shim clean-up takes over {SHIM_CLEANUP_TIMEOUT:?}; going on");
+            }
+        }
+        if terminating(term).is_some() || !self.pod.policy.should_restart(record.exit_code) {
+            return Step::Done;
+        }
         let ran_for = (record.finished_at - record.started_at)
             .to_std()
             .unwrap_or_default();
-        if terminating(term).is_some() || !self.pod.policy.should_restart(record.exit_code) {
-            self.view.state = state;
-            self.publish();
-            return Step::Done;
-        }
         let delay = self.backoff.next_delay(&self.ctx.backoff, ran_for);
         let since_exit = (Utc::now() - record.finished_at)
             .to_std()

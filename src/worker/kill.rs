@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 
 use super::context::{Ctx, PodInfo};
 use crate::model::grace::stop_grace_after_hook;
-use crate::runtime::records::{ExitRecord, StartedRecord};
+use crate::runtime::records::StartedRecord;
 use crate::runtime::signals;
 use crate::status::EventKind;
 
@@ -22,25 +22,26 @@ pub struct Running {
     pub stop_signal: Signal,
 }
 
-/// How a preStop hook ended.
-enum HookOutcome {
+/// How a preStop hook ended (`R`: what the container's exit future gives).
+enum HookOutcome<R> {
     Done,
     Failed(String),
     TimedOut,
-    ContainerExited(ExitRecord),
+    ContainerExited(R),
 }
 
-/// Stops a running container within `grace`; `exit` resolves when it has exited.
-pub async fn stop_container<F>(
+/// Stops a running container within `grace`; `exit` resolves when it has exited, and
+/// its output is returned.
+pub async fn stop_container<F, R>(
     ctx: &Ctx,
     pod: &PodInfo,
     c: &Container,
     run: &Running,
     grace: Duration,
     exit: &mut F,
-) -> ExitRecord
+) -> R
 where
-    F: Future<Output = ExitRecord> + Unpin,
+    F: Future<Output = R> + Unpin,
 {
     let object = pod.object(&c.name);
     ctx.store.pod_event(
@@ -124,15 +125,15 @@ fn pre_stop_sleep(c: &Container) -> Option<Duration> {
 
 /// Runs the exec hook through `podhost exec-helper` (libcontainer never runs in the
 /// daemon), bounded by `grace`; the container exiting first ends the wait.
-async fn run_hook<F>(
+async fn run_hook<F, R>(
     ctx: &Ctx,
     run: &Running,
     cmd: Vec<String>,
     grace: Duration,
     exit: &mut F,
-) -> HookOutcome
+) -> HookOutcome<R>
 where
-    F: Future<Output = ExitRecord> + Unpin,
+    F: Future<Output = R> + Unpin,
 {
     let child = tokio::process::Command::new(&ctx.exe)
         .arg("exec-helper")

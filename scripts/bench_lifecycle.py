@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Measures podhost's reaction times against a running daemon (see bench-lifecycle.sh):
+
+- manifest written -> API shows the pod Running
+- container exit (the shim's exit.json finished_at, taken right after waitpid; the API's
+  finishedAt has whole seconds only) -> API shows it Terminated
+- manifest removed -> pod gone (container exits at once on SIGTERM)
+
+Polls the API on its unix socket every 2 ms. Prints medians and ranges in ms.
+"""
+import http.client
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from datetime import datetime
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("podhost")
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path)
+
+
+def pods(sock):
+    c = UnixConnection(sock)
+    c.request("GET", "/pods")
+    body = c.getresponse().read()
+    c.close()
+    return {p["metadata"]["name"]: p for p in json.loads(body)["items"]}
+
+
+def poll(sock, pred, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        got = pred(pods(sock))
+        if got is not None:
+            return time.time(), got
+        time.sleep(0.002)
+    raise SystemExit("timed out")
+
+
+def parse_time(s):
+    # RFC 3339 with up to 9 fractional digits.
+    if "." in s:
+        head, frac = s.rstrip("Z").split(".")
+        return datetime.fromisoformat(head + "+00:00").timestamp() + float("0." + frac)
+    return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+
+
+def write(path, text):
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: main
+    image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "trap 'exit 0' TERM; {body}"]
+"""
+
+
+def state(p, key):
+    for c in p.get("status", {}).get("containerStatuses") or []:
+        s = c.get("state", {}).get(key)
+        if s:
+            return s
+    return None
+
+
+def main():
+    sock, manifests, node, runs, root = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
+    to_running, to_status, to_gone = [], [], []
+    for i in range(runs):
+        name = f"bench{i}"
+        full = f"{name}-{node}"
+        path = os.path.join(manifests, name + ".yaml")
+        t0 = time.time()
+        write(path, POD.format(name=name, body="sleep 1; exit 3"))
+        t1, _ = poll(sock, lambda ps: True if ps.get(full, {}).get("status", {}).get("phase") == "Running" else None)
+        to_running.append((t1 - t0) * 1000)
+        t2, pod = poll(sock, lambda ps: ps[full] if full in ps and state(ps[full], "terminated") else None)
+        uid = pod["metadata"]["uid"]
+        with open(os.path.join(root, "pods", uid, "containers", "main", "0", "exit.json")) as f:
+            finished = parse_time(json.load(f)["finished_at"])
+        to_status.append((t2 - finished) * 1000)
+        t3 = time.time()
+        os.unlink(path)
+        t4, _ = poll(sock, lambda ps: True if full not in ps else None)
+        to_gone.append((t4 - t3) * 1000)
+    for label, xs in [
+        ("manifest written -> Running", to_running),
+        ("container exit -> status Terminated", to_status),
+        ("manifest removed -> pod gone (exited container)", to_gone),
+    ]:
+        print(f"{label:50s} median {statistics.median(xs):7.1f} ms   min {min(xs):7.1f}   max {max(xs):7.1f}   (n={len(xs)})")
+
+
+if __name__ == "__main__":
+    main()
