@@ -209,13 +209,18 @@ fn failed_pre_stop_is_an_event_not_a_stuck_pod() {
                 "failhook",
                 "  terminationGracePeriodSeconds: 10\n",
                 "",
-                "trap 'exit 0' TERM; while true; do sleep 0.1; done",
+                "trap 'exit 0' TERM; echo up; while true; do sleep 0.1; done",
             )
         ),
     );
     d.wait_pod("failhook", "Running", 20, |p| {
         (phase(p) == "Running").then_some(())
     });
+    // Running is reported when the process starts; the trap is set once it logged.
+    wait_until(Duration::from_secs(5), "up", || {
+        d.logs_of("failhook", "main").contains("up").then_some(())
+    })
+    .expect("container logged");
     d.remove_manifest("failhook.yaml");
     let event = wait_until(Duration::from_secs(5), "FailedPreStopHook", || {
         d.pod_events("failhook")
