@@ -236,3 +236,39 @@ fn failed_pre_stop_is_an_event_not_a_stuck_pod() {
     );
     assert!(took < Duration::from_secs(3), "{took:?}");
 }
+
+#[test]
+fn sleep_pre_stop_delays_the_stop_signal() {
+    if !require_root() {
+        return;
+    }
+    let d = TestDaemon::start();
+    d.write_manifest(
+        "nap.yaml",
+        &format!(
+            "{}    lifecycle:\n      preStop:\n        sleep:\n          seconds: 2\n",
+            busybox_pod(
+                "nap",
+                "  terminationGracePeriodSeconds: 10\n",
+                "",
+                "trap 'echo term; exit 0' TERM; echo up; while true; do sleep 0.1; done",
+            )
+        ),
+    );
+    let pod = d.wait_pod("nap", "Running", 20, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
+    wait_until(Duration::from_secs(5), "up", || {
+        (!log_of(&d, &pod, "main").is_empty()).then_some(())
+    })
+    .unwrap();
+    let removed = chrono::Utc::now();
+    d.remove_manifest("nap.yaml");
+    d.wait_gone("nap", 20);
+    let term = find(&log_of(&d, &pod, "main"), "term");
+    let after = (term - removed).as_seconds_f64();
+    assert!(
+        (1.9..4.0).contains(&after),
+        "stop signal {after}s after removal"
+    );
+}
