@@ -1,7 +1,11 @@
 //! Pure types and functions shared by every module: no I/O, no root, unit-tested.
 
 pub mod backoff;
+pub mod cgroup_math;
 pub mod command;
 pub mod grace;
 pub mod phase;
+pub mod qos;
+pub mod quantity;
 pub mod restart;
+pub mod rlimits;
