@@ -118,9 +118,13 @@ struct DaemonArgs {
     /// Defaults to the host name.
     #[arg(long)]
     node_name: Option<String>,
-    /// Parent cgroup for every cgroup podhost creates (default: under the daemon's own).
+    /// Parent cgroup for every cgroup podhost creates (default: the daemon's own; the
+    /// daemon then moves itself into its `daemon` leaf).
     #[arg(long)]
     cgroup_root: Option<String>,
+    /// pids.max of every pod cgroup (the kubelet's podPidsLimit); -1 = unlimited.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pod_pids_limit: i64,
     /// First CrashLoopBackOff delay in seconds (kubelet: 10); tests shorten it.
     #[arg(long, default_value_t = 10.0)]
     crashloop_initial_backoff: f64,
@@ -238,6 +242,7 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         node_name,
         socket,
         cgroup_root: args.cgroup_root,
+        pod_pids_limit: (args.pod_pids_limit > 0).then_some(args.pod_pids_limit),
         backoff: BackoffPolicy {
             initial: secs(args.crashloop_initial_backoff, "crashloop-initial-backoff")?,
             max: secs(args.crashloop_max_backoff, "crashloop-max-backoff")?,

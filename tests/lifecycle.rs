@@ -124,7 +124,7 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     .unwrap();
     let init_pid = started["init_pid"].as_i64().unwrap();
     let cgroups = std::fs::read_to_string(format!("/proc/{init_pid}/cgroup")).unwrap();
-    let expected = format!("{}/kubepods/pod{uid}/main", d.cgroup_root);
+    let expected = format!("{}/kubepods/besteffort/pod{uid}/main", d.cgroup_root);
     let memory_line = cgroups
         .lines()
         .find(|l| l.contains(":memory:"))
@@ -136,7 +136,7 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
             .flatten()
             .map(|h| {
                 h.path().join(format!(
-                    "{}/kubepods/pod{uid}",
+                    "{}/kubepods/besteffort/pod{uid}",
                     d.cgroup_root.trim_start_matches('/')
                 ))
             })

@@ -4,7 +4,8 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use super::DaemonError;
-use crate::runtime::cgroup_root::{CgroupMode, detect_mode, own_root};
+use crate::model::qos::DAEMON_OOM_SCORE_ADJ;
+use crate::runtime::node_cgroups::{Enforcement, NodeCgroups};
 
 /// RLIMIT_NOFILE containers get by default (the container runtimes' default).
 pub const CONTAINER_NOFILE: u64 = 1_048_576;
@@ -29,34 +30,85 @@ pub fn lock_root(root: &Path) -> Result<std::fs::File, DaemonError> {
     Ok(file)
 }
 
-/// Chooses the cgroup parent and says plainly what is and is not enforced on this host.
-pub fn cgroup_root(flag: Option<String>) -> String {
-    let mode = detect_mode();
-    if mode == CgroupMode::Legacy {
+/// Sets the node's cgroup tree up and says plainly what is and is not enforced.
+pub fn node_cgroups(flag: Option<String>, pod_pids_limit: Option<i64>) -> NodeCgroups {
+    let node = NodeCgroups::setup(flag, pod_pids_limit);
+    match &node.enforcement {
+        Enforcement::Full => tracing::info!(root = %node.root, "cgroup v2: limits enforced"),
+        Enforcement::Degraded(reason) => tracing::warn!(
+            root = %node.root,
+            "{reason}: containers get their own cgroups, but CPU/memory/pids limits, QoS \
+             cgroups and cgroup OOM detection are NOT enforced (degraded mode)"
+        ),
+    }
+    node
+}
+
+/// Whether this process holds CAP_SYS_RESOURCE (to raise hard rlimits and lower
+/// oom_score_adj).
+pub fn has_cap_sys_resource() -> bool {
+    const CAP_SYS_RESOURCE: u32 = 24;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_RESOURCE) != 0)
+}
+
+/// The node's memory in bytes (MemTotal), for the Burstable oom_score_adj formula.
+pub fn memory_capacity() -> i64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(1 << 30)
+}
+
+/// The daemon's own protections, as the kubelet's: oom_score_adj −999 and
+/// RLIMIT_NOFILE 1,000,000. Clamped with a warning where the host forbids them.
+pub fn tune_daemon_process() {
+    if let Err(e) = std::fs::write("/proc/self/oom_score_adj", DAEMON_OOM_SCORE_ADJ.to_string()) {
         tracing::warn!(
-            "this host has no pure cgroup v2 hierarchy (v1 or hybrid): containers get their own \
-             cgroups, but CPU/memory/pids limits, QoS cgroups and OOM detection are NOT enforced \
-             (degraded mode)"
+            error = %e,
+            "cannot set the daemon's oom_score_adj to {DAEMON_OOM_SCORE_ADJ} (needs CAP_SYS_RESOURCE); \
+             the kernel may pick the daemon before containers when memory runs out"
         );
     }
-    match flag {
-        Some(root) => root,
-        None => {
-            let (root, nested_everywhere) = own_root();
-            if !nested_everywhere {
-                tracing::warn!(%root, "the daemon sits at unrelated paths in different cgroup hierarchies; using the deepest one");
-            }
-            root
-        }
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap_or((1024, 1024));
+    let wanted = DAEMON_NOFILE.max(0) as u64;
+    let target = if has_cap_sys_resource() {
+        wanted
+    } else {
+        wanted.min(hard)
+    };
+    if target < wanted {
+        tracing::warn!(
+            hard,
+            "cannot raise the daemon's RLIMIT_NOFILE to {wanted} (hard limit {hard}, no CAP_SYS_RESOURCE); using {target}"
+        );
+    }
+    if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, target, target) {
+        tracing::warn!(error = %e, "cannot set the daemon's RLIMIT_NOFILE to {target}");
     }
 }
+
+/// The kubelet's `maxOpenFiles`.
+pub const DAEMON_NOFILE: i64 = 1_000_000;
 
 /// What containers get for RLIMIT_NOFILE: the default, clamped to the daemon's own hard
 /// limit when the host does not let us raise it (no CAP_SYS_RESOURCE), with a warning.
 pub fn container_nofile() -> u64 {
     let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
         .unwrap_or((1024, 1024));
-    if hard < CONTAINER_NOFILE {
+    if hard < CONTAINER_NOFILE && !has_cap_sys_resource() {
         tracing::warn!(
             hard,
             wanted = CONTAINER_NOFILE,

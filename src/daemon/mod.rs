@@ -22,8 +22,11 @@ pub struct DaemonConfig {
     pub log_dir: PathBuf,
     pub node_name: String,
     pub socket: PathBuf,
-    /// Overrides the cgroup parent (default: a child of the daemon's own cgroup).
+    /// Overrides the cgroup parent (default: the daemon's own cgroup on cgroup v2, a
+    /// `podhost` child of it on v1/hybrid hosts).
     pub cgroup_root: Option<String>,
+    /// `pids.max` of every pod cgroup (the kubelet's podPidsLimit); `None` = unlimited.
+    pub pod_pids_limit: Option<i64>,
     pub backoff: BackoffPolicy,
     /// The authoritative rescan of the manifest dir (kubelet: 20 s).
     pub rescan_every: Duration,
@@ -65,7 +68,11 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         })?;
     }
     let _lock = host::lock_root(&cfg.root_dir)?;
-    let cgroup_root = host::cgroup_root(cfg.cgroup_root.clone());
+    host::tune_daemon_process();
+    let cgroups = Arc::new(host::node_cgroups(
+        cfg.cgroup_root.clone(),
+        cfg.pod_pids_limit,
+    ));
     let nofile = host::container_nofile();
     let layout = Layout::new(&cfg.root_dir, &cfg.log_dir);
     let images = Arc::new(ImageStore::open(&cfg.root_dir)?);
@@ -80,9 +87,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         store: store.clone(),
         images: images.clone(),
         exe,
-        cgroup_root,
+        cgroups,
         backoff: cfg.backoff,
         nofile,
+        can_raise_limits: host::has_cap_sys_resource(),
+        memory_capacity: host::memory_capacity(),
+        oom_victims: Arc::new(crate::events::OomVictims::default()),
         images_changed: images_rx,
     });
     let api = Arc::new(ApiState {

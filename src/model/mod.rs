@@ -7,5 +7,6 @@ pub mod grace;
 pub mod phase;
 pub mod qos;
 pub mod quantity;
+pub mod resources;
 pub mod restart;
 pub mod rlimits;

@@ -5,12 +5,15 @@
 //! daemon spawns `podhost shim` for a container and `podhost exec-helper` for an exec.
 
 pub mod cgroup_root;
+pub mod cgroup_v2;
 pub mod error;
 pub mod exec;
 pub mod fsutil;
+pub mod node_cgroups;
 pub mod overlay;
 pub mod paths;
 pub mod records;
+pub mod rlimit_host;
 pub mod sandbox;
 pub mod shim_client;
 pub mod signals;

@@ -15,6 +15,16 @@ pub struct ShimConfig {
     /// Overlay lower dirs, top-most first.
     pub lower_dirs: Vec<PathBuf>,
     pub rootfs: PathBuf,
+    /// Written to the container's init before it starts (the spec's field would change
+    /// the shim's own score, since libcontainer writes it to the caller).
+    #[serde(default)]
+    pub oom_score_adj: Option<i32>,
+    /// The container's cgroup directory (cgroup v2), for memory.events around its life.
+    #[serde(default)]
+    pub cgroup_dir: Option<PathBuf>,
+    /// The leaf cgroup the shim moves itself into (cgroup v2).
+    #[serde(default)]
+    pub shim_cgroup: Option<PathBuf>,
 }
 
 /// Written by the shim once the container's process runs.
@@ -26,7 +36,7 @@ pub struct StartedRecord {
 }
 
 /// Written atomically by the shim when the container's init process has exited.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ExitRecord {
     /// The exit code as Kubernetes reports it: the status, or 128 + signal.
     pub exit_code: i32,
@@ -34,6 +44,15 @@ pub struct ExitRecord {
     pub signal: Option<i32>,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
+    /// The kernel OOM-killed a process of the container (memory.events `oom_kill` grew
+    /// during its life; the exit status alone cannot show a killed child).
+    #[serde(default)]
+    pub oom_killed: bool,
+    /// memory.peak and memory.max of the container's cgroup at its end, in bytes.
+    #[serde(default)]
+    pub memory_peak: Option<u64>,
+    #[serde(default)]
+    pub memory_max: Option<u64>,
 }
 
 /// The lines a shim prints on its stdout for the daemon that spawned it: how the start

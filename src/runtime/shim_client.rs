@@ -190,6 +190,7 @@ fn read_exit_or_unknown(bundle: &Path, started: Option<&StartedRecord>) -> ExitR
                 signal: None,
                 started_at: started.map(|s| s.started_at).unwrap_or(now),
                 finished_at: now,
+                ..Default::default()
             };
             // Persist it so that the verdict survives another daemon restart.
             let _ = write_json_atomic(&bundle.join(EXIT_FILE), &record);

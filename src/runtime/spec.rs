@@ -29,8 +29,10 @@ pub struct ContainerSpecInput {
     pub cgroups_path: String,
     /// Files bind-mounted read-only into the container: (host path, container path).
     pub bind_files: Vec<(PathBuf, String)>,
-    /// RLIMIT_NOFILE soft and hard.
-    pub nofile: u64,
+    /// rlimits: (type, soft, hard).
+    pub rlimits: Vec<(PosixRlimitType, u64, u64)>,
+    /// cgroup resources (full cgroup v2 mode only).
+    pub resources: Option<oci_spec::runtime::LinuxResources>,
     pub annotations: HashMap<String, String>,
 }
 
@@ -69,12 +71,18 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .permitted(caps)
         .build()
         .map_err(|e| spec_err(input, e))?;
-    let nofile = PosixRlimitBuilder::default()
-        .typ(PosixRlimitType::RlimitNofile)
-        .soft(input.nofile)
-        .hard(input.nofile)
-        .build()
-        .map_err(|e| spec_err(input, e))?;
+    let rlimits = input
+        .rlimits
+        .iter()
+        .map(|(typ, soft, hard)| {
+            PosixRlimitBuilder::default()
+                .typ(*typ)
+                .soft(*soft)
+                .hard(*hard)
+                .build()
+                .map_err(|e| spec_err(input, e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let user = UserBuilder::default()
         .uid(input.uid)
         .gid(input.gid)
@@ -91,7 +99,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         })
         .user(user)
         .capabilities(capabilities)
-        .rlimits(vec![nofile])
+        .rlimits(rlimits)
         .no_new_privileges(false)
         .build()
         .map_err(|e| spec_err(input, e))?;
@@ -126,7 +134,11 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
             );
         }
     }
-    let linux = LinuxBuilder::default()
+    let mut linux = LinuxBuilder::default();
+    if let Some(r) = &input.resources {
+        linux = linux.resources(r.clone());
+    }
+    let linux = linux
         .namespaces(namespaces)
         .cgroups_path(PathBuf::from(&input.cgroups_path))
         .masked_paths(get_default_maskedpaths())
@@ -194,7 +206,8 @@ mod tests {
             rootfs: "/p/rootfs".into(),
             cgroups_path: "/x/kubepods/podu/web".into(),
             bind_files: vec![("/p/hosts".into(), "/etc/hosts".into())],
-            nofile: 1024,
+            rlimits: vec![(PosixRlimitType::RlimitNofile, 1024, 1024)],
+            resources: None,
             annotations: HashMap::new(),
         }
     }

@@ -14,6 +14,8 @@ use nix::sys::signal::{SigHandler, Signal, signal};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::kernel;
+use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::fsutil::{read_json, write_json_atomic};
 use crate::runtime::overlay;
 use crate::runtime::records::{
@@ -28,6 +30,7 @@ pub fn run(config_path: &Path) -> i32 {
         Err(e) => return report_failure(&e.to_string()),
     };
     detach_from_daemon(&cfg);
+    kernel::settle_shim(&cfg);
     tracing::info!(container = %cfg.container_id, "shim starting");
     match create_and_start(&cfg) {
         Err(message) => {
@@ -35,7 +38,7 @@ pub fn run(config_path: &Path) -> i32 {
             cleanup(&cfg);
             report_failure(&message)
         }
-        Ok((started, stdout_r, stderr_r)) => {
+        Ok((started, stdout_r, stderr_r, oom_baseline)) => {
             if let Err(e) = write_json_atomic(&cfg.bundle.join(STARTED_FILE), &started) {
                 tracing::error!(error = %e, "cannot record the start");
             }
@@ -56,11 +59,16 @@ pub fn run(config_path: &Path) -> i32 {
             // The pid namespace is gone, so the pipes close; don't wait forever if a
             // stray process outside it kept them.
             let _ = done_rx.recv_timeout(Duration::from_secs(5));
+            let (oom_killed, memory_peak, memory_max) =
+                kernel::oom_verdict(cfg.cgroup_dir.as_deref(), oom_baseline);
             let record = ExitRecord {
                 exit_code,
                 signal: sig,
                 started_at: started.started_at,
                 finished_at,
+                oom_killed,
+                memory_peak,
+                memory_max,
             };
             if let Err(e) = write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
                 tracing::error!(error = %e, "cannot record the exit");
@@ -103,7 +111,9 @@ fn detach_from_daemon(cfg: &ShimConfig) {
         .try_init();
 }
 
-fn create_and_start(cfg: &ShimConfig) -> Result<(StartedRecord, OwnedFd, OwnedFd), String> {
+type Started = (StartedRecord, OwnedFd, OwnedFd, Option<MemoryEvents>);
+
+fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
     overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs).map_err(|e| e.to_string())?;
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
@@ -122,13 +132,18 @@ fn create_and_start(cfg: &ShimConfig) -> Result<(StartedRecord, OwnedFd, OwnedFd
         .with_detach(true)
         .build()
         .map_err(|e| format!("create container: {e}"))?;
-    container
-        .start()
-        .map_err(|e| format!("start container: {e}"))?;
     let init_pid = container
         .pid()
         .map(|p| p.as_raw())
         .ok_or_else(|| "libcontainer reported no init pid".to_string())?;
+    // The init waits for start(): its score and the OOM baseline are set before it runs.
+    if let Some(adj) = cfg.oom_score_adj {
+        kernel::write_oom_score_adj(&init_pid.to_string(), adj);
+    }
+    let oom_baseline = kernel::oom_baseline(cfg.cgroup_dir.as_deref());
+    container
+        .start()
+        .map_err(|e| format!("start container: {e}"))?;
     Ok((
         StartedRecord {
             shim_pid: std::process::id() as i32,
@@ -137,6 +152,7 @@ fn create_and_start(cfg: &ShimConfig) -> Result<(StartedRecord, OwnedFd, OwnedFd
         },
         stdout_r,
         stderr_r,
+        oom_baseline,
     ))
 }
 

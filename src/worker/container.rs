@@ -151,6 +151,7 @@ impl Supervisor {
                         signal: None,
                         started_at: started.map(|s| s.started_at).unwrap_or(now),
                         finished_at: now,
+                        ..Default::default()
                     },
                     reason: Some("ContainerStatusUnknown"),
                     message: Some(
@@ -224,6 +225,7 @@ impl Supervisor {
                 signal: None,
                 started_at: now,
                 finished_at: now,
+                ..Default::default()
             },
             reason: Some(reason),
             message: Some(message),
@@ -278,6 +280,37 @@ impl Supervisor {
         }
     }
 
+    /// `OOMKilled: tail (pid 142) at memory limit 32Mi, peak 32Mi`: the victim as the
+    /// kernel named it (when its report arrives within a second), the limit and the peak.
+    async fn oom_message(&self, record: &ExitRecord) -> String {
+        let cgroup = self
+            .ctx
+            .cgroups
+            .container_path(self.pod.qos, &self.pod.uid, &self.c.name);
+        let suffix = cgroup
+            .find("/kubepods")
+            .map(|i| cgroup[i..].to_string())
+            .unwrap_or(cgroup);
+        let victim = self
+            .ctx
+            .oom_victims
+            .wait_for(&suffix, Duration::from_secs(1))
+            .await;
+        let mut msg = String::from("OOMKilled:");
+        if let Some(v) = victim {
+            msg.push_str(&format!(" {} (pid {})", v.comm, v.pid));
+        }
+        let fmt = |b: u64| crate::model::quantity::format_bytes(b as i64);
+        match record.memory_max {
+            Some(max) => msg.push_str(&format!(" at memory limit {}", fmt(max))),
+            None => msg.push_str(" with no memory limit of its own"),
+        }
+        if let Some(peak) = record.memory_peak {
+            msg.push_str(&format!(", peak {}", fmt(peak)));
+        }
+        msg
+    }
+
     async fn after_exit(
         &mut self,
         record: ExitRecord,
@@ -286,6 +319,14 @@ impl Supervisor {
         gone: Option<ShimGone>,
         term: &mut watch::Receiver<Option<Duration>>,
     ) -> Step {
+        let (reason, message) = match (reason, record.oom_killed) {
+            (None, true) => {
+                let message = self.oom_message(&record).await;
+                self.event(EventKind::Warning, "OOMKilled", message.clone());
+                (Some("OOMKilled"), Some(message))
+            }
+            other => (other.0, message),
+        };
         let state = terminated(&record, self.view.container_id.clone(), reason, message);
         tracing::info!(pod = %self.pod.name, container = %self.c.name, exit_code = record.exit_code,
             finished_at = %record.finished_at, "container exited");

@@ -9,7 +9,9 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::image::ImageStore;
 use crate::model::backoff::BackoffPolicy;
 use crate::model::grace::pod_grace;
+use crate::model::qos::{QosClass, pod_resources, qos_class};
 use crate::model::restart::RestartPolicy;
+use crate::runtime::node_cgroups::NodeCgroups;
 use crate::runtime::paths::Layout;
 use crate::status::StatusStore;
 
@@ -21,11 +23,17 @@ pub struct Ctx {
     pub images: Arc<ImageStore>,
     /// The podhost binary, exec'd as shim and helpers.
     pub exe: PathBuf,
-    /// Parent of every cgroup podhost creates (see `runtime::cgroup_root`).
-    pub cgroup_root: String,
+    /// The node's cgroup tree (full or degraded mode).
+    pub cgroups: Arc<NodeCgroups>,
     pub backoff: BackoffPolicy,
     /// RLIMIT_NOFILE given to containers (clamped to what the host allows).
     pub nofile: u64,
+    /// CAP_SYS_RESOURCE: hard rlimits can be raised and oom_score_adj lowered.
+    pub can_raise_limits: bool,
+    /// The node's memory, for the Burstable oom_score_adj.
+    pub memory_capacity: i64,
+    /// OOM victims named by the kernel (the /dev/kmsg watcher fills it).
+    pub oom_victims: Arc<crate::events::OomVictims>,
     /// Bumped whenever an image is loaded, so waiting containers retry at once.
     pub images_changed: tokio::sync::watch::Receiver<u64>,
 }
@@ -40,6 +48,7 @@ pub struct PodInfo {
     pub host_network: bool,
     pub grace: Duration,
     pub policy: RestartPolicy,
+    pub qos: QosClass,
 }
 
 impl PodInfo {
@@ -57,6 +66,7 @@ impl PodInfo {
             grace: pod_grace(spec.termination_grace_period_seconds),
             policy: RestartPolicy::from_spec(spec.restart_policy.as_deref())
                 .unwrap_or(RestartPolicy::Always),
+            qos: qos_class(&pod_resources(&pod)),
             pod,
         }
     }

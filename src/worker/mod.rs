@@ -7,6 +7,7 @@
 mod container;
 mod context;
 mod kill;
+mod limits;
 mod pod;
 mod prepare;
 mod state;

@@ -10,7 +10,8 @@ use tokio::sync::{mpsc, watch};
 use super::container::supervise;
 use super::context::{Ctx, PodInfo};
 use super::prepare::write_pod_files;
-use crate::runtime::cgroup_root::remove_pod_cgroups;
+use crate::model::qos::pod_resources;
+use crate::model::resources::pod_cgroup_config;
 use crate::runtime::sandbox::{self, SandboxPaths};
 use crate::status::EventKind;
 use crate::status::k8s_time;
@@ -86,6 +87,9 @@ async fn run(
     }
     let fresh = ctx.store.get(&pod.uid).is_none();
     ctx.store.admit(&pod.pod);
+    let qos = pod.qos.as_str().to_string();
+    ctx.store
+        .update_status(&pod.uid, |s| s.qos_class = Some(qos));
     let object = format!("pod/{}", pod.name);
     if fresh {
         for w in &warnings {
@@ -131,7 +135,7 @@ async fn ensure_sandbox(
         if term.borrow().is_some() {
             return false;
         }
-        let result = match write_pod_files(ctx, pod) {
+        let result = match write_pod_files(ctx, pod).and_then(|_| setup_pod_cgroup(ctx, pod)) {
             Err(e) => Err(e.to_string()),
             Ok(()) if SandboxPaths::new(&ns_dir, pod.host_network).exists() => Ok(()),
             Ok(()) => create_sandbox(ctx, pod).await,
@@ -154,6 +158,17 @@ async fn ensure_sandbox(
             }
         }
     }
+}
+
+/// The pod's cgroup with the kubelet's pod-level values (full cgroup v2 mode).
+fn setup_pod_cgroup(ctx: &Ctx, pod: &PodInfo) -> Result<(), crate::runtime::RuntimeError> {
+    let resources = pod_resources(&pod.pod);
+    let cfg = pod_cgroup_config(pod.qos, &resources);
+    let cpu_requests: i64 = resources
+        .iter()
+        .map(|r| r.cpu_request_milli.unwrap_or(0))
+        .sum();
+    ctx.cgroups.setup_pod(pod.qos, &pod.uid, &cfg, cpu_requests)
 }
 
 async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
@@ -185,7 +200,7 @@ async fn finish(ctx: &Ctx, pod: &PodInfo) {
     if let Err(e) = sandbox::destroy(&ctx.layout.pod_ns_dir(&pod.uid)) {
         tracing::warn!(pod = %pod.name, error = %e, "sandbox release failed");
     }
-    remove_pod_cgroups(&ctx.cgroup_root, &pod.uid);
+    ctx.cgroups.remove_pod(pod.qos, &pod.uid);
     // Forget the pod first, so that no late status write recreates its directory.
     ctx.store.remove(&pod.uid);
     let dir = ctx.layout.pod_dir(&pod.uid);

@@ -10,7 +10,6 @@ use super::context::{Ctx, PodInfo};
 use crate::image::ResolvedImage;
 use crate::model::command::{expand_env_refs, merge_command};
 use crate::runtime::RuntimeError;
-use crate::runtime::cgroup_root::container_cgroup;
 use crate::runtime::paths::container_id;
 use crate::runtime::records::ShimConfig;
 use crate::runtime::sandbox::SandboxPaths;
@@ -134,6 +133,7 @@ pub fn prepare_attempt(
         bind_files.push(("/etc/resolv.conf".into(), "/etc/resolv.conf".into()));
     }
     let rootfs = bundle.join("rootfs");
+    let settings = super::limits::kernel_settings(ctx, pod, c).map_err(spec_err)?;
     let mut annotations = HashMap::new();
     annotations.insert("io.kubernetes.pod.name".into(), pod.name.clone());
     annotations.insert("io.kubernetes.pod.namespace".into(), pod.namespace.clone());
@@ -149,12 +149,22 @@ pub fn prepare_attempt(
         hostname: (!pod.host_network).then(|| pod.hostname()),
         sandbox: SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.host_network),
         rootfs: rootfs.clone(),
-        cgroups_path: container_cgroup(&ctx.cgroup_root, &pod.uid, &c.name),
+        cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
         bind_files,
-        nofile: ctx.nofile,
+        rlimits: settings.rlimits,
+        resources: settings.resources,
         annotations,
     };
     let spec = build_spec(&input)?;
+    for w in &settings.warnings {
+        ctx.store.pod_event(
+            &pod.uid,
+            crate::status::EventKind::Warning,
+            "LimitClamped",
+            &pod.object(&c.name),
+            w.clone(),
+        );
+    }
     write_bundle_config(&bundle, &spec)?;
     let stop_signal = img
         .stop_signal()
@@ -181,6 +191,9 @@ pub fn prepare_attempt(
             ),
             lower_dirs,
             rootfs,
+            oom_score_adj: Some(settings.oom_score_adj),
+            cgroup_dir: ctx.cgroups.container_dir(pod.qos, &pod.uid, &c.name),
+            shim_cgroup: ctx.cgroups.shims_dir(),
         },
         stop_signal,
     })

@@ -1,0 +1,137 @@
+//! A container's kernel-facing settings from the pod: cgroup resources, rlimits and
+//! oom_score_adj, with the host's limits applied (clamped, never silently).
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::Container;
+use oci_spec::runtime::{
+    LinuxCpuBuilder, LinuxMemoryBuilder, LinuxPidsBuilder, LinuxResources, LinuxResourcesBuilder,
+    PosixRlimitType,
+};
+
+use super::context::{Ctx, PodInfo};
+use crate::model::qos::{ContainerResources, container_oom_score_adj, is_node_critical};
+use crate::model::resources::container_limits;
+use crate::model::rlimits::{RLIMITS_ANNOTATION_PREFIX, Rlimit, parse_rlimits};
+use crate::runtime::rlimit_host::hard_limit;
+
+/// Pod annotation that turns memory.oom.group off (the kubelet's singleProcessOOMKill).
+pub const SINGLE_PROCESS_OOM_KILL_ANNOTATION: &str = "podhost.io/single-process-oom-kill";
+
+/// What the container gets, plus warnings to report as events.
+#[derive(Debug, Default)]
+pub struct KernelSettings {
+    pub resources: Option<LinuxResources>,
+    pub rlimits: Vec<(PosixRlimitType, u64, u64)>,
+    pub oom_score_adj: i32,
+    pub warnings: Vec<String>,
+}
+
+fn rlimit_type(name: &str) -> Option<PosixRlimitType> {
+    serde_json::from_value(serde_json::Value::String(format!(
+        "RLIMIT_{}",
+        name.to_ascii_uppercase()
+    )))
+    .ok()
+}
+
+/// Builds the settings; an unusable rlimits annotation is an error naming it.
+pub fn kernel_settings(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<KernelSettings, String> {
+    let mut out = KernelSettings::default();
+    let res = ContainerResources::of(c);
+    out.oom_score_adj = container_oom_score_adj(
+        pod.qos,
+        is_node_critical(&pod.pod),
+        res.memory_request,
+        ctx.memory_capacity,
+    );
+    if ctx.cgroups.is_full() {
+        out.resources = Some(resources(ctx, pod, &res).map_err(|e| e.to_string())?);
+    }
+    // Default: NOFILE as the container runtimes give it; then the annotation's values.
+    let mut wanted = vec![Rlimit {
+        resource: "nofile".into(),
+        soft: ctx.nofile,
+        hard: ctx.nofile,
+    }];
+    let key = format!("{RLIMITS_ANNOTATION_PREFIX}{}", c.name);
+    if let Some(text) = pod
+        .pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(&key))
+    {
+        let parsed = parse_rlimits(text).map_err(|e| format!("annotation {key}: {e}"))?;
+        for r in parsed {
+            wanted.retain(|w| w.resource != r.resource);
+            wanted.push(r);
+        }
+    }
+    for r in wanted {
+        let (mut soft, mut hard) = (r.soft, r.hard);
+        if !ctx.can_raise_limits {
+            if let Some(host) = hard_limit(&r.resource).filter(|h| hard > *h) {
+                out.warnings.push(format!(
+                    "rlimit {} {}:{} clamped to the host's hard limit {host} (podhost lacks CAP_SYS_RESOURCE)",
+                    r.resource,
+                    show(soft),
+                    show(hard)
+                ));
+                hard = host;
+                soft = soft.min(host);
+            }
+        }
+        let typ =
+            rlimit_type(&r.resource).ok_or_else(|| format!("unknown rlimit {}", r.resource))?;
+        out.rlimits.push((typ, soft, hard));
+    }
+    Ok(out)
+}
+
+fn show(v: u64) -> String {
+    if v == u64::MAX {
+        "unlimited".into()
+    } else {
+        v.to_string()
+    }
+}
+
+fn resources(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    res: &ContainerResources,
+) -> Result<LinuxResources, oci_spec::OciSpecError> {
+    let limits = container_limits(res);
+    let mut cpu = LinuxCpuBuilder::default().shares(limits.cpu_shares);
+    if let Some((quota, period)) = limits.cpu_max {
+        cpu = cpu.quota(quota).period(period);
+    }
+    let mut memory = LinuxMemoryBuilder::default();
+    if let Some(m) = limits.memory_max {
+        memory = memory.limit(m);
+    }
+    let mut unified = HashMap::new();
+    let single = pod
+        .pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(SINGLE_PROCESS_OOM_KILL_ANNOTATION))
+        .is_some_and(|v| v == "true");
+    unified.insert(
+        "memory.oom.group".to_string(),
+        if single { "0" } else { "1" }.to_string(),
+    );
+    // libcontainer 0.7 never writes memory.swap.max=0: without it a container swaps
+    // instead of being OOM-killed at its limit.
+    unified.insert("memory.swap.max".to_string(), "0".to_string());
+    let mut b = LinuxResourcesBuilder::default()
+        .cpu(cpu.build()?)
+        .memory(memory.build()?)
+        .unified(unified);
+    if let Some(p) = ctx.cgroups.pod_pids_limit.filter(|p| *p > 0) {
+        b = b.pids(LinuxPidsBuilder::default().limit(p).build()?);
+    }
+    b.build()
+}
