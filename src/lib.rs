@@ -10,6 +10,7 @@ pub mod events;
 pub mod image;
 pub mod logs;
 pub mod model;
+pub mod oom;
 pub mod runtime;
 pub mod shim;
 pub mod source;

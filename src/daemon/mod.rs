@@ -2,6 +2,7 @@
 
 mod host;
 mod manager;
+mod oom;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -113,6 +114,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         socket = %cfg.socket.display(),
         node = %cfg.node_name,
         "podhost daemon started"
+    );
+    oom::start(
+        &cfg.root_dir,
+        ctx.cgroups.root.clone(),
+        store.clone(),
+        ctx.oom_victims.clone(),
     );
     let scans = crate::source::watch(
         cfg.manifest_dir.clone(),

@@ -291,10 +291,16 @@ impl Supervisor {
             .find("/kubepods")
             .map(|i| cgroup[i..].to_string())
             .unwrap_or(cgroup);
+        let ran_for = (Utc::now() - record.started_at)
+            .to_std()
+            .unwrap_or_default();
+        let since = std::time::Instant::now()
+            .checked_sub(ran_for)
+            .unwrap_or_else(std::time::Instant::now);
         let victim = self
             .ctx
             .oom_victims
-            .wait_for(&suffix, Duration::from_secs(1))
+            .wait_for(&suffix, since, Duration::from_secs(1))
             .await;
         let mut msg = String::from("OOMKilled:");
         if let Some(v) = victim {
