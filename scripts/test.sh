@@ -22,3 +22,4 @@ fi
 # Two threads: the integration tests each run a daemon with containers; timings in them
 # have generous margins, but a 2-core machine should not run more at once.
 cargo test --all-targets --locked -- --test-threads=2
+bash scripts/vm-test.sh

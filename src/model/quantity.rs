@@ -82,10 +82,13 @@ pub fn bytes(q: &str) -> Option<i64> {
 
 /// Formats bytes the way people write limits: `32Mi`, `1Gi`, `1500`.
 pub fn format_bytes(b: i64) -> String {
-    for (suffix, unit) in [("Gi", 1i64 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)] {
+    for (suffix, unit) in [("Gi", 1i64 << 30), ("Mi", 1 << 20)] {
         if b >= unit && b % unit == 0 {
             return format!("{}{suffix}", b / unit);
         }
+    }
+    if b < 1 << 20 && b >= 1 << 10 && b % 1024 == 0 {
+        return format!("{}Ki", b / 1024);
     }
     if b >= 1 << 20 {
         return format!("{:.1}Mi", b as f64 / (1u64 << 20) as f64);
@@ -125,6 +128,7 @@ mod tests {
         assert_eq!(format_bytes(32 << 20), "32Mi");
         assert_eq!(format_bytes(1 << 30), "1Gi");
         assert_eq!(format_bytes(1000), "1000");
-        assert_eq!(format_bytes((32 << 20) + 4096), "32772Ki");
+        assert_eq!(format_bytes((32 << 20) - 32 * 1024), "32.0Mi");
+        assert_eq!(format_bytes(4096), "4Ki");
     }
 }

@@ -29,6 +29,11 @@ pub const HONOURED_FIELDS: &[&str] = &[
     "spec.containers[*].lifecycle.preStop.exec",
     "spec.containers[*].lifecycle.preStop.sleep",
     "spec.containers[*].terminationMessagePath",
+    // CPU and memory are enforced on cgroup v2 (degraded mode says when they are not).
+    "spec.containers[*].resources.requests.cpu",
+    "spec.containers[*].resources.requests.memory",
+    "spec.containers[*].resources.limits.cpu",
+    "spec.containers[*].resources.limits.memory",
     "spec.containers[*].terminationMessagePolicy",
     // Informational only (nothing is published; with hostNetwork the port is the host's).
     "spec.containers[*].ports",
@@ -41,6 +46,8 @@ pub const HONOURED_FIELDS: &[&str] = &[
     "spec.dnsPolicy",
     "spec.schedulerName",
     "spec.priority",
+    // system-node-critical sets the oom_score_adj of a Guaranteed pod.
+    "spec.priorityClassName",
     // Accepted no-op: there are no services to link.
     "spec.enableServiceLinks",
 ];
