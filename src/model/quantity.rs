@@ -87,7 +87,7 @@ pub fn format_bytes(b: i64) -> String {
             return format!("{}{suffix}", b / unit);
         }
     }
-    if b < 1 << 20 && b >= 1 << 10 && b % 1024 == 0 {
+    if (1 << 10..1 << 20).contains(&b) && b % 1024 == 0 {
         return format!("{}Ki", b / 1024);
     }
     if b >= 1 << 20 {
