@@ -37,7 +37,7 @@ enum Command {
     Daemon(DaemonArgs),
     /// List pods.
     Get {
-        /// Only `pods` (or `pod`, `po`).
+        /// `pods` (or `pod`, `po`), or `events` (or `ev`): the node's and the pods'.
         resource: String,
         /// Output format: wide, json or yaml.
         #[arg(short = 'o', long = "output")]
@@ -152,10 +152,13 @@ fn run(cli: Cli) -> Result<i32> {
     let socket = cli.socket;
     match cli.command {
         Command::Daemon(args) => daemon(args, socket),
-        Command::Get { resource, output } => {
-            pods_resource(&resource)?;
-            get_pods(&Client::new(&socket), output.as_deref())
-        }
+        Command::Get { resource, output } => match resource.as_str() {
+            "events" | "event" | "ev" => get_events(&Client::new(&socket), output.as_deref()),
+            _ => {
+                pods_resource(&resource)?;
+                get_pods(&Client::new(&socket), output.as_deref())
+            }
+        },
         Command::Describe { resource, name } => {
             pods_resource(&resource)?;
             describe(&Client::new(&socket), &name)
@@ -212,7 +215,7 @@ fn run(cli: Cli) -> Result<i32> {
 fn pods_resource(resource: &str) -> Result<()> {
     match resource {
         "pods" | "pod" | "po" => Ok(()),
-        other => bail!("unknown resource type {other:?}: podhost knows only pods"),
+        other => bail!("unknown resource type {other:?}: podhost knows pods and events"),
     }
 }
 
@@ -271,6 +274,26 @@ fn get_pods(client: &Client, output: Option<&str>) -> Result<i32> {
                 print!(
                     "{}",
                     render_pods(&pods, output == Some("wide"), chrono::Utc::now())
+                );
+            }
+        }
+        Some(other) => bail!("unknown output format {other:?}: use wide, json or yaml"),
+    }
+    Ok(0)
+}
+
+fn get_events(client: &Client, output: Option<&str>) -> Result<i32> {
+    let events: Vec<podhost::status::Event> = client.get_json("/events")?;
+    match output {
+        Some("json") => println!("{}", serde_json::to_string_pretty(&events)?),
+        Some("yaml") => print!("{}", serde_yaml_ng::to_string(&events)?),
+        None | Some("wide") => {
+            if events.is_empty() {
+                eprintln!("No events found.");
+            } else {
+                print!(
+                    "{}",
+                    podhost::cli::events::render_events(&events, chrono::Utc::now())
                 );
             }
         }

@@ -37,7 +37,7 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             Some(r) => logs(&state, r, &query).await,
             None => not_found(name),
         },
-        (Method::GET, ["events"]) => ok_json(&state.store.node_events()),
+        (Method::GET, ["events"]) => ok_json(&all_events(&state)),
         (Method::GET, ["images"]) => match state.images.list() {
             Ok(list) => ok_json(&list),
             Err(e) => error(500, e.to_string()),
@@ -63,6 +63,16 @@ fn with_pod(
 }
 
 /// A `v1.PodList` (apiVersion/kind set by the List type).
+/// Node events and every pod's events, oldest first.
+fn all_events(state: &ApiState) -> Vec<crate::status::Event> {
+    let mut all = state.store.node_events();
+    for rec in state.store.pods() {
+        all.extend(rec.events);
+    }
+    all.sort_by_key(|e| e.time);
+    all
+}
+
 fn pod_list(state: &ApiState) -> List<Pod> {
     let mut items: Vec<Pod> = state.store.pods().into_iter().map(|r| r.pod).collect();
     items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

@@ -2,5 +2,6 @@
 
 pub mod age;
 pub mod describe;
+pub mod events;
 pub mod images;
 pub mod table;
