@@ -122,6 +122,10 @@ struct DaemonArgs {
     /// daemon then moves itself into its `daemon` leaf).
     #[arg(long)]
     cgroup_root: Option<String>,
+    /// Containers' rlimits unless a pod's `podhost.io/rlimits.<container>` annotation
+    /// overrides them, as `name=soft:hard,…`.
+    #[arg(long, default_value = "nofile=1048576:1048576")]
+    default_rlimits: String,
     /// pids.max of every pod cgroup (the kubelet's podPidsLimit); -1 = unlimited.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pod_pids_limit: i64,
@@ -246,6 +250,8 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         socket,
         cgroup_root: args.cgroup_root,
         pod_pids_limit: (args.pod_pids_limit > 0).then_some(args.pod_pids_limit),
+        default_rlimits: podhost::model::rlimits::parse_rlimits(&args.default_rlimits)
+            .map_err(|e| anyhow::anyhow!("--default-rlimits: {e}"))?,
         backoff: BackoffPolicy {
             initial: secs(args.crashloop_initial_backoff, "crashloop-initial-backoff")?,
             max: secs(args.crashloop_max_backoff, "crashloop-max-backoff")?,

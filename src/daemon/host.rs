@@ -5,10 +5,9 @@ use std::path::Path;
 
 use super::DaemonError;
 use crate::model::qos::DAEMON_OOM_SCORE_ADJ;
+use crate::model::rlimits::Rlimit;
 use crate::runtime::node_cgroups::{Enforcement, NodeCgroups};
-
-/// RLIMIT_NOFILE containers get by default (the container runtimes' default).
-pub const CONTAINER_NOFILE: u64 = 1_048_576;
+use crate::runtime::rlimit_host::hard_limit;
 
 /// Holds an exclusive flock on `<root>/daemon.lock` for the daemon's life.
 pub fn lock_root(root: &Path) -> Result<std::fs::File, DaemonError> {
@@ -103,21 +102,30 @@ pub fn tune_daemon_process() {
 /// The kubelet's `maxOpenFiles`.
 pub const DAEMON_NOFILE: i64 = 1_000_000;
 
-/// What containers get for RLIMIT_NOFILE: the default, clamped to the daemon's own hard
-/// limit when the host does not let us raise it (no CAP_SYS_RESOURCE), with a warning.
-pub fn container_nofile() -> u64 {
-    let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-        .unwrap_or((1024, 1024));
-    if hard < CONTAINER_NOFILE && !has_cap_sys_resource() {
-        tracing::warn!(
-            hard,
-            wanted = CONTAINER_NOFILE,
-            "cannot give containers RLIMIT_NOFILE {CONTAINER_NOFILE}: the host's hard limit is {hard}; using {hard}"
-        );
-        hard
-    } else {
-        CONTAINER_NOFILE
+/// The containers' default rlimits (`--default-rlimits`), clamped once to what the host
+/// allows when podhost may not raise hard limits (no CAP_SYS_RESOURCE), with a warning.
+pub fn container_default_rlimits(wanted: Vec<Rlimit>) -> Vec<Rlimit> {
+    if has_cap_sys_resource() {
+        return wanted;
     }
+    wanted
+        .into_iter()
+        .map(|mut r| {
+            if let Some(hard) = hard_limit(&r.resource).filter(|h| r.hard > *h) {
+                tracing::warn!(
+                    "cannot give containers RLIMIT_{} {}:{}: the host's hard limit is {hard} and \
+                     podhost lacks CAP_SYS_RESOURCE; using {}:{hard}",
+                    r.resource.to_ascii_uppercase(),
+                    r.soft,
+                    r.hard,
+                    r.soft.min(hard)
+                );
+                r.hard = hard;
+                r.soft = r.soft.min(hard);
+            }
+            r
+        })
+        .collect()
 }
 
 /// Resolves on SIGTERM or SIGINT.

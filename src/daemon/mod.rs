@@ -26,6 +26,8 @@ pub struct DaemonConfig {
     /// Overrides the cgroup parent (default: the daemon's own cgroup on cgroup v2, a
     /// `podhost` child of it on v1/hybrid hosts).
     pub cgroup_root: Option<String>,
+    /// Containers' rlimits unless a pod's annotation says otherwise.
+    pub default_rlimits: Vec<crate::model::rlimits::Rlimit>,
     /// `pids.max` of every pod cgroup (the kubelet's podPidsLimit); `None` = unlimited.
     pub pod_pids_limit: Option<i64>,
     pub backoff: BackoffPolicy,
@@ -74,7 +76,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         cfg.cgroup_root.clone(),
         cfg.pod_pids_limit,
     ));
-    let nofile = host::container_nofile();
+    let default_rlimits = host::container_default_rlimits(cfg.default_rlimits.clone());
     let layout = Layout::new(&cfg.root_dir, &cfg.log_dir);
     let images = Arc::new(ImageStore::open(&cfg.root_dir)?);
     let store = Arc::new(StatusStore::load(layout.clone(), &cfg.node_name));
@@ -90,7 +92,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         exe,
         cgroups,
         backoff: cfg.backoff,
-        nofile,
+        default_rlimits,
         can_raise_limits: host::has_cap_sys_resource(),
         memory_capacity: host::memory_capacity(),
         oom_victims: Arc::new(crate::events::OomVictims::default()),

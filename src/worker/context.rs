@@ -26,8 +26,8 @@ pub struct Ctx {
     /// The node's cgroup tree (full or degraded mode).
     pub cgroups: Arc<NodeCgroups>,
     pub backoff: BackoffPolicy,
-    /// RLIMIT_NOFILE given to containers (clamped to what the host allows).
-    pub nofile: u64,
+    /// Containers' default rlimits (`--default-rlimits`, clamped to what the host allows).
+    pub default_rlimits: Vec<crate::model::rlimits::Rlimit>,
     /// CAP_SYS_RESOURCE: hard rlimits can be raised and oom_score_adj lowered.
     pub can_raise_limits: bool,
     /// The node's memory, for the Burstable oom_score_adj.

@@ -48,12 +48,8 @@ pub fn kernel_settings(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<Kernel
     if ctx.cgroups.is_full() {
         out.resources = Some(resources(ctx, pod, &res).map_err(|e| e.to_string())?);
     }
-    // Default: NOFILE as the container runtimes give it; then the annotation's values.
-    let mut wanted = vec![Rlimit {
-        resource: "nofile".into(),
-        soft: ctx.nofile,
-        hard: ctx.nofile,
-    }];
+    // The daemon's defaults (already clamped, warned once), then the annotation's values.
+    let mut wanted: Vec<Rlimit> = ctx.default_rlimits.clone();
     let key = format!("{RLIMITS_ANNOTATION_PREFIX}{}", c.name);
     if let Some(text) = pod
         .pod
@@ -68,9 +64,10 @@ pub fn kernel_settings(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<Kernel
             wanted.push(r);
         }
     }
+    let defaults = ctx.default_rlimits.clone();
     for r in wanted {
         let (mut soft, mut hard) = (r.soft, r.hard);
-        if !ctx.can_raise_limits {
+        if !ctx.can_raise_limits && !defaults.contains(&r) {
             if let Some(host) = hard_limit(&r.resource).filter(|h| hard > *h) {
                 out.warnings.push(format!(
                     "rlimit {} {}:{} clamped to the host's hard limit {host} (podhost lacks CAP_SYS_RESOURCE)",

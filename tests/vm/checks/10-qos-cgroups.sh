@@ -54,6 +54,7 @@ check_container() { # pod qos-dir cpu.max cpu.weight memory.max
   assert_eq "$pod memory.max" "$5" "$(cat "$dir/memory.max")"
   assert_eq "$pod memory.oom.group" 1 "$(cat "$dir/memory.oom.group")"
   assert_eq "$pod memory.swap.max" 0 "$(cat "$dir/memory.swap.max")"
+  assert_eq "$pod pids.max" "$PODS_PIDS_LIMIT" "$(cat "$dir/pids.max")"
   info "$pod: $cg cpu.max=$(cat "$dir/cpu.max") cpu.weight=$(cat "$dir/cpu.weight") memory.max=$(cat "$dir/memory.max")"
 }
 # Guaranteed: 500m → shares 512 → weight 59, quota 50000; 64Mi.
