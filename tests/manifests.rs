@@ -169,3 +169,36 @@ fn fields_not_honoured_yet_are_warning_events() {
         "{warnings:?}"
     );
 }
+
+#[test]
+fn an_edit_that_breaks_the_file_keeps_the_running_pod() {
+    if !require_root() {
+        return;
+    }
+    let d = TestDaemon::start();
+    let good = busybox_pod(
+        "keep",
+        "  terminationGracePeriodSeconds: 2\n",
+        "",
+        "while true; do sleep 1; done",
+    );
+    d.write_manifest("keep.yaml", &good);
+    let pod = d.wait_pod("keep", "Running", 20, |p| (phase(p) == "Running").then(|| p.clone()));
+    let uid = pod["metadata"]["uid"].clone();
+    d.write_manifest("keep.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: keep\nspec: [");
+    let event = wait_until(Duration::from_secs(10), "ManifestInvalid", || {
+        d.pod_events("keep")
+            .into_iter()
+            .find(|e| e["reason"] == "ManifestInvalid")
+    })
+    .unwrap_or_else(|| panic!("no ManifestInvalid event; {}", d.daemon_log()));
+    assert!(event["message"].as_str().unwrap().contains("keep.yaml"), "{event}");
+    // Well past a rescan: the same pod still runs.
+    std::thread::sleep(Duration::from_secs(3));
+    let now = d.pod("keep").expect("pod kept");
+    assert_eq!(now["metadata"]["uid"], uid);
+    assert_eq!(phase(&now), "Running");
+    // Removing the broken file removes the pod.
+    d.remove_manifest("keep.yaml");
+    d.wait_gone("keep", 40);
+}

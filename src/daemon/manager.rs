@@ -3,6 +3,7 @@
 //! fully terminated (an edited manifest replaces its pod gracefully).
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
@@ -19,6 +20,10 @@ struct Manager {
     finished_tx: mpsc::UnboundedSender<String>,
     /// Manifest errors already reported, so a rescan does not repeat them.
     reported_errors: BTreeSet<String>,
+    /// The last pod each manifest file described while it was valid.
+    last_good: HashMap<PathBuf, StaticPod>,
+    /// Invalid files whose last good pod was kept, already reported.
+    kept_reported: BTreeSet<String>,
 }
 
 pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
@@ -29,6 +34,8 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
         newest_by_name: HashMap::new(),
         finished_tx,
         reported_errors: BTreeSet::new(),
+        last_good: HashMap::new(),
+        kept_reported: BTreeSet::new(),
     };
     let mut first = true;
     loop {
@@ -46,8 +53,9 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
 }
 
 impl Manager {
-    fn apply(&mut self, scan: ScanResult, first: bool) {
+    fn apply(&mut self, mut scan: ScanResult, first: bool) {
         self.report_errors(&scan);
+        self.keep_last_good(&mut scan);
         let desired: HashMap<&str, &StaticPod> =
             scan.pods.iter().map(|p| (p.uid.as_str(), p)).collect();
         if first {
@@ -70,6 +78,47 @@ impl Manager {
                 self.start(PodInfo::from_pod(sp.pod.clone()), sp.warnings.clone());
             }
         }
+    }
+
+    /// A file that exists but no longer parses (a typo in an edit, or a rescan that read
+    /// it half-written) keeps its last good pod running instead of killing it as the
+    /// kubelet does; the error is reported, and fixing or removing the file decides.
+    fn keep_last_good(&mut self, scan: &mut ScanResult) {
+        let mut kept_now = BTreeSet::new();
+        for e in &scan.errors {
+            let path = e.path();
+            if !path.is_file() {
+                continue;
+            }
+            let Some(prev) = self.last_good.get(path) else {
+                continue;
+            };
+            if scan
+                .pods
+                .iter()
+                .any(|p| p.path == path || p.name == prev.name)
+            {
+                continue;
+            }
+            let key = e.to_string();
+            if !self.kept_reported.contains(&key) {
+                self.ctx.store.pod_event(
+                    &prev.uid,
+                    EventKind::Warning,
+                    "ManifestInvalid",
+                    &format!("pod/{}", prev.name),
+                    format!("{e}; the running version is kept until the file is fixed or removed"),
+                );
+            }
+            kept_now.insert(key);
+            scan.pods.push(prev.clone());
+        }
+        self.kept_reported = kept_now;
+        self.last_good = scan
+            .pods
+            .iter()
+            .map(|p| (p.path.clone(), p.clone()))
+            .collect();
     }
 
     /// Pods a previous daemon ran whose manifest is gone: adopt them only to stop them.

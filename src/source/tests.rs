@@ -26,9 +26,14 @@ spec:
     command: [sleep, infinity]
 ";
 
+/// Writes a file atomically (temp + rename), as config tools do: a periodic rescan
+/// racing a plain write could see the file half-written (the manager keeps the last good
+/// version of such a file; the source itself reports what it reads).
 fn write(dir: &Path, name: &str, content: &str) -> PathBuf {
     let p = dir.join(name);
-    fs::write(&p, content).unwrap();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    fs::write(&tmp, content).unwrap();
+    fs::rename(&tmp, &p).unwrap();
     p
 }
 

@@ -17,6 +17,9 @@ use crate::runtime::signals::parse_signal;
 use crate::runtime::spec::{ContainerSpecInput, build_spec, write_bundle_config};
 use crate::runtime::user::resolve_user;
 
+/// The file in an attempt dir that names the manifest digest of the container's image.
+pub const IMAGE_REF_FILE: &str = "image-digest";
+
 /// A bundle on disk, ready for a shim.
 #[derive(Debug, Clone)]
 pub struct Prepared {
@@ -171,6 +174,8 @@ pub fn prepare_attempt(
         .as_deref()
         .and_then(parse_signal)
         .unwrap_or(Signal::SIGTERM);
+    // The image this container uses, for image GC's in-use set (exited containers count).
+    crate::runtime::fsutil::write_atomic(&bundle.join(IMAGE_REF_FILE), image.manifest_digest.as_bytes())?;
     // Kept beside the bundle so that a restarted daemon stops an adopted container with
     // the same signal.
     crate::runtime::fsutil::write_atomic(
