@@ -7,6 +7,7 @@ pub mod api;
 pub mod cli;
 pub mod daemon;
 pub mod events;
+pub mod gc;
 pub mod image;
 pub mod logs;
 pub mod model;

@@ -82,6 +82,8 @@ enum Command {
     },
     /// List the images in the store.
     Images,
+    /// Pull an image from a registry into the store (progress on stderr).
+    Pull { reference: String },
     /// (internal) the per-container process.
     #[command(hide = true)]
     Shim { config: PathBuf },
@@ -138,6 +140,12 @@ struct DaemonArgs {
     /// Seconds between authoritative rescans of the manifest dir (kubelet: 20).
     #[arg(long, default_value_t = 20.0)]
     rescan_interval: f64,
+    /// Registry credentials: a docker config.json (auths, credHelpers, credsStore).
+    #[arg(long, default_value = "/root/.docker/config.json")]
+    image_credentials: PathBuf,
+    /// A registry (HOST:PORT) to reach over plain HTTP; repeatable.
+    #[arg(long = "insecure-registry")]
+    insecure_registries: Vec<String>,
 }
 
 fn main() {
@@ -195,6 +203,7 @@ fn run(cli: Cli) -> Result<i32> {
             print!("{}", render_images(&list, chrono::Utc::now()));
             Ok(0)
         }
+        Command::Pull { reference } => pull(&Client::new(&socket), &reference),
         Command::Shim { config } => Ok(podhost::shim::run(&config)),
         Command::Sandbox {
             ns_dir,
@@ -257,6 +266,8 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
             max: secs(args.crashloop_max_backoff, "crashloop-max-backoff")?,
         },
         rescan_every: secs(args.rescan_interval, "rescan-interval")?,
+        image_credentials: Some(args.image_credentials),
+        insecure_registries: args.insecure_registries,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -368,6 +379,51 @@ fn exec(
         command,
     )?;
     Ok(code)
+}
+
+/// Streams the daemon's pull progress as one status line on stderr.
+fn pull(client: &Client, reference: &str) -> Result<i32> {
+    use podhost::image::pull::{ProgressState, PullProgress};
+    let body = serde_json::to_vec(&podhost::api::types::PullRequest {
+        reference: reference.to_string(),
+    })?;
+    let mut state = ProgressState::default();
+    let mut pending = Vec::new();
+    let mut failure: Option<String> = None;
+    let mut done: Option<(String, String)> = None;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    client.request_streaming("POST", "/images/pull", Some(&body), &mut |chunk| {
+        pending.extend_from_slice(chunk);
+        while let Some(nl) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=nl).collect();
+            if let Ok(p) = serde_json::from_slice::<PullProgress>(&line) {
+                state.apply(&p);
+                if let PullProgress::Done { reference, digest } = &p {
+                    done = Some((reference.clone(), digest.clone()));
+                }
+                if tty {
+                    eprint!("\r\x1b[K{}", state.line());
+                }
+            } else if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) {
+                failure = v.get("error").and_then(|e| e.as_str()).map(String::from);
+            }
+        }
+        Ok(())
+    })?;
+    if tty {
+        eprintln!();
+    }
+    if let Some(e) = failure {
+        bail!("{e}");
+    }
+    match done {
+        Some((reference, digest)) => {
+            eprintln!("{}", state.line());
+            println!("{reference}@{digest}");
+            Ok(0)
+        }
+        None => bail!("the daemon ended the pull without a result"),
+    }
 }
 
 fn load(client: &Client, path: &Path, root_dir: &Path) -> Result<i32> {

@@ -175,7 +175,8 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     })
     .expect("shim exited");
     assert!(d.mounts().is_empty(), "mounts left: {:?}", d.mounts());
-    assert!(!d.root.join("pods").join(&uid).exists(), "pod dir removed");
+    let pod_dir = d.root.join("pods").join(&uid);
+    assert!(!pod_dir.exists(), "pod dir removed: {:?}", std::process::Command::new("find").arg(&pod_dir).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()));
     assert!(
         pod_cgroup_dirs().is_empty(),
         "pod cgroups removed: {:?}",
@@ -253,7 +254,7 @@ fn unknown_pod_and_container_errors_are_clear() {
         "{err}"
     );
     let out = d.cli(&["get", "services"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("podhost knows only pods"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("podhost knows pods and events"));
 }
 
 #[test]

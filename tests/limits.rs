@@ -31,7 +31,7 @@ fn rlimits_annotation_applied_or_clamped_and_best_effort_score() {
     let d = TestDaemon::start();
     d.write_manifest(
         "lim.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: lim\n  annotations:\n    podhost.io/rlimits.main: \"nofile=4096:65536,nproc=2048\"\nspec:\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    command: [\"sh\", \"-c\", \"cat /proc/self/limits; cat /proc/self/oom_score_adj; sleep 100\"]\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: lim\n  annotations:\n    podhost.io/rlimits.main: \"nofile=4096:65536,nproc=2048\"\nspec:\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\", \"-c\", \"cat /proc/self/limits; cat /proc/self/oom_score_adj; sleep 100\"]\n",
     );
     let pod = d.wait_pod("lim", "Running", 20, |p| {
         (phase(p) == "Running").then(|| p.clone())
@@ -84,7 +84,7 @@ fn bad_rlimits_annotation_is_a_config_error() {
     let d = TestDaemon::start();
     d.write_manifest(
         "badlim.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: badlim\n  annotations:\n    podhost.io/rlimits.main: \"files=10\"\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    command: [\"true\"]\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: badlim\n  annotations:\n    podhost.io/rlimits.main: \"files=10\"\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n    command: [\"true\"]\n",
     );
     let p = d.wait_pod("badlim", "Failed", 20, |p| {
         (phase(p) == "Failed").then(|| p.clone())

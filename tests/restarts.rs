@@ -152,7 +152,7 @@ fn bad_command_is_a_start_error_with_backoff() {
     let d = TestDaemon::start();
     d.write_manifest(
         "nocmd.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nocmd\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    command: [\"/no/such/binary\"]\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nocmd\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n    command: [\"/no/such/binary\"]\n",
     );
     let p = d.wait_pod("nocmd", "nocmd Failed", 20, |p| {
         (phase(p) == "Failed").then(|| p.clone())

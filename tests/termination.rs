@@ -10,7 +10,7 @@ use common::*;
 fn two_container_pod(name: &str, grace: u32, pre_stop: &str, main: &str) -> String {
     let container = |cname: &str| {
         format!(
-            "  - name: {cname}\n    image: localhost/busybox:latest\n    command: [\"sh\", \"-c\", {main}]\n    lifecycle:\n      preStop:\n        exec:\n          command: [\"sh\", \"-c\", {pre}]\n",
+            "  - name: {cname}\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\", \"-c\", {main}]\n    lifecycle:\n      preStop:\n        exec:\n          command: [\"sh\", \"-c\", {pre}]\n",
             main = serde_json::to_string(&main.replace("NAME", cname)).unwrap(),
             pre = serde_json::to_string(pre_stop).unwrap(),
         )

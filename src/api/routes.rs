@@ -43,6 +43,7 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             Err(e) => error(500, e.to_string()),
         },
         (Method::POST, ["images", "load"]) => load(&state, req).await,
+        (Method::POST, ["images", "pull"]) => pull(&state, req).await,
         (_, _) => error(404, format!("no such API path: {path}")),
     }
 }
@@ -225,6 +226,56 @@ async fn logs(
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed());
     if let Ok(v) = "text/plain".parse() {
+        resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+/// Pulls an image, streaming progress as JSON lines (`PullProgress`), then a last line
+/// `{"error": "..."}` if it failed.
+async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return error(400, e.to_string()),
+    };
+    let request: super::types::PullRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(400, format!("bad pull request: {e}")),
+    };
+    let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(64);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
+    let puller = state.puller.clone();
+    let changed = state.images_changed.clone();
+    tokio::spawn(async move {
+        let forward_tx = tx.clone();
+        let forward = tokio::spawn(async move {
+            while let Some(p) = progress_rx.recv().await {
+                let mut line = serde_json::to_vec(&p).unwrap_or_default();
+                line.push(b'\n');
+                if forward_tx.send(line).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let result = puller.pull(&request.reference, Some(progress_tx)).await;
+        let _ = forward.await;
+        match result {
+            Ok(_) => changed.send_modify(|n| *n += 1),
+            Err(e) => {
+                let mut line =
+                    serde_json::to_vec(&serde_json::json!({ "error": e.to_string() })).unwrap_or_default();
+                line.push(b'\n');
+                let _ = tx.send(line).await;
+            }
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|chunk| (Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))), rx))
+    });
+    let mut resp = Response::new(StreamBody::new(stream).boxed());
+    if let Ok(v) = "application/x-ndjson".parse() {
         resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
     }
     resp

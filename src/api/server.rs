@@ -25,6 +25,7 @@ pub struct ApiState {
     pub images: Arc<ImageStore>,
     pub layout: Layout,
     pub images_changed: tokio::sync::watch::Sender<u64>,
+    pub puller: crate::image::pull::Puller,
 }
 
 pub type Body = BoxBody<Bytes, Infallible>;

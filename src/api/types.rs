@@ -19,6 +19,12 @@ pub struct LoadRequest {
     pub path: String,
 }
 
+/// `POST /images/pull` body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PullRequest {
+    pub reference: String,
+}
+
 /// `POST /images/load` answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadResponse {

@@ -33,6 +33,10 @@ pub struct DaemonConfig {
     pub backoff: BackoffPolicy,
     /// The authoritative rescan of the manifest dir (kubelet: 20 s).
     pub rescan_every: Duration,
+    /// Registry credentials (docker config.json); a missing file means anonymous.
+    pub image_credentials: Option<PathBuf>,
+    /// Registries (`host:port`) spoken to over plain HTTP.
+    pub insecure_registries: Vec<String>,
 }
 
 /// Daemon start-up failures.
@@ -85,6 +89,14 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         path: "/proc/self/exe".into(),
         source,
     })?;
+    let puller = crate::image::pull::Puller::new(
+        images.clone(),
+        crate::image::pull::PullOptions {
+            insecure_registries: cfg.insecure_registries.clone(),
+            credentials_file: cfg.image_credentials.clone(),
+        },
+    );
+    let leases = crate::image::gc::ImageLeases::new();
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -96,6 +108,8 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         can_raise_limits: host::has_cap_sys_resource(),
         memory_capacity: host::memory_capacity(),
         oom_victims: Arc::new(crate::events::OomVictims::default()),
+        puller: puller.clone(),
+        leases: leases.clone(),
         images_changed: images_rx,
     });
     let api = Arc::new(ApiState {
@@ -103,6 +117,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         images,
         layout,
         images_changed: images_tx,
+        puller,
     });
     let server = serve(&cfg.socket, api)
         .await

@@ -7,6 +7,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::blob_writer::BlobWriter;
 use super::digest::{HashingReader, sha256_hex};
 use super::error::{ImageError, IoContext};
 use super::fsutil::{create_new, fsync_dir, temp_name};
@@ -107,6 +108,39 @@ impl Blobs {
         self.ingest(file, digest, size, &src.display().to_string())
     }
 
+    /// Stores the content of `reader` under the sha256 computed while writing it,
+    /// for sources that announce no digest (docker-archive layers). Returns
+    /// `(digest, size)`. Content already present is not replaced.
+    pub(crate) fn ingest_computed(
+        &self,
+        reader: impl Read,
+        what: &str,
+    ) -> Result<(String, u64), ImageError> {
+        let tmp = self.tmp.join(temp_name("blob"));
+        let result = (|| {
+            let mut file = create_new(&tmp, 0o644)?;
+            let mut hashing = HashingReader::new(reader);
+            copy(&mut hashing, &mut file, what, &tmp)?;
+            let (digest, count) = hashing.finish().ctx("read", Path::new(what))?;
+            let dest = self.path(&digest)?;
+            if dest.is_file() {
+                drop(file);
+                fs::remove_file(&tmp).ctx("remove", &tmp)?;
+                return Ok((digest, count));
+            }
+            file.sync_all().ctx("fsync", &tmp)?;
+            drop(file);
+            fs::rename(&tmp, &dest).ctx("rename into place", &dest)?;
+            fsync_dir(&self.dir)?;
+            tracing::debug!(digest, size = count, "stored blob");
+            Ok((digest, count))
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+
     /// Reads a (small, JSON) blob whole.
     pub(crate) fn read_json_bytes(&self, digest: &str) -> Result<Vec<u8>, ImageError> {
         let path = self.path(digest)?;
@@ -134,6 +168,12 @@ impl Blobs {
     pub(crate) fn size(&self, digest: &str) -> Result<u64, ImageError> {
         let path = self.path(digest)?;
         Ok(fs::metadata(&path).ctx("stat", &path)?.len())
+    }
+
+    /// A writer that streams blob `digest` of `size` bytes into the store
+    /// (registry pulls); see [`BlobWriter`].
+    pub(crate) fn writer(&self, digest: &str, size: u64) -> Result<BlobWriter, ImageError> {
+        BlobWriter::create(self.dir.clone(), self.tmp.clone(), digest, size)
     }
 }
 

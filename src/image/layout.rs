@@ -116,10 +116,15 @@ impl Source {
         }
         tracing::info!(archive = %path.display(), entries = count, blobs = ingested, "read oci-archive");
         let Some(index_json) = index_json else {
-            let reason = if saw_docker_manifest {
-                "it is a docker-archive (manifest.json, no index.json); convert it with \
-                 \"skopeo copy docker-archive:FILE oci-archive:OUT:NAME\""
-            } else if count == 0 {
+            if saw_docker_manifest {
+                // docker-archive (`docker save`): manifest.json and no index.json.
+                return Ok(Source {
+                    path: path.to_path_buf(),
+                    dir: None,
+                    index_json: super::docker_archive::import(path, blobs)?,
+                });
+            }
+            let reason = if count == 0 {
                 "empty or not a tar archive"
             } else {
                 "no index.json in the archive"

@@ -3,19 +3,26 @@
 //! snapshot (`snapshots/<chainid>/`, an overlay lower dir) and resolves image
 //! references for the runtime. See [`ImageStore`].
 
+mod blob_writer;
 mod blobs;
 mod compress;
 mod digest;
+mod docker_archive;
 mod error;
 mod fsutil;
+pub mod gc;
 mod layout;
+pub mod pull;
 mod reference;
 mod refs;
 mod store;
 mod tarmeta;
 mod unpack;
 
+pub use blob_writer::BlobWriter;
 pub use digest::chain_ids;
 pub use error::ImageError;
+pub use gc::FsUsage;
 pub use reference::normalize_reference;
 pub use store::{ImageStore, ImageSummary, ResolvedImage};
+pub use unpack::{SkippedEntry, UnpackStats, unpack_layer};

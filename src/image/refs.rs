@@ -31,6 +31,44 @@ pub(crate) struct RefEntry {
     /// When a container last used the image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_used: Option<DateTime<Utc>>,
+    /// When this reference first named this manifest (image GC's minimum age); absent
+    /// in indexes written before it existed, where `loaded` stands in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_detected: Option<DateTime<Utc>>,
+    /// Never garbage-collected (`ImageStore::set_pinned`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pinned: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+impl RefEntry {
+    /// The entry of a reference (re)loaded or pulled `now` to name `manifest`: keeps
+    /// the previous entry's last use and pin, and its first-detected time if it named
+    /// the same manifest.
+    pub(crate) fn renewed(
+        previous: Option<&RefEntry>,
+        manifest: &str,
+        index: Option<String>,
+        now: DateTime<Utc>,
+    ) -> RefEntry {
+        let same = previous.filter(|p| p.manifest == manifest);
+        RefEntry {
+            manifest: manifest.to_string(),
+            index,
+            loaded: now,
+            last_used: previous.and_then(|p| p.last_used),
+            first_detected: Some(same.map_or(now, RefEntry::first_detected)),
+            pinned: previous.is_some_and(|p| p.pinned),
+        }
+    }
+
+    /// When this reference first named its manifest.
+    pub(crate) fn first_detected(&self) -> DateTime<Utc> {
+        self.first_detected.unwrap_or(self.loaded)
+    }
 }
 
 /// The whole `images/index.json`.
@@ -138,6 +176,8 @@ mod tests {
                     index: None,
                     loaded: Utc::now(),
                     last_used: None,
+                    first_detected: None,
+                    pinned: false,
                 },
             );
             Ok(((), true))
@@ -146,6 +186,37 @@ mod tests {
         let idx = refs.read().unwrap();
         assert_eq!(idx.version, VERSION);
         assert!(idx.images.contains_key("localhost/a:latest"));
+    }
+
+    #[test]
+    fn renewed_keeps_first_detection_for_the_same_manifest_and_the_pin() {
+        let (a, b) = (
+            format!("sha256:{}", "a".repeat(64)),
+            format!("sha256:{}", "b".repeat(64)),
+        );
+        let t0 = Utc::now();
+        let t1 = t0 + chrono::TimeDelta::minutes(5);
+        let mut first = RefEntry::renewed(None, &a, None, t0);
+        assert_eq!(first.first_detected(), t0);
+        first.pinned = true;
+        first.last_used = Some(t0);
+        let again = RefEntry::renewed(Some(&first), &a, None, t1);
+        assert_eq!(
+            (again.first_detected(), again.loaded, again.pinned),
+            (t0, t1, true)
+        );
+        let retagged = RefEntry::renewed(Some(&first), &b, None, t1);
+        assert_eq!(
+            (retagged.first_detected(), retagged.last_used),
+            (t1, Some(t0))
+        );
+        // Indexes from before the field: `loaded` stands in.
+        let old: RefEntry = serde_json::from_str(&format!(
+            r#"{{"manifest":"{a}","loaded":"2024-01-01T00:00:00Z"}}"#
+        ))
+        .unwrap();
+        assert_eq!(old.first_detected(), old.loaded);
+        assert!(!old.pinned);
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! images/blobs/sha256/<hex>   content-addressed blobs, verified before rename
 //! images/index.json           references → manifest digest, last-used time
 //! images/lock                 flock for index.json updates
+//! images/gc.lock              GC barrier: shared by loads/pulls/resolves, exclusive
+//!                             while image GC deletes (see `image::gc`)
 //! images/tmp/                 blob and index writes in progress
 //! snapshots/<chainid-hex>/    one unpacked layer each (an overlay lower dir)
 //! snapshots/tmp-…             snapshots being unpacked
@@ -66,6 +68,12 @@ pub struct ImageSummary {
     pub size: u64,
     /// When a container last used it (see [`ImageStore::touch`]).
     pub last_used: Option<DateTime<Utc>>,
+    /// When the reference first named this manifest (image GC's minimum age).
+    #[serde(default)]
+    pub first_detected: Option<DateTime<Utc>>,
+    /// Pinned: never garbage-collected (see [`ImageStore::set_pinned`]).
+    #[serde(default)]
+    pub pinned: bool,
 }
 
 impl ImageStore {
@@ -105,6 +113,8 @@ impl ImageStore {
     pub fn load(&self, path: &Path) -> Result<Vec<String>, ImageError> {
         let started = Instant::now();
         tracing::info!(source = %path.display(), "loading images");
+        // Held from the first blob written to the index update: GC deletes nothing meanwhile.
+        let _gc_barrier = self.content_guard()?;
         let source = Source::open(path, &self.blobs)?;
         let found = source.images(&self.blobs, &host_platform())?;
         for image in &found {
@@ -113,16 +123,9 @@ impl ImageStore {
         let now = Utc::now();
         self.refs.update(|index| {
             for image in &found {
-                let last_used = index.images.get(&image.reference).and_then(|e| e.last_used);
-                index.images.insert(
-                    image.reference.clone(),
-                    RefEntry {
-                        manifest: image.manifest.clone(),
-                        index: image.index.clone(),
-                        loaded: now,
-                        last_used,
-                    },
-                );
+                let previous = index.images.get(&image.reference);
+                let entry = RefEntry::renewed(previous, &image.manifest, image.index.clone(), now);
+                index.images.insert(image.reference.clone(), entry);
             }
             Ok(((), true))
         })?;
@@ -150,6 +153,8 @@ impl ImageStore {
     /// the image's snapshots and config. A snapshot that has gone missing is
     /// unpacked again from its blob.
     pub fn resolve(&self, reference: &str) -> Result<ResolvedImage, ImageError> {
+        // Image GC evaluates leases and deletes under the barrier's exclusive side.
+        let _gc_barrier = self.content_guard()?;
         let (name, manifest_digest) = self.lookup(reference)?;
         let manifest = self.read_manifest(&manifest_digest)?;
         let config = self.read_config(&manifest, &manifest_digest)?;
@@ -200,9 +205,11 @@ impl ImageStore {
             };
             out.push(ImageSummary {
                 reference,
-                digest: entry.manifest,
                 size,
                 last_used: entry.last_used,
+                first_detected: Some(entry.first_detected()),
+                pinned: entry.pinned,
+                digest: entry.manifest,
             });
         }
         Ok(out)
@@ -359,5 +366,160 @@ impl ImageStore {
             let _ = fs::remove_dir_all(&tmp);
         }
         result
+    }
+}
+
+/// What registry pulls (`image::pull`) need: blobs are streamed in through a
+/// verifying [`BlobWriter`](super::blob_writer::BlobWriter), layers unpacked as soon
+/// as they arrive, and the reference recorded last by [`ImageStore::commit`].
+impl ImageStore {
+    /// True if the blob `digest` (`sha256:<hex>`) is in the store.
+    pub fn has_blob(&self, digest: &str) -> Result<bool, ImageError> {
+        self.blobs.contains(digest)
+    }
+
+    /// A writer for blob `digest` of exactly `size` bytes; see
+    /// [`BlobWriter`](super::blob_writer::BlobWriter). Blocking I/O.
+    pub fn blob_writer(
+        &self,
+        digest: &str,
+        size: u64,
+    ) -> Result<super::blob_writer::BlobWriter, ImageError> {
+        self.blobs.writer(digest, size)
+    }
+
+    /// The content of a small (JSON, at most 16 MiB) stored blob.
+    pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, ImageError> {
+        self.blobs.read_json_bytes(digest)
+    }
+
+    /// True if the snapshot of chain id `chain_id` is unpacked.
+    pub fn has_snapshot(&self, chain_id: &str) -> Result<bool, ImageError> {
+        Ok(self.snapshots.join(sha256_hex(chain_id)?).is_dir())
+    }
+
+    /// Makes sure the snapshot `chain_id` exists, unpacking the stored layer blob
+    /// `layer` (checked against `diff_id`) if it does not; returns its dir.
+    pub fn ensure_layer_snapshot(
+        &self,
+        layer: &str,
+        diff_id: &str,
+        chain_id: &str,
+    ) -> Result<PathBuf, ImageError> {
+        let dir = self.snapshots.join(sha256_hex(chain_id)?);
+        if !dir.is_dir() {
+            self.unpack_snapshot(layer, diff_id, &dir)?;
+        }
+        Ok(dir)
+    }
+
+    /// Records a pulled image: stores the manifest (and the index it was chosen
+    /// from, `(digest, bytes)`) verified, checks that its config and layer blobs
+    /// are present, unpacks any missing snapshot (as `load` does) and points
+    /// `reference` (normalized here) at the manifest.
+    pub fn commit(
+        &self,
+        reference: &str,
+        manifest_digest: &str,
+        manifest: &[u8],
+        index: Option<(&str, &[u8])>,
+    ) -> Result<(), ImageError> {
+        let reference = normalize_reference(reference);
+        // GC deletes nothing between the checks below and the index update. (A pull
+        // should hold its own `content_guard()` from its first blob on.)
+        let _gc_barrier = self.content_guard()?;
+        let what = format!("manifest of {reference}");
+        self.blobs.ingest(
+            manifest,
+            manifest_digest,
+            Some(manifest.len() as u64),
+            &what,
+        )?;
+        if let Some((digest, data)) = index {
+            let what = format!("image index of {reference}");
+            self.blobs
+                .ingest(data, digest, Some(data.len() as u64), &what)?;
+        }
+        let parsed = self.read_manifest(manifest_digest)?;
+        let config = self.read_config(&parsed, manifest_digest)?;
+        self.ensure_snapshots(&reference, &parsed, &config)?;
+        let now = Utc::now();
+        self.refs.update(|refs| {
+            let previous = refs.images.get(&reference);
+            let index = index.map(|(d, _)| d.to_string());
+            let entry = RefEntry::renewed(previous, manifest_digest, index, now);
+            refs.images.insert(reference.clone(), entry);
+            Ok(((), true))
+        })?;
+        tracing::info!(%reference, manifest = manifest_digest, layers = parsed.layers().len(),
+            "recorded pulled image");
+        Ok(())
+    }
+}
+
+/// What image GC (`image::gc`) needs: removing and pinning references, the
+/// filesystem's usage, and the GC barrier.
+impl ImageStore {
+    /// Deletes a reference (normalized here; a bare `sha256:` digest deletes every
+    /// reference to that manifest). Its blobs and snapshots stay until image GC (or
+    /// `image::gc::collect_unreferenced`) finds nothing else names them.
+    pub fn remove(&self, reference: &str) -> Result<(), ImageError> {
+        let normalized = normalize_reference(reference);
+        let removed = self.refs.update(|index| {
+            let before = index.images.len();
+            if index.images.remove(&normalized).is_none() && is_bare_digest(&normalized) {
+                index.images.retain(|_, e| {
+                    e.manifest != normalized && e.index.as_deref() != Some(&normalized)
+                });
+            }
+            let removed = before - index.images.len();
+            Ok((removed, removed > 0))
+        })?;
+        if removed == 0 {
+            return Err(ImageError::NotFound {
+                reference: normalized,
+            });
+        }
+        tracing::info!(reference = %normalized, removed, "removed image reference");
+        Ok(())
+    }
+
+    /// Pins (or unpins) a reference: image GC never deletes a pinned image.
+    pub fn set_pinned(&self, reference: &str, pinned: bool) -> Result<(), ImageError> {
+        let normalized = normalize_reference(reference);
+        let found = self
+            .refs
+            .update(|index| match index.images.get_mut(&normalized) {
+                Some(e) if e.pinned == pinned => Ok((true, false)),
+                Some(e) => {
+                    e.pinned = pinned;
+                    Ok((true, true))
+                }
+                None => Ok((false, false)),
+            })?;
+        if !found {
+            return Err(ImageError::NotFound {
+                reference: normalized,
+            });
+        }
+        Ok(())
+    }
+
+    /// Capacity and available bytes of the filesystem holding the store (statvfs).
+    pub fn image_fs_usage(&self) -> Result<super::gc::FsUsage, ImageError> {
+        super::gc::FsUsage::of(&self.root_dir)
+    }
+
+    /// Holds image GC off (a shared flock on `images/gc.lock`) until dropped: while
+    /// held, no blob or snapshot is deleted. Take it before writing content that a
+    /// reference will name (a pull: from its first blob to `commit`); `load`,
+    /// `commit` and `resolve` take it themselves. Blocks while a GC pass deletes.
+    pub fn content_guard(&self) -> Result<super::gc::ContentGuard, ImageError> {
+        super::gc::content_guard(&self.root_dir)
+    }
+
+    /// The reference index, for image GC.
+    pub(super) fn ref_file(&self) -> &RefFile {
+        &self.refs
     }
 }

@@ -20,6 +20,13 @@ pub struct PodRecord {
     /// The pod as admitted, with `status` kept current.
     pub pod: Pod,
     pub events: Vec<Event>,
+    /// False once the pod's directory is being removed: no write may recreate it.
+    #[serde(skip, default = "persisted")]
+    pub persisted: bool,
+}
+
+fn persisted() -> bool {
+    true
 }
 
 impl PodRecord {
@@ -85,6 +92,9 @@ impl StatusStore {
     }
 
     fn persist(&self, rec: &PodRecord) {
+        if !rec.persisted {
+            return;
+        }
         let path = self.layout.pod_dir(rec.uid()).join(STATUS_FILE);
         if let Err(e) = write_json_atomic(&path, rec) {
             tracing::error!(error = %e, pod = rec.name(), "cannot persist pod status");
@@ -106,6 +116,7 @@ impl StatusStore {
             PodRecord {
                 pod,
                 events: Vec::new(),
+                persisted: true,
             }
         });
         // Persisted under the lock, so that writes reach the disk in the order they happened.
@@ -221,6 +232,14 @@ impl StatusStore {
         rec.pod.metadata.deletion_timestamp.get_or_insert(at);
         // Persisted under the lock, so that writes reach the disk in the order they happened.
         self.persist(rec);
+    }
+
+    /// Stops writing the pod's record to disk (its directory is about to go); the pod
+    /// stays listed until [`remove`](Self::remove).
+    pub fn stop_persisting(&self, uid: &str) {
+        if let Some(rec) = self.lock().pods.get_mut(uid) {
+            rec.persisted = false;
+        }
     }
 
     /// Forgets a pod once it is fully terminated.

@@ -53,6 +53,7 @@ pub async fn supervise(ctx: Arc<Ctx>, pod: Arc<PodInfo>, c: Container, mut term:
         next_attempt: 0,
         backoff: Backoff::default(),
         image_backoff: Backoff::default(),
+        lease: None,
         ctx,
         pod,
         c,
@@ -85,6 +86,8 @@ struct Supervisor {
     next_attempt: u32,
     backoff: Backoff,
     image_backoff: Backoff,
+    /// Keeps the image from image GC while this container may use it.
+    lease: Option<crate::image::gc::ImageLease>,
 }
 
 fn terminating(term: &TermRx) -> Option<Duration> {
@@ -168,13 +171,14 @@ impl Supervisor {
             return Step::Done;
         }
         let image_ref = self.c.image.clone().unwrap_or_default();
-        let images = self.ctx.images.clone();
-        let lookup = image_ref.clone();
-        let resolved = tokio::task::spawn_blocking(move || images.resolve(&lookup)).await;
-        let image = match resolved {
-            Ok(Ok(img)) => img,
-            Ok(Err(e)) => return self.image_missing(e.to_string(), term).await,
-            Err(e) => return self.image_missing(e.to_string(), term).await,
+        // Held for the container's whole life: image GC never takes an image a
+        // starting (or exited, not yet collected) container selected (kubernetes#18140).
+        if self.lease.is_none() {
+            self.lease = Some(self.ctx.leases.lease(&image_ref));
+        }
+        let image = match self.ensure_image(&image_ref).await {
+            Ok(img) => img,
+            Err(message) => return self.image_missing(message, term).await,
         };
         self.image_backoff = Backoff::default();
         let _ = self.ctx.images.touch(&image.reference);
@@ -233,30 +237,92 @@ impl Supervisor {
         }
     }
 
+    /// The image per imagePullPolicy: Always pulls, IfNotPresent pulls when missing,
+    /// Never only uses the store. Errors are the status message.
+    async fn ensure_image(&self, image_ref: &str) -> Result<crate::image::ResolvedImage, String> {
+        let resolve = || {
+            let images = self.ctx.images.clone();
+            let lookup = image_ref.to_string();
+            async move {
+                tokio::task::spawn_blocking(move || images.resolve(&lookup))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| e.to_string()))
+            }
+        };
+        let present = resolve().await;
+        let policy = self.c.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
+        let pull = match policy {
+            "Always" => true,
+            "Never" => false,
+            _ => present.is_err(),
+        };
+        if !pull {
+            return present.map_err(|_| {
+                format!("Container image \"{image_ref}\" is not present with pull policy of {policy}")
+            });
+        }
+        self.event(EventKind::Normal, "Pulling", format!("Pulling image \"{image_ref}\""));
+        let started = std::time::Instant::now();
+        match self.ctx.puller.pull(image_ref, None).await {
+            Ok(reference) => {
+                self.event(
+                    EventKind::Normal,
+                    "Pulled",
+                    format!(
+                        "Successfully pulled image \"{reference}\" in {:.3}s",
+                        started.elapsed().as_secs_f64()
+                    ),
+                );
+                resolve().await
+            }
+            Err(e) => Err(format!("Failed to pull image \"{image_ref}\": {e}")),
+        }
+    }
+
+    /// The image is not usable: ErrImagePull (or ErrImageNeverPull), then
+    /// ImagePullBackOff until the next attempt, with the kubelet's back-off. Loading an
+    /// image through the daemon ends the wait at once.
     async fn image_missing(
         &mut self,
         message: String,
         term: &mut watch::Receiver<Option<Duration>>,
     ) -> Step {
+        let image_ref = self.c.image.clone().unwrap_or_default();
         let never = self.c.image_pull_policy.as_deref() == Some("Never");
-        let delay = self
-            .image_backoff
-            .next_delay(&self.ctx.backoff, Duration::ZERO);
-        let reason = if never {
-            "ErrImageNeverPull"
-        } else if delay.is_zero() {
-            "ErrImagePull"
-        } else {
-            "ImagePullBackOff"
+        let delay = match self.image_backoff.next_delay(&self.ctx.backoff, Duration::ZERO) {
+            d if d.is_zero() => self.ctx.backoff.initial,
+            d => d,
         };
-        self.view.state = waiting(reason, Some(message.clone()));
+        self.view.state = waiting(
+            if never { "ErrImageNeverPull" } else { "ErrImagePull" },
+            Some(message.clone()),
+        );
         self.publish();
-        self.event(EventKind::Warning, "Failed", message);
+        self.event(EventKind::Warning, "Failed", message.clone());
         let mut images = self.ctx.images_changed.clone();
+        let shown = Duration::from_secs(1).min(delay);
+        tokio::select! {
+            _ = term.wait_for(|t| t.is_some()) => return Step::Done,
+            _ = images.changed() => return Step::Start,
+            _ = tokio::time::sleep(shown) => {}
+        }
+        if !never {
+            self.view.state = waiting(
+                "ImagePullBackOff",
+                Some(format!("Back-off pulling image \"{image_ref}\": {message}")),
+            );
+            self.publish();
+            self.event(
+                EventKind::Normal,
+                "BackOff",
+                format!("Back-off pulling image \"{image_ref}\""),
+            );
+        }
         tokio::select! {
             _ = term.wait_for(|t| t.is_some()) => Step::Done,
             _ = images.changed() => Step::Start,
-            _ = tokio::time::sleep(delay.max(Duration::from_secs(1))) => Step::Start,
+            _ = tokio::time::sleep(delay.saturating_sub(shown)) => Step::Start,
         }
     }
 

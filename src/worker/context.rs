@@ -32,6 +32,10 @@ pub struct Ctx {
     pub can_raise_limits: bool,
     /// The node's memory, for the Burstable oom_score_adj.
     pub memory_capacity: i64,
+    /// Registry pulls into `images`.
+    pub puller: crate::image::pull::Puller,
+    /// Images held by starting and running containers, for image GC.
+    pub leases: crate::image::gc::ImageLeases,
     /// OOM victims named by the kernel (the /dev/kmsg watcher fills it).
     pub oom_victims: Arc<crate::events::OomVictims>,
     /// Bumped whenever an image is loaded, so waiting containers retry at once.

@@ -201,13 +201,15 @@ async fn finish(ctx: &Ctx, pod: &PodInfo) {
         tracing::warn!(pod = %pod.name, error = %e, "sandbox release failed");
     }
     ctx.cgroups.remove_pod(pod.qos, &pod.uid);
-    // Forget the pod first, so that no late status write recreates its directory.
-    ctx.store.remove(&pod.uid);
+    // The pod stays listed until everything is gone; no late status write may recreate
+    // its directory meanwhile.
+    ctx.store.stop_persisting(&pod.uid);
     let dir = ctx.layout.pod_dir(&pod.uid);
     if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
         if e.kind() != std::io::ErrorKind::NotFound {
             tracing::warn!(pod = %pod.name, error = %e, "cannot remove {}", dir.display());
         }
     }
+    ctx.store.remove(&pod.uid);
     tracing::info!(pod = %pod.name, uid = %pod.uid, "pod terminated");
 }

@@ -15,6 +15,7 @@ spec:
   containers:
   - name: main
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "trap 'exit 0' TERM; echo up; while :; do sleep 1 & wait \$!; done"]
 $2
 YAML

@@ -14,6 +14,7 @@ spec:
   containers:
   - name: hog
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "echo start; exec tail /dev/zero"]
     resources:
       limits: {memory: 32Mi}
@@ -71,6 +72,7 @@ spec:
   containers:
   - name: hog
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "tail /dev/zero; echo survived; exit 0"]
     resources:
       limits: {memory: 32Mi}

@@ -19,11 +19,13 @@ spec:
   containers:
   - name: plain
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"]
     resources:
       requests: {memory: 100Mi}
   - name: tuned
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"]
 YAML
 apply_manifest gscore.yaml <<'YAML'
@@ -36,6 +38,7 @@ spec:
   containers:
   - name: main
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"]
     resources:
       limits: {cpu: 100m, memory: 32Mi}
@@ -50,6 +53,7 @@ spec:
   containers:
   - name: main
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done"]
 YAML
 for p in scores gscore bescore; do wait_phase "$p-$NODE" Running 90; done

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Registry pull benchmark: podhost's puller (examples/pull.rs: Puller::pull into a fresh
+# image store, layers unpacked) versus `skopeo copy` of the same image from the same
+# local registry into a fresh OCI layout dir.
+#
+# usage: scripts/bench-pull.sh [-n RUNS] [-P PORT]
+#   RUNS  timed runs per tool and image (default 10), alternating which tool goes first
+#   PORT  registry port on 127.0.0.1 (default: a free one)
+#
+# Images: "small" = the built-in busybox (oci/busybox/build.sh, ~1 MiB layer) and "big" =
+# busybox plus one 32 MiB layer of pseudo-random data (seeded, so every run of this script
+# pushes the same bytes). The registry is Debian's docker-registry, started offline with
+# its storage in the results dir and stopped (by PID) on exit.
+#
+# Prints per tool and image the median wall and CPU time of the whole process, and the
+# podhost/skopeo ratio (median of the per-run ratios; goal <= 1.0). Results and raw
+# timings go to $RESULTS (default /tmp/bench-results/pull-podhost-<UTC stamp>).
+# Needs root (unpacking layers creates device nodes and chowns).
+set -euo pipefail
+
+RUNS=10
+PORT=
+while getopts "n:P:" o; do
+  case $o in
+    n) RUNS=$OPTARG ;;
+    P) PORT=$OPTARG ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+REPO=$PWD
+if [ "$(id -u)" -ne 0 ]; then
+  echo "scripts/bench-pull.sh must run as root (layers are unpacked with their owners and devices)" >&2
+  exit 1
+fi
+bash scripts/install-deps.sh
+command -v python3 >/dev/null || bash scripts/install-deps.sh python3
+
+RESULTS=${RESULTS:-/tmp/bench-results/pull-podhost-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$RESULTS"
+echo "results: $RESULTS"
+
+echo "building examples/pull.rs (release)"
+cargo build --release --example pull -q
+PULL=$REPO/target/release/examples/pull
+
+# ---- images ---------------------------------------------------------------------
+SMALL=$RESULTS/small-oci
+BIG=$RESULTS/big-oci
+bash oci/busybox/build.sh "$SMALL" >/dev/null 2>&1
+python3 - "$SMALL" "$BIG" <<'EOF'
+# big = small + one layer holding /big.bin: 32 MiB from a seeded generator.
+import gzip, hashlib, io, json, os, random, shutil, sys, tarfile
+src, dst = sys.argv[1], sys.argv[2]
+shutil.rmtree(dst, ignore_errors=True)
+shutil.copytree(src, dst)
+blobs = os.path.join(dst, "blobs", "sha256")
+def put(data):
+    h = hashlib.sha256(data).hexdigest()
+    with open(os.path.join(blobs, h), "wb") as f:
+        f.write(data)
+    return "sha256:" + h, len(data)
+def get(digest):
+    with open(os.path.join(blobs, digest.split(":")[1]), "rb") as f:
+        return f.read()
+payload = random.Random(20261121).randbytes(32 << 20)
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+    info = tarfile.TarInfo("big.bin")
+    info.size, info.mtime, info.mode, info.uid, info.gid = len(payload), 0, 0o644, 0, 0
+    t.addfile(info, io.BytesIO(payload))
+layer_tar = buf.getvalue()
+diff_id = "sha256:" + hashlib.sha256(layer_tar).hexdigest()
+layer, layer_size = put(gzip.compress(layer_tar, compresslevel=1, mtime=0))
+index = json.load(open(os.path.join(dst, "index.json")))
+manifest = json.loads(get(index["manifests"][0]["digest"]))
+config = json.loads(get(manifest["config"]["digest"]))
+config["rootfs"]["diff_ids"].append(diff_id)
+config.setdefault("history", []).append({"created": "1970-01-01T00:00:00Z", "created_by": "bench-pull.sh: 32 MiB"})
+manifest["config"]["digest"], manifest["config"]["size"] = put(json.dumps(config).encode())
+manifest["layers"].append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                           "digest": layer, "size": layer_size})
+m, m_size = put(json.dumps(manifest).encode())
+entry = index["manifests"][0]
+entry["digest"], entry["size"] = m, m_size
+entry["annotations"] = {"org.opencontainers.image.ref.name": "localhost/busybox:big"}
+json.dump(index, open(os.path.join(dst, "index.json"), "w"))
+print(f"big image: extra layer {layer} ({layer_size} bytes), manifest {m}")
+EOF
+
+# ---- registry -------------------------------------------------------------------
+[ -n "$PORT" ] || PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ADDR=127.0.0.1:$PORT
+mkdir -p "$RESULTS/registry/data"
+cat >"$RESULTS/registry/config.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $RESULTS/registry/data
+  cache:
+    blobdescriptor: inmemory
+http:
+  addr: $ADDR
+EOF
+/usr/bin/docker-registry serve "$RESULTS/registry/config.yml" >"$RESULTS/registry/registry.log" 2>&1 </dev/null &
+REGISTRY_PID=$!
+cleanup() {
+  kill "$REGISTRY_PID" 2>/dev/null || true
+  wait "$REGISTRY_PID" 2>/dev/null || true
+  rm -rf "$RESULTS/registry/data" "$RESULTS/store" "$RESULTS/oci-out"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+  python3 - "$ADDR" <<'EOF' && break
+import sys, urllib.request
+try:
+    urllib.request.urlopen(f"http://{sys.argv[1]}/v2/", timeout=1)
+except Exception:
+    sys.exit(1)
+EOF
+  kill -0 "$REGISTRY_PID" 2>/dev/null || { cat "$RESULTS/registry/registry.log" >&2; exit 1; }
+  sleep 0.1
+done
+echo "registry on $ADDR (pid $REGISTRY_PID)"
+skopeo copy -q --dest-tls-verify=false "oci:$SMALL:localhost/busybox:latest" "docker://$ADDR/busybox:latest"
+skopeo copy -q --dest-tls-verify=false "oci:$BIG:localhost/busybox:big" "docker://$ADDR/busybox:big"
+
+# ---- sanity: both tools get the same manifest -----------------------------------
+rm -rf "$RESULTS/store" "$RESULTS/oci-out"
+ours=$("$PULL" --quiet --insecure "$ADDR" "$RESULTS/store" "$ADDR/busybox:big" | awk '{print $2}')
+skopeo copy -q --src-tls-verify=false "docker://$ADDR/busybox:big" "oci:$RESULTS/oci-out:big"
+theirs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$RESULTS/oci-out/index.json")
+echo "manifest digests: podhost $ours skopeo $theirs" | tee "$RESULTS/verify.txt"
+[ "$ours" = "$theirs" ] || { echo "digest mismatch" >&2; exit 1; }
+
+# ---- timings --------------------------------------------------------------------
+python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" <<'EOF' | tee "$RESULTS/summary.txt"
+import os, resource, shutil, statistics, subprocess, sys, time
+runs, results, pull, addr = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+store, out = os.path.join(results, "store"), os.path.join(results, "oci-out")
+def cmd(tool, tag):
+    if tool == "podhost":
+        return [pull, "--quiet", "--insecure", addr, store, f"{addr}/busybox:{tag}"]
+    return ["skopeo", "copy", "-q", "--src-tls-verify=false", f"docker://{addr}/busybox:{tag}", f"oci:{out}:{tag}"]
+def timed(tool, tag):
+    shutil.rmtree(store, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run(["sync"])
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd(tool, tag), check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+raw = open(os.path.join(results, "raw.tsv"), "w")
+raw.write("image\trun\ttool\twall_s\tcpu_s\n")
+print(f"bench-pull.sh {time.strftime('%Y-%m-%d', time.gmtime())}  {os.cpu_count()} cores  "
+      f"loadavg {os.getloadavg()[0]:.2f}  runs {runs} (alternating order, 1 warm-up each)")
+print(f"{'image':6} {'tool':8} {'wall ms':>9} {'cpu ms':>9}")
+for tag, label in (("latest", "small"), ("big", "big")):
+    timed("podhost", tag); timed("skopeo", tag)  # warm-up
+    t = {"podhost": [], "skopeo": []}
+    for i in range(runs):
+        order = ("podhost", "skopeo") if i % 2 == 0 else ("skopeo", "podhost")
+        for tool in order:
+            w, c = timed(tool, tag)
+            t[tool].append((w, c))
+            raw.write(f"{label}\t{i}\t{tool}\t{w:.6f}\t{c:.6f}\n")
+    for tool in ("podhost", "skopeo"):
+        print(f"{label:6} {tool:8} {statistics.median(w for w, _ in t[tool]) * 1000:9.1f} "
+              f"{statistics.median(c for _, c in t[tool]) * 1000:9.1f}")
+    ratio_w = statistics.median(a[0] / b[0] for a, b in zip(t["podhost"], t["skopeo"]))
+    ratio_c = statistics.median(a[1] / b[1] for a, b in zip(t["podhost"], t["skopeo"]))
+    verdict = "goal met" if ratio_w <= 1.0 else "goal missed"
+    print(f"{label:6} podhost/skopeo wall ratio {ratio_w:.2f} (cpu {ratio_c:.2f})  [{verdict}: <= 1.0]")
+raw.close()
+EOF
+echo "raw timings: $RESULTS/raw.tsv"

@@ -1,0 +1,120 @@
+//! Deletes one dead container: its log file, then its attempt dir (after detaching
+//! any mount under it), renamed out of the way first so that a crash never leaves a
+//! half-deleted attempt under its number.
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::DeadContainer;
+use super::mounts::detach_all_under;
+
+/// Prefix of an attempt dir being deleted (never a number, so never an attempt).
+pub(crate) const TRASH_PREFIX: &str = ".gc-";
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Removes the container's log file and attempt dir. Absent ones are fine.
+pub fn remove(dead: &DeadContainer) -> io::Result<()> {
+    if !dead.log_file.as_os_str().is_empty() {
+        remove_file_if_present(&dead.log_file)?;
+    }
+    remove_tree(&dead.attempt_dir)?;
+    tracing::info!(pod_uid = %dead.pod_uid, container = %dead.container, attempt = dead.attempt,
+        "container GC: removed dead container");
+    Ok(())
+}
+
+fn remove_file_if_present(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Detaches mounts under `dir`, renames it to `.gc-…` beside itself and deletes that.
+pub(crate) fn remove_tree(dir: &Path) -> io::Result<()> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Ok(());
+    }
+    detach_all_under(dir)?;
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("x");
+    let trash = dir.with_file_name(format!(
+        "{TRASH_PREFIX}{name}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    match std::fs::rename(dir, &trash) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    std::fs::remove_dir_all(&trash)
+}
+
+/// The pid in a trash name `.gc-<name>-<pid>-<seq>`.
+fn trash_owner(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix(TRASH_PREFIX)?;
+    let mut parts = rest.rsplitn(3, '-');
+    let _seq = parts.next()?;
+    parts.next()?.parse().ok()
+}
+
+/// Deletes `.gc-*` leftovers under `dir` (one level) whose remover has died.
+pub(crate) fn sweep_trash(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        let Some(pid) = trash_owner(&name) else {
+            continue;
+        };
+        let gone = pid > 0
+            && pid != std::process::id() as i32
+            && matches!(
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+                Err(nix::Error::ESRCH)
+            );
+        if gone {
+            let path = e.path();
+            match detach_all_under(&path).and_then(|()| std::fs::remove_dir_all(&path)) {
+                Ok(()) => tracing::info!(path = %path.display(), "container GC: removed leftover"),
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "container GC: cannot remove leftover")
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trash_names_carry_the_pid() {
+        assert_eq!(trash_owner(".gc-3-1234-7"), Some(1234));
+        assert_eq!(trash_owner(".gc-a-b-c-99-0"), Some(99));
+        assert_eq!(trash_owner("3"), None);
+    }
+
+    #[test]
+    fn removes_tree_and_sweeps_dead_removers_trash_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("7");
+        std::fs::create_dir_all(a.join("sub")).unwrap();
+        std::fs::write(a.join("sub/f"), b"x").unwrap();
+        remove_tree(&a).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        remove_tree(&a).unwrap();
+        let dead = dir.path().join(".gc-1-99999999-0");
+        let mine = dir.path().join(format!(".gc-2-{}-0", std::process::id()));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::create_dir(&mine).unwrap();
+        sweep_trash(dir.path());
+        assert!(!dead.exists() && mine.exists());
+    }
+}

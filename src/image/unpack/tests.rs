@@ -1,0 +1,121 @@
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use tar::{EntryType, Header};
+
+use super::*;
+
+/// A tar of `(path, type, link target or data)`, names written raw.
+fn tar_of(entries: &[(&str, EntryType, &str)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, kind, extra) in entries {
+        let mut h = Header::new_gnu();
+        let g = h.as_gnu_mut().unwrap();
+        g.name[..path.len()].copy_from_slice(path.as_bytes());
+        let data: &[u8] = match kind {
+            EntryType::Symlink | EntryType::Link => {
+                g.linkname[..extra.len()].copy_from_slice(extra.as_bytes());
+                b""
+            }
+            _ => extra.as_bytes(),
+        };
+        h.set_entry_type(*kind);
+        h.set_size(data.len() as u64);
+        h.set_mode(if kind.is_dir() { 0o750 } else { 0o640 });
+        h.set_mtime(1_000_000);
+        h.set_uid(nix::unistd::geteuid().as_raw().into());
+        h.set_gid(nix::unistd::getegid().as_raw().into());
+        h.set_cksum();
+        b.append(&h, data).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+fn unpack(data: &[u8]) -> (tempfile::TempDir, Result<UnpackStats, ImageError>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("snap");
+    fs::create_dir(&dest).unwrap();
+    let r = unpack_layer(data, &dest, "sha256:test");
+    (tmp, r)
+}
+
+#[test]
+fn files_dirs_links_and_metadata() {
+    let data = tar_of(&[
+        ("d/", EntryType::Directory, ""),
+        ("d/f", EntryType::Regular, "hello"),
+        ("d/l", EntryType::Symlink, "/d/f"),
+        ("d/h", EntryType::Link, "d/f"),
+        ("implicit/parent/f", EntryType::Regular, "x"),
+    ]);
+    let (tmp, r) = unpack(&data);
+    let stats = r.unwrap();
+    assert_eq!(stats.entries, 5);
+    assert_eq!(stats.bytes, 6);
+    assert_eq!(stats.diff_id, super::super::digest::sha256_of(&data));
+    let snap = tmp.path().join("snap");
+    assert_eq!(fs::read(snap.join("d/f")).unwrap(), b"hello");
+    let f = fs::metadata(snap.join("d/f")).unwrap();
+    assert_eq!((f.mode() & 0o7777, f.mtime()), (0o640, 1_000_000));
+    assert_eq!(fs::metadata(snap.join("d/h")).unwrap().ino(), f.ino());
+    assert_eq!(fs::read_link(snap.join("d/l")).unwrap(), Path::new("/d/f"));
+    let d = fs::metadata(snap.join("d")).unwrap();
+    assert_eq!((d.mode() & 0o7777, d.mtime()), (0o750, 1_000_000));
+    let implicit = fs::metadata(snap.join("implicit/parent")).unwrap();
+    assert_eq!(implicit.permissions().mode() & 0o7777, 0o755);
+}
+
+#[test]
+fn later_entries_replace_earlier_ones() {
+    let data = tar_of(&[
+        ("a/", EntryType::Directory, ""),
+        ("a/x", EntryType::Regular, "x"),
+        ("a", EntryType::Regular, "now a file"),
+        ("b", EntryType::Symlink, "a"),
+        ("b", EntryType::Regular, "not through the symlink"),
+    ]);
+    let (tmp, r) = unpack(&data);
+    r.unwrap();
+    let snap = tmp.path().join("snap");
+    assert_eq!(fs::read(snap.join("a")).unwrap(), b"now a file");
+    assert_eq!(fs::read(snap.join("b")).unwrap(), b"not through the symlink");
+}
+
+#[test]
+fn truncated_stream_is_an_error_naming_the_entry() {
+    let data = tar_of(&[
+        ("a", EntryType::Regular, "aaaa"),
+        ("big", EntryType::Regular, &"z".repeat(4096)),
+    ]);
+    let (_tmp, r) = unpack(&data[..512 * 4]);
+    let err = r.unwrap_err();
+    assert!(matches!(err, ImageError::Unpack { .. }), "{err}");
+    assert!(err.to_string().contains("big"), "{err}");
+}
+
+#[test]
+fn huge_long_names_are_refused_without_reading_them_whole() {
+    // A GNU long-name header announcing 64 MiB.
+    let mut b = tar::Builder::new(Vec::new());
+    let mut h = Header::new_gnu();
+    h.as_gnu_mut().unwrap().name[..13].copy_from_slice(b"././@LongLink");
+    h.set_entry_type(EntryType::GNULongName);
+    h.set_size(64 << 20);
+    h.set_cksum();
+    let name = vec![b'a'; 64 << 20];
+    b.append(&h, &name[..]).unwrap();
+    let data = b.into_inner().unwrap();
+    let (_tmp, r) = unpack(&data);
+    let err = r.unwrap_err();
+    assert!(matches!(err, ImageError::UnsafeEntry { .. }), "{err}");
+    assert!(err.to_string().contains("larger than"), "{err}");
+}
+
+#[test]
+fn zstd_is_refused() {
+    let (_tmp, r) = unpack(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]);
+    assert!(matches!(
+        r.unwrap_err(),
+        ImageError::UnsupportedCompression { .. }
+    ));
+}

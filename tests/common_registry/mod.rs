@@ -1,0 +1,320 @@
+//! Test harness for registry pulls: a throw-away CNCF distribution registry
+//! (Debian's `docker-registry`) on 127.0.0.1 at a free port, with its config,
+//! storage and log in its own temp dir, optionally behind htpasswd basic auth;
+//! images pushed into it with skopeo. The registry is killed by its PID when the
+//! handle drops (also when the test fails). Tools missing on the host are
+//! installed with apt-get.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
+
+/// True when running as root; prints why the test is skipped otherwise.
+pub fn require_root() -> bool {
+    if nix::unistd::geteuid().is_root() {
+        true
+    } else {
+        eprintln!(
+            "SKIP: registry pull tests need root (apt-get, unpacking layers with mknod/chown)"
+        );
+        false
+    }
+}
+
+/// Installs the Debian packages missing for `commands` (command → package).
+pub fn ensure_tools(commands: &[(&str, &str)]) {
+    static APT: Mutex<()> = Mutex::new(());
+    let _serial = APT.lock().unwrap_or_else(|p| p.into_inner());
+    let missing: Vec<&str> = commands
+        .iter()
+        .filter(|(cmd, _)| !on_path(cmd))
+        .map(|(_, pkg)| *pkg)
+        .collect();
+    if missing.is_empty() {
+        return;
+    }
+    eprintln!("installing {missing:?}");
+    let _ = Command::new("apt-get")
+        .args(["update", "-qq"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status();
+    let status = Command::new("apt-get")
+        .args(["install", "-y", "-qq", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .expect("run apt-get");
+    assert!(status.success(), "apt-get install {missing:?} failed");
+}
+
+fn on_path(cmd: &str) -> bool {
+    if cmd.starts_with('/') {
+        return Path::new(cmd).exists();
+    }
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+        .unwrap_or(false)
+}
+
+/// The busybox OCI layout of oci/busybox/build.sh (named `localhost/busybox:latest`),
+/// built once and shared read-only by the test binaries (as tests/common does).
+pub fn busybox_layout() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let dir = target.join("busybox-layout");
+        if dir.join("index.json").exists() {
+            return dir;
+        }
+        let tmp = target.join(format!("busybox-layout.tmp.{}", std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg(&tmp)
+            .output()
+            .expect("run build.sh");
+        assert!(
+            out.status.success(),
+            "build.sh failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if fs::rename(&tmp, &dir).is_err() {
+            let _ = fs::remove_dir_all(&tmp);
+        }
+        dir
+    })
+}
+
+/// `(manifest digest, config digest, layer digest)` of the busybox layout.
+pub fn busybox_digests() -> (String, String, String) {
+    let dir = busybox_layout();
+    let index: Value = serde_json::from_slice(&fs::read(dir.join("index.json")).unwrap()).unwrap();
+    let manifest = index["manifests"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let m: Value = serde_json::from_slice(&fs::read(blob_in(dir, &manifest)).unwrap()).unwrap();
+    let config = m["config"]["digest"].as_str().unwrap().to_string();
+    let layer = m["layers"][0]["digest"].as_str().unwrap().to_string();
+    (manifest, config, layer)
+}
+
+/// Path of blob `digest` in an OCI layout.
+pub fn blob_in(layout: &Path, digest: &str) -> PathBuf {
+    layout
+        .join("blobs/sha256")
+        .join(digest.strip_prefix("sha256:").unwrap())
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running registry; killed on drop.
+pub struct Registry {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    /// Config, storage (`data/`) and `registry.log` (with the access log).
+    pub dir: tempfile::TempDir,
+    /// `user:password` when started with basic auth.
+    pub creds: Option<String>,
+}
+
+impl Registry {
+    /// Starts an anonymous registry.
+    pub fn start() -> Registry {
+        Self::start_with(None)
+    }
+
+    /// Starts a registry that requires basic auth for `user` / `password`.
+    pub fn start_with_auth(user: &str, password: &str) -> Registry {
+        Self::start_with(Some((user, password)))
+    }
+
+    fn start_with(auth: Option<(&str, &str)>) -> Registry {
+        let mut tools = vec![(REGISTRY_BIN, "docker-registry"), ("skopeo", "skopeo")];
+        if auth.is_some() {
+            tools.push(("htpasswd", "apache2-utils"));
+        }
+        ensure_tools(&tools);
+        let mut dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("data")).unwrap();
+        let auth_block = match auth {
+            Some((user, password)) => {
+                let file = dir.path().join("htpasswd");
+                let status = Command::new("htpasswd")
+                    .args(["-Bbc"])
+                    .arg(&file)
+                    .args([user, password])
+                    .stderr(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "htpasswd failed");
+                format!(
+                    "auth:\n  htpasswd:\n    realm: podhost-test\n    path: {}\n",
+                    file.display()
+                )
+            }
+            None => String::new(),
+        };
+        // A port picked free may be taken before the registry binds it: retry.
+        for attempt in 0..5 {
+            let port = free_port();
+            let addr = format!("127.0.0.1:{port}");
+            let config = dir.path().join("config.yml");
+            fs::write(
+                &config,
+                format!(
+                    "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: false\n\
+                     storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
+                     http:\n  addr: {addr}\n{auth_block}",
+                    dir.path().join("data").display()
+                ),
+            )
+            .unwrap();
+            let log = fs::File::create(dir.path().join("registry.log")).unwrap();
+            let child = Command::new(REGISTRY_BIN)
+                .arg("serve")
+                .arg(&config)
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .expect("start docker-registry");
+            let mut registry = Registry {
+                child,
+                addr,
+                dir,
+                creds: auth.map(|(u, p)| format!("{u}:{p}")),
+            };
+            if registry.wait_ready() {
+                return registry;
+            }
+            eprintln!(
+                "registry attempt {attempt} on port {port} failed: {}",
+                registry.log()
+            );
+            dir = registry.into_dir();
+        }
+        panic!("docker-registry did not start");
+    }
+
+    /// Waits (10 s at most) for `GET /v2/` to answer; false if the process died.
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if let Some(status) = http_status(&self.addr, "/v2/") {
+                if status == 200 || status == 401 {
+                    return true;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Stops the registry and hands its temp dir back.
+    fn into_dir(mut self) -> tempfile::TempDir {
+        self.stop();
+        let placeholder = tempfile::tempdir().unwrap();
+        std::mem::replace(&mut self.dir, placeholder)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The registry's log (errors and the access log).
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
+    }
+
+    /// How many `GET`s of blob `digest` the access log shows.
+    pub fn blob_gets(&self, digest: &str) -> usize {
+        let needle = format!("/blobs/{digest} ");
+        self.log()
+            .lines()
+            .filter(|l| l.contains("\"GET /v2/") && l.contains(&needle))
+            .count()
+    }
+
+    /// The file holding blob `digest` in the registry's storage.
+    pub fn stored_blob(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        self.dir
+            .path()
+            .join("data/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
+
+    /// `skopeo copy [extra...] oci:LAYOUT:NAME docker://ADDR/DEST`.
+    pub fn push(&self, layout: &Path, name: &str, dest: &str, extra: &[&str]) {
+        let mut cmd = Command::new("skopeo");
+        cmd.args(["copy", "-q", "--dest-tls-verify=false"]);
+        if let Some(creds) = &self.creds {
+            cmd.arg("--dest-creds").arg(creds);
+        }
+        let out = cmd
+            .args(extra)
+            .arg(format!("oci:{}:{name}", layout.display()))
+            .arg(format!("docker://{}/{dest}", self.addr))
+            .output()
+            .expect("run skopeo");
+        assert!(
+            out.status.success(),
+            "skopeo copy to {dest} failed: {}\nregistry log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+    }
+
+    /// Pushes the busybox layout as `busybox:TAG` (OCI, as built).
+    pub fn push_busybox(&self, tag: &str, extra: &[&str]) {
+        self.push(
+            busybox_layout(),
+            "localhost/busybox:latest",
+            &format!("busybox:{tag}"),
+            extra,
+        );
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The HTTP status of `GET path` on `addr`, if it answers.
+fn http_status(addr: &str, path: &str) -> Option<u16> {
+    let mut s = TcpStream::connect_timeout(&addr.parse().ok()?, Duration::from_millis(500)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut buf = [0u8; 64];
+    let n = s.read(&mut buf).ok()?;
+    let head = String::from_utf8_lossy(&buf[..n]);
+    head.split_whitespace().nth(1)?.parse().ok()
+}
