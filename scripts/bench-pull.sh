@@ -111,7 +111,7 @@ REGISTRY_PID=$!
 cleanup() {
   kill "$REGISTRY_PID" 2>/dev/null || true
   wait "$REGISTRY_PID" 2>/dev/null || true
-  rm -rf "$RESULTS/registry/data" "$RESULTS/store" "$RESULTS/oci-out"
+  rm -rf "$RESULTS/registry/data" "$RESULTS/store" "$RESULTS/oci-out" "$RESULTS/runs"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do
@@ -141,18 +141,21 @@ echo "manifest digests: podhost $ours skopeo $theirs" | tee "$RESULTS/verify.txt
 python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" <<'EOF' | tee "$RESULTS/summary.txt"
 import os, resource, shutil, statistics, subprocess, sys, time
 runs, results, pull, addr = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-store, out = os.path.join(results, "store"), os.path.join(results, "oci-out")
-def cmd(tool, tag):
+# Every run writes to a new dir; all are removed at the end. (Removing them between
+# runs makes the next run pay for it: ext4 without a journal skips recently deleted
+# inodes when allocating, at a cost per skipped inode, and a pull creates hundreds.)
+runs_dir = os.path.join(results, "runs")
+seq = iter(range(1 << 30))
+def cmd(tool, tag, dest):
     if tool == "podhost":
-        return [pull, "--quiet", "--insecure", addr, store, f"{addr}/busybox:{tag}"]
-    return ["skopeo", "copy", "-q", "--src-tls-verify=false", f"docker://{addr}/busybox:{tag}", f"oci:{out}:{tag}"]
+        return [pull, "--quiet", "--insecure", addr, dest, f"{addr}/busybox:{tag}"]
+    return ["skopeo", "copy", "-q", "--src-tls-verify=false", f"docker://{addr}/busybox:{tag}", f"oci:{dest}:{tag}"]
 def timed(tool, tag):
-    shutil.rmtree(store, ignore_errors=True)
-    shutil.rmtree(out, ignore_errors=True)
+    dest = os.path.join(runs_dir, f"{next(seq)}-{tool}-{tag}")
     subprocess.run(["sync"])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd(tool, tag), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd(tool, tag, dest), check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -160,7 +163,8 @@ def timed(tool, tag):
 raw = open(os.path.join(results, "raw.tsv"), "w")
 raw.write("image\trun\ttool\twall_s\tcpu_s\n")
 print(f"bench-pull.sh {time.strftime('%Y-%m-%d', time.gmtime())}  {os.cpu_count()} cores  "
-      f"loadavg {os.getloadavg()[0]:.2f}  runs {runs} (alternating order, 1 warm-up each)")
+      f"loadavg {os.getloadavg()[0]:.2f}  fs {subprocess.run(['stat', '-f', '-c', '%T', results], capture_output=True, text=True).stdout.strip()}  "
+      f"runs {runs} (alternating order, 1 warm-up each)")
 print(f"{'image':6} {'tool':8} {'wall ms':>9} {'cpu ms':>9}")
 for tag, label in (("latest", "small"), ("big", "big")):
     timed("podhost", tag); timed("skopeo", tag)  # warm-up
@@ -179,5 +183,6 @@ for tag, label in (("latest", "small"), ("big", "big")):
     verdict = "goal met" if ratio_w <= 1.0 else "goal missed"
     print(f"{label:6} podhost/skopeo wall ratio {ratio_w:.2f} (cpu {ratio_c:.2f})  [{verdict}: <= 1.0]")
 raw.close()
+shutil.rmtree(runs_dir, ignore_errors=True)
 EOF
 echo "raw timings: $RESULTS/raw.tsv"

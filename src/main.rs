@@ -84,6 +84,10 @@ enum Command {
     Images,
     /// Pull an image from a registry into the store (progress on stderr).
     Pull { reference: String },
+    /// Remove an image (refused while a pod uses it).
+    Rmi { reference: String },
+    /// Run container GC and image GC now.
+    Gc,
     /// (internal) the per-container process.
     #[command(hide = true)]
     Shim { config: PathBuf },
@@ -146,6 +150,30 @@ struct DaemonArgs {
     /// A registry (HOST:PORT) to reach over plain HTTP; repeatable.
     #[arg(long = "insecure-registry")]
     insecure_registries: Vec<String>,
+    /// Image GC starts at this disk usage of the image filesystem (kubelet: 85).
+    #[arg(long, default_value_t = 85)]
+    image_gc_high_threshold: u8,
+    /// Image GC frees down to this usage (kubelet: 80).
+    #[arg(long, default_value_t = 80)]
+    image_gc_low_threshold: u8,
+    /// Images younger than this (seconds) are kept (kubelet: 120).
+    #[arg(long, default_value_t = 120.0)]
+    image_minimum_gc_age: f64,
+    /// Unused images idle longer than this (seconds) are deleted; 0 = never (kubelet: 0).
+    #[arg(long, default_value_t = 0.0)]
+    image_maximum_gc_age: f64,
+    /// Seconds between image GC passes (kubelet: 300).
+    #[arg(long, default_value_t = 300.0)]
+    image_gc_period: f64,
+    /// Seconds between container GC passes (kubelet: 60).
+    #[arg(long, default_value_t = 60.0)]
+    container_gc_period: f64,
+    /// Dead instances kept per container (kubelet: 1).
+    #[arg(long, default_value_t = 1)]
+    maximum_dead_containers_per_container: usize,
+    /// Dead containers kept on the node in all; -1 = no cap (kubelet: -1).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    maximum_dead_containers: i64,
 }
 
 fn main() {
@@ -204,6 +232,23 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Pull { reference } => pull(&Client::new(&socket), &reference),
+        Command::Rmi { reference } => {
+            let body = serde_json::to_vec(&podhost::api::types::PullRequest { reference })?;
+            let a = Client::new(&socket).request("POST", "/images/remove", Some(&body))?;
+            let v: serde_json::Value = serde_json::from_slice(&a.body)?;
+            println!(
+                "Deleted: {} ({} bytes freed)",
+                v["removed"].as_str().unwrap_or(""),
+                v["bytes_freed"]
+            );
+            Ok(0)
+        }
+        Command::Gc => {
+            let a = Client::new(&socket).request("POST", "/gc", None)?;
+            let v: serde_json::Value = serde_json::from_slice(&a.body)?;
+            println!("{}", serde_json::to_string_pretty(&v)?);
+            Ok(0)
+        }
         Command::Shim { config } => Ok(podhost::shim::run(&config)),
         Command::Sandbox {
             ns_dir,
@@ -267,6 +312,24 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         },
         rescan_every: secs(args.rescan_interval, "rescan-interval")?,
         image_credentials: Some(args.image_credentials),
+        gc: podhost::gc::runner::GcSettings {
+            image: podhost::image::gc::ImageGcPolicy {
+                high_threshold_percent: args.image_gc_high_threshold,
+                low_threshold_percent: args.image_gc_low_threshold,
+                min_age: secs(args.image_minimum_gc_age, "image-minimum-gc-age")
+                    .unwrap_or_default(),
+                max_age: (args.image_maximum_gc_age > 0.0)
+                    .then(|| secs(args.image_maximum_gc_age, "image-maximum-gc-age"))
+                    .transpose()?,
+            },
+            image_period: secs(args.image_gc_period, "image-gc-period")?,
+            container: podhost::gc::ContainerGcPolicy {
+                min_age: Duration::ZERO,
+                max_per_pod_container: args.maximum_dead_containers_per_container,
+                max_containers: usize::try_from(args.maximum_dead_containers).ok(),
+            },
+            container_period: secs(args.container_gc_period, "container-gc-period")?,
+        },
         insecure_registries: args.insecure_registries,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -176,7 +176,14 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     .expect("shim exited");
     assert!(d.mounts().is_empty(), "mounts left: {:?}", d.mounts());
     let pod_dir = d.root.join("pods").join(&uid);
-    assert!(!pod_dir.exists(), "pod dir removed: {:?}", std::process::Command::new("find").arg(&pod_dir).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()));
+    assert!(
+        !pod_dir.exists(),
+        "pod dir removed: {:?}",
+        std::process::Command::new("find")
+            .arg(&pod_dir)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    );
     assert!(
         pod_cgroup_dirs().is_empty(),
         "pod cgroups removed: {:?}",

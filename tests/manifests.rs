@@ -183,16 +183,24 @@ fn an_edit_that_breaks_the_file_keeps_the_running_pod() {
         "while true; do sleep 1; done",
     );
     d.write_manifest("keep.yaml", &good);
-    let pod = d.wait_pod("keep", "Running", 20, |p| (phase(p) == "Running").then(|| p.clone()));
+    let pod = d.wait_pod("keep", "Running", 20, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
     let uid = pod["metadata"]["uid"].clone();
-    d.write_manifest("keep.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: keep\nspec: [");
+    d.write_manifest(
+        "keep.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: keep\nspec: [",
+    );
     let event = wait_until(Duration::from_secs(10), "ManifestInvalid", || {
         d.pod_events("keep")
             .into_iter()
             .find(|e| e["reason"] == "ManifestInvalid")
     })
     .unwrap_or_else(|| panic!("no ManifestInvalid event; {}", d.daemon_log()));
-    assert!(event["message"].as_str().unwrap().contains("keep.yaml"), "{event}");
+    assert!(
+        event["message"].as_str().unwrap().contains("keep.yaml"),
+        "{event}"
+    );
     // Well past a rescan: the same pod still runs.
     std::thread::sleep(Duration::from_secs(3));
     let now = d.pod("keep").expect("pod kept");

@@ -44,6 +44,8 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
         },
         (Method::POST, ["images", "load"]) => load(&state, req).await,
         (Method::POST, ["images", "pull"]) => pull(&state, req).await,
+        (Method::POST, ["images", "remove"]) => remove_image(&state, req).await,
+        (Method::POST, ["gc"]) => gc(&state).await,
         (_, _) => error(404, format!("no such API path: {path}")),
     }
 }
@@ -262,23 +264,114 @@ async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
         match result {
             Ok(_) => changed.send_modify(|n| *n += 1),
             Err(e) => {
-                let mut line =
-                    serde_json::to_vec(&serde_json::json!({ "error": e.to_string() })).unwrap_or_default();
+                let mut line = serde_json::to_vec(&serde_json::json!({ "error": e.to_string() }))
+                    .unwrap_or_default();
                 line.push(b'\n');
                 let _ = tx.send(line).await;
             }
         }
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|chunk| (Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))), rx))
+        rx.recv().await.map(|chunk| {
+            (
+                Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))),
+                rx,
+            )
+        })
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed());
     if let Ok(v) = "application/x-ndjson".parse() {
         resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
     }
     resp
+}
+
+/// `podhost gc`: a container GC pass, then an image GC pass (same thresholds as the
+/// periodic one).
+async fn gc(state: &ApiState) -> Response<Body> {
+    let containers = state.gc.containers().await;
+    match state.gc.images().await {
+        Ok(images) => ok_json(&serde_json::json!({
+            "containers_removed": containers.removed.len(),
+            "pod_dirs_removed": containers.orphans.pod_dirs.len(),
+            "log_dirs_removed": containers.orphans.log_dirs.len(),
+            "images_deleted": images.deleted,
+            "bytes_freed": images.freed_bytes,
+            "target_bytes": images.target_bytes,
+            "shortfall_bytes": images.shortfall_bytes,
+        })),
+        Err(e) => error(500, format!("image GC failed: {e}")),
+    }
+}
+
+/// `podhost rmi`: refuses an image that a pod uses, naming the pods.
+async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return error(400, e.to_string()),
+    };
+    let request: super::types::PullRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return error(400, format!("bad request: {e}")),
+    };
+    let reference = crate::image::normalize_reference(&request.reference);
+    let digest = state
+        .images
+        .resolve(&reference)
+        .ok()
+        .map(|i| i.manifest_digest);
+    let users: Vec<String> = state
+        .store
+        .pods()
+        .into_iter()
+        .filter(|r| {
+            let uses_ref = r
+                .pod
+                .spec
+                .iter()
+                .flat_map(|s| s.containers.iter())
+                .any(|c| {
+                    c.image.as_deref().map(crate::image::normalize_reference)
+                        == Some(reference.clone())
+                });
+            let uses_digest = digest.as_ref().is_some_and(|d| {
+                r.pod
+                    .status
+                    .iter()
+                    .flat_map(|s| s.container_statuses.iter().flatten())
+                    .any(|c| &c.image_id == d)
+            });
+            uses_ref || uses_digest
+        })
+        .map(|r| r.name().to_string())
+        .collect();
+    if !users.is_empty() || state.leases.held().contains(&reference) {
+        return error(
+            409,
+            format!(
+                "image {reference} is in use by pod(s) {}; remove those pods first",
+                if users.is_empty() {
+                    "being started".to_string()
+                } else {
+                    users.join(", ")
+                }
+            ),
+        );
+    }
+    let images = state.images.clone();
+    let r = reference.clone();
+    match tokio::task::spawn_blocking(move || {
+        images.remove(&r)?;
+        crate::image::gc::collect_unreferenced(&images)
+    })
+    .await
+    {
+        Ok(Ok(freed)) => {
+            ok_json(&serde_json::json!({ "removed": reference, "bytes_freed": freed }))
+        }
+        Ok(Err(e)) => error(404, e.to_string()),
+        Err(e) => error(500, e.to_string()),
+    }
 }
 
 async fn load(state: &ApiState, req: Request<Incoming>) -> Response<Body> {

@@ -26,6 +26,8 @@ pub struct ApiState {
     pub layout: Layout,
     pub images_changed: tokio::sync::watch::Sender<u64>,
     pub puller: crate::image::pull::Puller,
+    pub gc: std::sync::Arc<crate::gc::runner::GcRunner>,
+    pub leases: crate::image::gc::ImageLeases,
 }
 
 pub type Body = BoxBody<Bytes, Infallible>;

@@ -37,6 +37,8 @@ pub struct DaemonConfig {
     pub image_credentials: Option<PathBuf>,
     /// Registries (`host:port`) spoken to over plain HTTP.
     pub insecure_registries: Vec<String>,
+    /// Image and container GC policies and periods.
+    pub gc: crate::gc::runner::GcSettings,
 }
 
 /// Daemon start-up failures.
@@ -112,12 +114,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         leases: leases.clone(),
         images_changed: images_rx,
     });
+    let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
+    gc.spawn_loops();
     let api = Arc::new(ApiState {
         store: store.clone(),
         images,
         layout,
         images_changed: images_tx,
         puller,
+        gc,
+        leases,
     });
     let server = serve(&cfg.socket, api)
         .await

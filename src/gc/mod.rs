@@ -13,6 +13,7 @@ mod mounts;
 mod orphans;
 mod plan;
 mod remove;
+pub mod runner;
 mod scan;
 
 use std::collections::HashSet;

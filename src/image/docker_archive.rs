@@ -180,10 +180,12 @@ fn store_members(
                 _ => break,
             }
         }
-        let s = stored
-            .get(&k)
-            .cloned()
-            .ok_or_else(|| bad(path, &format!("\"{key}\" listed in manifest.json is missing")))?;
+        let s = stored.get(&k).cloned().ok_or_else(|| {
+            bad(
+                path,
+                &format!("\"{key}\" listed in manifest.json is missing"),
+            )
+        })?;
         stored.insert(key.clone(), s);
     }
     Ok(stored)
@@ -265,7 +267,10 @@ fn references(e: &Entry, repositories: Option<&[u8]>) -> Vec<String> {
         .collect();
     if out.is_empty() {
         let top = e.layers.last().and_then(|l| member_key(l));
-        let top_id = top.as_deref().and_then(|k| k.split_once('/')).map(|(id, _)| id);
+        let top_id = top
+            .as_deref()
+            .and_then(|k| k.split_once('/'))
+            .map(|(id, _)| id);
         let repos: BTreeMap<String, BTreeMap<String, String>> = repositories
             .and_then(|r| serde_json::from_slice(r).ok())
             .unwrap_or_default();
@@ -369,7 +374,10 @@ fn not_tar(path: &Path, e: std::io::Error) -> ImageError {
 }
 
 fn bad_member(path: &Path, member: &str) -> ImageError {
-    bad(path, &format!("manifest.json names an invalid member \"{member}\""))
+    bad(
+        path,
+        &format!("manifest.json names an invalid member \"{member}\""),
+    )
 }
 
 fn bad(path: &Path, reason: &str) -> ImageError {
@@ -401,9 +409,10 @@ mod tests {
             references(&e, None),
             vec!["docker.io/library/busybox:latest", "localhost/x:1"]
         );
-        let e: Entry =
-            serde_json::from_str(r#"{"Config":"c.json","RepoTags":null,"Layers":["top/layer.tar"]}"#)
-                .unwrap();
+        let e: Entry = serde_json::from_str(
+            r#"{"Config":"c.json","RepoTags":null,"Layers":["top/layer.tar"]}"#,
+        )
+        .unwrap();
         let repos = br#"{"foo/bar":{"v1":"top","v0":"other"}}"#;
         assert_eq!(references(&e, Some(repos)), vec!["docker.io/foo/bar:v1"]);
         assert!(references(&e, None).is_empty());

@@ -251,7 +251,11 @@ impl Supervisor {
             }
         };
         let present = resolve().await;
-        let policy = self.c.image_pull_policy.as_deref().unwrap_or("IfNotPresent");
+        let policy = self
+            .c
+            .image_pull_policy
+            .as_deref()
+            .unwrap_or("IfNotPresent");
         let pull = match policy {
             "Always" => true,
             "Never" => false,
@@ -259,10 +263,16 @@ impl Supervisor {
         };
         if !pull {
             return present.map_err(|_| {
-                format!("Container image \"{image_ref}\" is not present with pull policy of {policy}")
+                format!(
+                    "Container image \"{image_ref}\" is not present with pull policy of {policy}"
+                )
             });
         }
-        self.event(EventKind::Normal, "Pulling", format!("Pulling image \"{image_ref}\""));
+        self.event(
+            EventKind::Normal,
+            "Pulling",
+            format!("Pulling image \"{image_ref}\""),
+        );
         let started = std::time::Instant::now();
         match self.ctx.puller.pull(image_ref, None).await {
             Ok(reference) => {
@@ -290,12 +300,19 @@ impl Supervisor {
     ) -> Step {
         let image_ref = self.c.image.clone().unwrap_or_default();
         let never = self.c.image_pull_policy.as_deref() == Some("Never");
-        let delay = match self.image_backoff.next_delay(&self.ctx.backoff, Duration::ZERO) {
+        let delay = match self
+            .image_backoff
+            .next_delay(&self.ctx.backoff, Duration::ZERO)
+        {
             d if d.is_zero() => self.ctx.backoff.initial,
             d => d,
         };
         self.view.state = waiting(
-            if never { "ErrImageNeverPull" } else { "ErrImagePull" },
+            if never {
+                "ErrImageNeverPull"
+            } else {
+                "ErrImagePull"
+            },
             Some(message.clone()),
         );
         self.publish();

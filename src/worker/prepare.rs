@@ -175,7 +175,10 @@ pub fn prepare_attempt(
         .and_then(parse_signal)
         .unwrap_or(Signal::SIGTERM);
     // The image this container uses, for image GC's in-use set (exited containers count).
-    crate::runtime::fsutil::write_atomic(&bundle.join(IMAGE_REF_FILE), image.manifest_digest.as_bytes())?;
+    crate::runtime::fsutil::write_atomic(
+        &bundle.join(IMAGE_REF_FILE),
+        image.manifest_digest.as_bytes(),
+    )?;
     // Kept beside the bundle so that a restarted daemon stops an adopted container with
     // the same signal.
     crate::runtime::fsutil::write_atomic(

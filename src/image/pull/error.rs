@@ -224,6 +224,25 @@ impl Ctx {
         }
     }
 
+    /// [`Ctx::store`] for an error about blob `what` ("layer sha256:…"): a digest
+    /// or size mismatch is reported under that name.
+    pub(super) fn blob_store(&self, what: &str, e: ImageError) -> PullError {
+        match self.store(e) {
+            PullError::Digest {
+                reference,
+                expected,
+                actual,
+                ..
+            } => PullError::Digest {
+                what: what.to_string(),
+                reference,
+                expected,
+                actual,
+            },
+            other => other,
+        }
+    }
+
     /// A [`PullError::BadManifest`].
     pub(super) fn bad(&self, reason: impl Into<String>) -> PullError {
         PullError::BadManifest {

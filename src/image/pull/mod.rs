@@ -2,9 +2,10 @@
 //!
 //! A pull resolves the reference to one image manifest (an index or manifest
 //! list is resolved to this host's platform; OCI and Docker v2 schema 2 media
-//! types), fetches the config, then downloads the layers in parallel (at most
-//! [`PARALLEL_LAYERS`] at once) and unpacks each into its snapshot as soon as it
-//! is stored, and finally records the reference ([`ImageStore::commit`]).
+//! types), then downloads the layers in parallel (at most [`PARALLEL_LAYERS`] at
+//! once) while it fetches the config and stores the manifest, unpacks each layer
+//! into its snapshot as soon as both it and the config are there, and finally
+//! records the reference ([`ImageStore::commit`]).
 //! Every blob is checked against its digest and size before it becomes visible;
 //! a blob already in the store is not downloaded again, so an interrupted pull
 //! resumes where it stopped; concurrent pulls of one `Puller` download each blob
@@ -15,27 +16,27 @@ mod client;
 mod error;
 mod fetch;
 mod inflight;
+mod layers;
 mod manifest;
 mod progress;
 mod target;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use oci_client::Client;
-use oci_spec::image::ImageConfiguration;
-use tokio::sync::{Semaphore, mpsc};
-use tokio::task::JoinSet;
+use oci_spec::image::ImageManifest;
+use tokio::sync::{mpsc, watch};
 
 pub use error::PullError;
 pub use progress::{ProgressState, PullProgress, render_progress};
 
-use super::{ImageStore, chain_ids};
+use super::ImageStore;
 use error::Ctx;
 use fetch::Blob;
+use layers::{Plan, Snapshots};
 use progress::Reporter;
 use target::Target;
 
@@ -75,17 +76,6 @@ impl std::fmt::Debug for Puller {
             .field("opts", &self.inner.opts)
             .finish_non_exhaustive()
     }
-}
-
-/// One distinct layer blob of the image being pulled.
-#[derive(Debug, Clone)]
-struct LayerJob {
-    digest: String,
-    size: u64,
-    /// `(diff_id, chain_id)` of every position the blob has in the image.
-    snapshots: Vec<(String, String)>,
-    /// In the store before the pull started.
-    cached: bool,
 }
 
 impl Puller {
@@ -148,24 +138,16 @@ impl Puller {
         let client = self.inner.clients.get(&target.registry, &creds.auth);
 
         let resolved = manifest::resolve(&client, &target, &creds.auth, &ctx).await?;
-        // Image GC deletes nothing from the first blob written to the commit.
         let store = self.inner.store.clone();
-        let _gc_barrier = tokio::task::spawn_blocking(move || store.content_guard())
-            .await
-            .map_err(|e| ctx.internal(e))?
-            .map_err(|e| ctx.store(e))?;
-        let repo = target.at_digest(&resolved.digest);
-        let config_desc = resolved.manifest.config();
-        let config_digest = config_desc.digest().to_string();
-        let config_blob = Blob {
-            digest: &config_digest,
-            size: config_desc.size(),
-            what: format!("config {config_digest}"),
-            report: None,
-        };
-        self.ensure_blob(&client, &repo, config_blob, &ctx).await?;
-        let jobs = self.plan(&resolved.manifest, &config_digest, &ctx).await?;
-
+        let manifest = resolved.manifest.clone();
+        let (_gc_barrier, jobs) = tokio::task::spawn_blocking(move || {
+            // Image GC deletes nothing from the first blob written to the commit.
+            let guard = store.content_guard()?;
+            Ok::<_, super::ImageError>((guard, layers::jobs(&manifest, &store)?))
+        })
+        .await
+        .map_err(|e| ctx.internal(e))?
+        .map_err(|e| ctx.store(e))?;
         let total_bytes = jobs.iter().filter(|j| !j.cached).map(|j| j.size).sum();
         report
             .send(PullProgress::Resolved {
@@ -182,7 +164,32 @@ impl Puller {
                 })
                 .await;
         }
-        self.layers(jobs, &client, &repo, &report, &ctx).await?;
+
+        // Layers download while the config is fetched and the manifest stored;
+        // they unpack once the config says what their snapshots are.
+        let (plan_tx, plan_rx) = watch::channel(Plan::Pending);
+        let shared = layers::Shared {
+            puller: self.clone(),
+            client: client.clone(),
+            repo: target.at_digest(&resolved.digest),
+            report: report.clone(),
+            ctx: ctx.clone(),
+            plan: plan_rx,
+        };
+        let tasks = layers::spawn(jobs, &shared);
+        let manifest_stored = self.store_manifest(&resolved);
+        match self.config_snapshots(&shared, &resolved.manifest).await {
+            Ok(snapshots) => plan_tx.send_replace(Plan::Ready(Arc::new(snapshots))),
+            Err(e) => {
+                plan_tx.send_replace(Plan::Failed);
+                return Err(e);
+            }
+        };
+        layers::join(tasks, &ctx).await?;
+        manifest_stored
+            .await
+            .map_err(|e| ctx.internal(e))?
+            .map_err(|e| ctx.store(e))?;
 
         let store = self.inner.store.clone();
         let (name, digest) = (target.reference.clone(), resolved.digest.clone());
@@ -206,135 +213,53 @@ impl Puller {
         Ok(target.reference)
     }
 
-    /// The distinct layer blobs of `manifest`, with their snapshots (from the
-    /// stored config's diff_ids) and whether each is already stored.
-    async fn plan(
+    /// Fetches the config (unless stored) and reads the layers' snapshots from it.
+    async fn config_snapshots(
         &self,
-        manifest: &oci_spec::image::ImageManifest,
-        config_digest: &str,
-        ctx: &Ctx,
-    ) -> Result<Vec<LayerJob>, PullError> {
-        let store = self.inner.store.clone();
-        let layers: Vec<(String, u64)> = manifest
-            .layers()
-            .iter()
-            .map(|l| (l.digest().to_string(), l.size()))
-            .collect();
-        let config_digest = config_digest.to_string();
+        shared: &layers::Shared,
+        manifest: &ImageManifest,
+    ) -> Result<Snapshots, PullError> {
+        let ctx = &shared.ctx;
+        let desc = manifest.config();
+        let digest = desc.digest().to_string();
+        let blob = Blob {
+            digest: &digest,
+            size: desc.size(),
+            what: format!("config {digest}"),
+            report: None,
+        };
+        self.ensure_blob(&shared.client, &shared.repo, blob, ctx)
+            .await?;
+        let (store, manifest) = (self.inner.store.clone(), manifest.clone());
         let ctx2 = ctx.clone();
         tokio::task::spawn_blocking(move || {
-            let data = store.read_blob(&config_digest).map_err(|e| ctx2.store(e))?;
-            let config = ImageConfiguration::from_reader(&data[..])
-                .map_err(|e| ctx2.bad(format!("cannot parse image config {config_digest}: {e}")))?;
-            let diff_ids = config.rootfs().diff_ids();
-            if diff_ids.len() != layers.len() {
-                return Err(ctx2.bad(format!(
-                    "the config lists {} diff_ids but the manifest {} layers",
-                    diff_ids.len(),
-                    layers.len()
-                )));
-            }
-            let chains = chain_ids(diff_ids);
-            let mut jobs: Vec<LayerJob> = Vec::new();
-            let mut by_digest: HashMap<String, usize> = HashMap::new();
-            for ((digest, size), (diff_id, chain)) in
-                layers.into_iter().zip(diff_ids.iter().zip(chains))
-            {
-                let snapshot = (diff_id.clone(), chain);
-                if let Some(&i) = by_digest.get(&digest) {
-                    jobs[i].snapshots.push(snapshot);
-                    continue;
-                }
-                let cached = store.has_blob(&digest).map_err(|e| ctx2.store(e))?;
-                by_digest.insert(digest.clone(), jobs.len());
-                jobs.push(LayerJob {
-                    digest,
-                    size,
-                    snapshots: vec![snapshot],
-                    cached,
-                });
-            }
-            Ok(jobs)
+            let data = store.read_blob(&digest).map_err(|e| ctx2.store(e))?;
+            layers::snapshots(&manifest, &data)
+                .map_err(|r| ctx2.bad(format!("image config {digest}: {r}")))
         })
         .await
         .map_err(|e| ctx.internal(e))?
     }
 
-    /// Downloads and unpacks every layer, [`PARALLEL_LAYERS`] at once. The first
-    /// failure cancels the others.
-    async fn layers(
+    /// Stores the manifest (and index) blobs in the background, so that the
+    /// commit finds them in place.
+    fn store_manifest(
         &self,
-        jobs: Vec<LayerJob>,
-        client: &Client,
-        repo: &oci_client::Reference,
-        report: &Reporter,
-        ctx: &Arc<Ctx>,
-    ) -> Result<(), PullError> {
-        let permits = Arc::new(Semaphore::new(PARALLEL_LAYERS));
-        let mut tasks = JoinSet::new();
-        for job in jobs {
-            let (this, client, repo) = (self.clone(), client.clone(), repo.clone());
-            let (report, ctx, permits) = (report.clone(), ctx.clone(), permits.clone());
-            tasks.spawn(async move {
-                let _permit = permits.acquire_owned().await.map_err(|e| ctx.internal(e))?;
-                this.layer(job, &client, &repo, &report, &ctx).await
-            });
-        }
-        while let Some(result) = tasks.join_next().await {
-            result.map_err(|e| ctx.internal(e))??;
-        }
-        Ok(())
-    }
-
-    /// One layer: download unless stored, then unpack its snapshot(s), all under
-    /// the digest's in-flight lock.
-    async fn layer(
-        &self,
-        job: LayerJob,
-        client: &Client,
-        repo: &oci_client::Reference,
-        report: &Reporter,
-        ctx: &Ctx,
-    ) -> Result<(), PullError> {
-        let _guard = self.inner.inflight.lock(&job.digest).await;
-        let store = &self.inner.store;
-        if !store.has_blob(&job.digest).map_err(|e| ctx.store(e))? {
-            self.inner.blob_fetches.fetch_add(1, Ordering::Relaxed);
-            let blob = Blob {
-                digest: &job.digest,
-                size: job.size,
-                what: format!("layer {}", job.digest),
-                report: Some(report),
-            };
-            fetch::download(client, repo, store, blob, ctx).await?;
-        } else if !job.cached {
-            // A concurrent pull stored it meanwhile.
-            report
-                .send(PullProgress::Layer {
-                    digest: job.digest.clone(),
-                    done: job.size,
-                    total: job.size,
-                })
-                .await;
-        }
-        for (diff_id, chain) in job.snapshots {
-            if store.has_snapshot(&chain).map_err(|e| ctx.store(e))? {
-                continue;
+        resolved: &manifest::Resolved,
+    ) -> tokio::task::JoinHandle<Result<(), super::ImageError>> {
+        let store = self.inner.store.clone();
+        let mut docs = vec![(resolved.digest.clone(), resolved.bytes.clone())];
+        docs.extend(resolved.index.clone());
+        tokio::task::spawn_blocking(move || {
+            for (digest, bytes) in docs {
+                if !store.has_blob(&digest)? {
+                    let mut writer = store.blob_writer(&digest, bytes.len() as u64)?;
+                    writer.write_chunk(&bytes)?;
+                    writer.commit()?;
+                }
             }
-            report
-                .send(PullProgress::Unpacking {
-                    digest: job.digest.clone(),
-                })
-                .await;
-            let (store, digest) = (store.clone(), job.digest.clone());
-            tokio::task::spawn_blocking(move || {
-                store.ensure_layer_snapshot(&digest, &diff_id, &chain)
-            })
-            .await
-            .map_err(|e| ctx.internal(e))?
-            .map_err(|e| ctx.store(e))?;
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Downloads a (config) blob unless it is stored, under its in-flight lock.

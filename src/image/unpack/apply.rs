@@ -107,8 +107,12 @@ impl<'a> Unpacker<'a> {
     pub(super) fn progress(&mut self) {
         if self.last_report.elapsed() >= PROGRESS_EVERY {
             self.last_report = Instant::now();
-            tracing::info!(layer = self.layer, entries = self.stats.entries,
-                bytes = self.stats.bytes, "unpacking layer");
+            tracing::info!(
+                layer = self.layer,
+                entries = self.stats.entries,
+                bytes = self.stats.bytes,
+                "unpacking layer"
+            );
         }
     }
 
@@ -141,7 +145,10 @@ impl<'a> Unpacker<'a> {
         let at = self.at(&rel, &name)?;
         match kind {
             EntryType::Directory => {
-                let is_dir = at.lstat().map_err(self.io_err(&name))?.is_some_and(|s| is_dir(&s));
+                let is_dir = at
+                    .lstat()
+                    .map_err(self.io_err(&name))?
+                    .is_some_and(|s| is_dir(&s));
                 if !is_dir {
                     self.clear(&at, false, &name)?;
                     at.mkdir().map_err(self.io_err(&name))?;
@@ -174,7 +181,8 @@ impl<'a> Unpacker<'a> {
             }
             EntryType::Link => {
                 let target = entry.link_name_bytes().map(|t| t.into_owned());
-                let target = target.ok_or_else(|| self.refuse(&name, "hardlink without a target"))?;
+                let target =
+                    target.ok_or_else(|| self.refuse(&name, "hardlink without a target"))?;
                 self.hardlink(&at, &target, &name)?;
             }
             EntryType::Char | EntryType::Block => {
@@ -218,7 +226,11 @@ impl<'a> Unpacker<'a> {
         let hidden = &file_name[WHITEOUT_PREFIX.len()..];
         if hidden.starts_with(WHITEOUT_PREFIX) {
             // Other ".wh..wh." names are aufs bookkeeping (plnk, …), not content.
-            tracing::debug!(layer = self.layer, entry = name, "ignoring aufs metadata entry");
+            tracing::debug!(
+                layer = self.layer,
+                entry = name,
+                "ignoring aufs metadata entry"
+            );
             return Ok(());
         }
         if matches!(hidden, b"" | b"." | b"..") {
@@ -322,7 +334,11 @@ impl<'a> Unpacker<'a> {
     /// Ownership, then mode (chown clears set-id bits), then xattrs (chown clears
     /// security.capability), then mtime; on an open file or directory.
     fn fd_meta(&mut self, file: &File, meta: &Meta, name: &str) -> Result<(), ImageError> {
-        let owner = fchown(file, Some(Uid::from_raw(meta.uid)), Some(Gid::from_raw(meta.gid)));
+        let owner = fchown(
+            file,
+            Some(Uid::from_raw(meta.uid)),
+            Some(Gid::from_raw(meta.gid)),
+        );
         self.owner_result(owner.map_err(io::Error::from), name)?;
         file.set_permissions(Permissions::from_mode(meta.mode))
             .map_err(self.io_err(name))?;
@@ -337,7 +353,13 @@ impl<'a> Unpacker<'a> {
     }
 
     /// The same through the directory fd and name (symlinks, FIFOs).
-    fn at_meta(&mut self, at: &At, meta: &Meta, symlink: bool, name: &str) -> Result<(), ImageError> {
+    fn at_meta(
+        &mut self,
+        at: &At,
+        meta: &Meta,
+        symlink: bool,
+        name: &str,
+    ) -> Result<(), ImageError> {
         self.owner_result(at.chown(meta.uid, meta.gid), name)?;
         if !symlink {
             at.chmod(meta.mode).map_err(self.io_err(name))?;

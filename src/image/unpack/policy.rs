@@ -89,7 +89,10 @@ mod tests {
         assert!(clean(b"a\0b").is_err());
         assert!(clean(&[b'a'; 256]).is_err());
         assert!(clean(&[b'a'; 255]).is_ok());
-        let long: Vec<u8> = std::iter::repeat_n(&b"abc/"[..], 1100).flatten().copied().collect();
+        let long: Vec<u8> = std::iter::repeat_n(&b"abc/"[..], 1100)
+            .flatten()
+            .copied()
+            .collect();
         assert!(clean(&long).is_err());
     }
 

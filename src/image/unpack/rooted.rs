@@ -88,7 +88,10 @@ impl RootedDir {
     /// An O_PATH fd of directory `rel` (the root itself when empty).
     fn dir_fd(&self, rel: &Path, create: bool) -> Result<OwnedFd, AtError> {
         let fd: OwnedFd = if rel.as_os_str().is_empty() {
-            self.root.as_fd().try_clone_to_owned().map_err(AtError::Io)?
+            self.root
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(AtError::Io)?
         } else {
             match self.root.resolve(rel) {
                 Ok(h) => h.into(),
@@ -135,7 +138,12 @@ impl RootedDir {
         };
         match opened {
             Ok(f) => Ok(Some(f)),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)) => {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)
+                ) =>
+            {
                 Ok(None)
             }
             Err(e) => Err(e),
@@ -146,7 +154,11 @@ impl RootedDir {
 impl At {
     /// `lstat` of the name; `None` if absent.
     pub(crate) fn lstat(&self) -> io::Result<Option<FileStat>> {
-        match fstatat(&self.dir, self.name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+        match fstatat(
+            &self.dir,
+            self.name.as_os_str(),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
             Ok(st) => Ok(Some(st)),
             Err(Errno::ENOENT) => Ok(None),
             Err(e) => Err(e.into()),
@@ -170,11 +182,8 @@ impl At {
     /// Creates a new regular file (mode 0600 until the metadata is applied),
     /// failing if the name exists; never follows a symlink.
     pub(crate) fn create_file(&self) -> io::Result<File> {
-        let flags = OFlag::O_WRONLY
-            | OFlag::O_CREAT
-            | OFlag::O_EXCL
-            | OFlag::O_NOFOLLOW
-            | OFlag::O_CLOEXEC;
+        let flags =
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let fd = openat(
             &self.dir,
             self.name.as_os_str(),
@@ -352,7 +361,12 @@ mod tests {
             at.create_file().unwrap();
             assert!(root.join(lands).is_file(), "{rel} did not land at {lands}");
         }
-        assert_eq!(std::fs::read_dir(tmp.path().join("outside")).unwrap().count(), 0);
+        assert_eq!(
+            std::fs::read_dir(tmp.path().join("outside"))
+                .unwrap()
+                .count(),
+            0
+        );
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2);
     }
 }

@@ -78,7 +78,10 @@ fn later_entries_replace_earlier_ones() {
     r.unwrap();
     let snap = tmp.path().join("snap");
     assert_eq!(fs::read(snap.join("a")).unwrap(), b"now a file");
-    assert_eq!(fs::read(snap.join("b")).unwrap(), b"not through the symlink");
+    assert_eq!(
+        fs::read(snap.join("b")).unwrap(),
+        b"not through the symlink"
+    );
 }
 
 #[test]

@@ -1,0 +1,150 @@
+//! The daemon's garbage collection: dead containers every minute, images every five
+//! (kubelet periods), and on demand (`podhost gc`). Results become node events.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{ContainerGcPolicy, ContainerGcReport};
+use crate::image::gc::{GcReport, ImageGcPolicy, InUse, image_gc};
+use crate::status::EventKind;
+use crate::worker::Ctx;
+
+/// GC settings (daemon flags).
+#[derive(Debug, Clone)]
+pub struct GcSettings {
+    pub image: ImageGcPolicy,
+    pub image_period: Duration,
+    pub container: ContainerGcPolicy,
+    pub container_period: Duration,
+}
+
+/// Images in use: every container on disk (running or exited, until container GC
+/// removes it) names its image digest, and starting containers hold leases.
+struct ContainersOnDisk<'a> {
+    ctx: &'a Ctx,
+}
+
+impl InUse for ContainersOnDisk<'_> {
+    fn in_use(&self) -> HashSet<String> {
+        let mut out = self.ctx.leases.held();
+        let pods = self.ctx.layout.pods_dir();
+        let dirs = |p: &std::path::Path| {
+            std::fs::read_dir(p)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .collect::<Vec<_>>()
+        };
+        for pod in dirs(&pods) {
+            for container in dirs(&pod.join("containers")) {
+                for attempt in dirs(&container) {
+                    let file = attempt.join(crate::worker::IMAGE_REF_FILE);
+                    if let Ok(digest) = std::fs::read_to_string(file) {
+                        out.insert(digest.trim().to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Runs the passes.
+#[derive(Debug)]
+pub struct GcRunner {
+    ctx: Arc<Ctx>,
+    settings: GcSettings,
+}
+
+impl GcRunner {
+    pub fn new(ctx: Arc<Ctx>, settings: GcSettings) -> Arc<Self> {
+        Arc::new(Self { ctx, settings })
+    }
+
+    /// One image GC pass; reports what was freed and any shortfall as node events.
+    pub async fn images(&self) -> Result<GcReport, String> {
+        let ctx = self.ctx.clone();
+        let policy = self.settings.image.clone();
+        let report = tokio::task::spawn_blocking(move || {
+            image_gc(
+                &ctx.images,
+                &policy,
+                &ContainersOnDisk { ctx: &ctx },
+                chrono::Utc::now(),
+                false,
+            )
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+        if !report.deleted.is_empty() {
+            self.ctx.store.node_event(
+                EventKind::Normal,
+                "ImageGCFreed",
+                format!(
+                    "freed {} bytes by deleting {} unused image(s): {}",
+                    report.freed_bytes,
+                    report.deleted.len(),
+                    report.deleted.join(", ")
+                ),
+            );
+        }
+        if report.shortfall_bytes > 0 {
+            self.ctx.store.node_event(
+                EventKind::Warning,
+                "FreeDiskSpaceFailed",
+                format!(
+                    "Failed to garbage collect required amount of images. Attempted to free {} bytes, but only found {} bytes eligible to free.",
+                    report.target_bytes, report.freed_bytes
+                ),
+            );
+        }
+        Ok(report)
+    }
+
+    /// One container GC pass over the pods the daemon knows.
+    pub async fn containers(&self) -> ContainerGcReport {
+        let ctx = self.ctx.clone();
+        let policy = self.settings.container.clone();
+        let live: HashSet<String> = ctx
+            .store
+            .pods()
+            .iter()
+            .map(|r| r.uid().to_string())
+            .collect();
+        tokio::task::spawn_blocking(move || {
+            super::collect(&ctx.layout, &live, &policy, chrono::Utc::now())
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// The periodic loops.
+    pub fn spawn_loops(self: &Arc<Self>) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(me.settings.container_period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let r = me.containers().await;
+                if !r.removed.is_empty() {
+                    tracing::info!(removed = r.removed.len(), "container GC");
+                }
+            }
+        });
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(me.settings.image_period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = me.images().await {
+                    tracing::warn!(error = %e, "image GC failed");
+                }
+            }
+        });
+    }
+}
