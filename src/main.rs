@@ -34,7 +34,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the node agent: watch the manifest dir and run its pods.
-    Daemon(DaemonArgs),
+    Daemon(Box<DaemonArgs>),
     /// List pods.
     Get {
         /// `pods` (or `pod`, `po`), or `events` (or `ev`): the node's and the pods'.
@@ -191,7 +191,7 @@ fn main() {
 fn run(cli: Cli) -> Result<i32> {
     let socket = cli.socket;
     match cli.command {
-        Command::Daemon(args) => daemon(args, socket),
+        Command::Daemon(args) => daemon(*args, socket),
         Command::Get { resource, output } => match resource.as_str() {
             "events" | "event" | "ev" => get_events(&Client::new(&socket), output.as_deref()),
             _ => {
