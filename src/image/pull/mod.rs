@@ -101,7 +101,11 @@ impl Puller {
     /// Pulls `reference` (normalized first: `busybox` is
     /// `docker.io/library/busybox:latest`) into the store and returns the
     /// normalized reference, which then resolves with [`ImageStore::resolve`].
-    /// Progress goes to `progress` if given (see [`PullProgress`]).
+    /// Progress goes to `progress` if given (see [`PullProgress`]); its receiver
+    /// must keep reading (or be dropped), or the pull waits for room.
+    ///
+    /// Dropping the returned future cancels the pull: nothing partial becomes
+    /// visible, and the blobs already stored are reused by the next pull.
     pub async fn pull(
         &self,
         reference: &str,
@@ -277,5 +281,26 @@ impl Puller {
         }
         self.inner.blob_fetches.fetch_add(1, Ordering::Relaxed);
         fetch::download(client, repo, store, blob, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn puller_is_clone_send_sync() {
+        fn check<T: Clone + Send + Sync + 'static>() {}
+        check::<Puller>();
+    }
+
+    #[tokio::test]
+    async fn a_bad_reference_fails_before_any_network() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Arc::new(ImageStore::open(root.path()).unwrap());
+        let puller = Puller::new(store, PullOptions::default());
+        let err = puller.pull("Localhost:5000/UPPER", None).await.unwrap_err();
+        assert!(matches!(err, PullError::BadReference { .. }), "{err}");
+        assert_eq!(puller.blob_fetches(), 0);
     }
 }
