@@ -63,12 +63,19 @@ pub struct TestDaemon {
     pub socket: PathBuf,
     pub node: String,
     pub cgroup_root: String,
+    /// More daemon flags (e.g. `--insecure-registry`).
+    pub extra_args: Vec<String>,
     child: Option<Child>,
 }
 
 impl TestDaemon {
     /// Loads the image and starts the daemon with short back-off and rescan.
     pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Like [`start`](Self::start), with more daemon flags.
+    pub fn start_with(extra_args: &[&str]) -> Self {
         let seq = SEQ.fetch_add(1, Ordering::SeqCst);
         let dir = tempfile::Builder::new()
             .prefix("podhost-it-")
@@ -85,6 +92,7 @@ impl TestDaemon {
             node,
             cgroup_root,
             dir,
+            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             child: None,
         };
         std::fs::create_dir_all(&d.manifests).unwrap();
@@ -133,6 +141,7 @@ impl TestDaemon {
                 "4",
             ])
             .args(["--rescan-interval", "2"])
+            .args(&self.extra_args)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
