@@ -47,7 +47,7 @@ PULL=$REPO/target/release/examples/pull
 # ---- images ---------------------------------------------------------------------
 SMALL=$RESULTS/small-oci
 BIG=$RESULTS/big-oci
-bash oci/busybox/build.sh "$SMALL" >/dev/null 2>&1
+bash oci/busybox/build.sh "$SMALL" >/dev/null 2>"$RESULTS/build.log" || { cat "$RESULTS/build.log" >&2; exit 1; }
 python3 - "$SMALL" "$BIG" <<'EOF'
 # big = small + one layer holding /big.bin: 32 MiB from a seeded generator.
 import gzip, hashlib, io, json, os, random, shutil, sys, tarfile
@@ -111,7 +111,7 @@ REGISTRY_PID=$!
 cleanup() {
   kill "$REGISTRY_PID" 2>/dev/null || true
   wait "$REGISTRY_PID" 2>/dev/null || true
-  rm -rf "$RESULTS/registry/data" "$RESULTS/store" "$RESULTS/oci-out" "$RESULTS/runs"
+  rm -rf "$RESULTS/registry/data" "$RESULTS/store" "$RESULTS/oci-out" "$RESULTS/runs" "$SMALL" "$BIG"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do

@@ -122,7 +122,9 @@ async fn pump(
                 .await
                 .map_err(|_| Stop::WriterGone)?;
         }
-        if let Some(report) = blob.report.filter(|_| done - reported >= REPORT_EVERY) {
+        // The last event (done == total) is sent below, after the loop.
+        let due = done - reported >= REPORT_EVERY && done < blob.size;
+        if let Some(report) = blob.report.filter(|_| due) {
             reported = done;
             report.try_send(PullProgress::Layer {
                 digest: blob.digest.to_string(),

@@ -114,30 +114,7 @@ impl Puller {
         let started = Instant::now();
         let target = Target::parse(reference)?;
         let report = Reporter::new(progress);
-        let creds_file = self.inner.opts.credentials_file.clone();
-        let registry = target.registry.clone();
-        let creds =
-            tokio::task::spawn_blocking(move || auth::lookup(creds_file.as_deref(), &registry))
-                .await
-                .map_err(|e| PullError::Internal {
-                    reference: target.reference.clone(),
-                    reason: e.to_string(),
-                })?
-                .map_err(|reason| PullError::Credentials {
-                    reference: target.reference.clone(),
-                    registry: target.registry.clone(),
-                    path: self.inner.opts.credentials_file.clone().unwrap_or_default(),
-                    reason,
-                })?;
-        let ctx = Arc::new(Ctx {
-            reference: target.reference.clone(),
-            registry: target.registry.clone(),
-            credentials: match &self.inner.opts.credentials_file {
-                Some(p) => p.display().to_string(),
-                None => "a docker config.json (none is configured)".to_string(),
-            },
-            sent: creds.sent.clone(),
-        });
+        let (creds, ctx) = self.credentials(&target).await?;
         tracing::info!(reference = %target.reference, "pulling image");
         let client = self.inner.clients.get(&target.registry, &creds.auth);
 
@@ -215,6 +192,38 @@ impl Puller {
             index = ?resolved.index.as_ref().map(|(d, _)| d),
             elapsed_ms = started.elapsed().as_millis() as u64, "pulled image");
         Ok(target.reference)
+    }
+
+    /// The credentials for the target's registry, and the error context that
+    /// describes them.
+    async fn credentials(
+        &self,
+        target: &Target,
+    ) -> Result<(auth::Credentials, Arc<Ctx>), PullError> {
+        let file = self.inner.opts.credentials_file.clone();
+        let (file2, registry) = (file.clone(), target.registry.clone());
+        let creds = tokio::task::spawn_blocking(move || auth::lookup(file2.as_deref(), &registry))
+            .await
+            .map_err(|e| PullError::Internal {
+                reference: target.reference.clone(),
+                reason: e.to_string(),
+            })?
+            .map_err(|reason| PullError::Credentials {
+                reference: target.reference.clone(),
+                registry: target.registry.clone(),
+                path: file.clone().unwrap_or_default(),
+                reason,
+            })?;
+        let ctx = Arc::new(Ctx {
+            reference: target.reference.clone(),
+            registry: target.registry.clone(),
+            credentials: match &file {
+                Some(p) => p.display().to_string(),
+                None => "a docker config.json (none is configured)".to_string(),
+            },
+            sent: creds.sent.clone(),
+        });
+        Ok((creds, ctx))
     }
 
     /// Fetches the config (unless stored) and reads the layers' snapshots from it.
