@@ -26,7 +26,8 @@ pub(super) struct Clients {
 }
 
 struct Slot {
-    client: Client,
+    /// Built on first use: a host without CA certificates must not stop the daemon.
+    client: Option<Client>,
     /// The credentials `client` has been given, per registry.
     auths: HashMap<String, RegistryAuth>,
 }
@@ -34,19 +35,22 @@ struct Slot {
 impl Clients {
     /// `insecure`: registries (`host:port`) spoken to over plain HTTP.
     pub(super) fn new(insecure: Vec<String>) -> Clients {
-        let client = build(&insecure);
         Clients {
             insecure,
             slot: Mutex::new(Slot {
-                client,
+                client: None,
                 auths: HashMap::new(),
             }),
         }
     }
 
     /// The client to use for `registry` with `auth`.
-    pub(super) fn get(&self, registry: &str, auth: &RegistryAuth) -> Client {
+    /// Errors say why no client could be made (e.g. no CA certificates on the host).
+    pub(super) fn get(&self, registry: &str, auth: &RegistryAuth) -> Result<Client, String> {
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        if slot.client.is_none() {
+            slot.client = Some(build(&self.insecure)?);
+        }
         match slot.auths.get(registry) {
             Some(known) if known == auth => {}
             None => {
@@ -57,25 +61,30 @@ impl Clients {
                     registry,
                     "credentials changed; starting a new registry client"
                 );
-                slot.client = build(&self.insecure);
+                slot.client = Some(build(&self.insecure)?);
                 slot.auths.clear();
                 slot.auths.insert(registry.to_string(), auth.clone());
             }
         }
-        slot.client.clone()
+        slot.client.clone().ok_or_else(|| "no registry client".to_string())
     }
 }
 
-fn build(insecure: &[String]) -> Client {
+fn build(insecure: &[String]) -> Result<Client, String> {
     let protocol = if insecure.is_empty() {
         ClientProtocol::Https
     } else {
         ClientProtocol::HttpsExcept(insecure.to_vec())
     };
-    Client::new(ClientConfig {
+    // `Client::new` falls back to a default client that panics without CA certificates;
+    // `try_from` reports the problem instead.
+    Client::try_from(ClientConfig {
         protocol,
         connect_timeout: Some(CONNECT_TIMEOUT),
         read_timeout: Some(READ_TIMEOUT),
         ..ClientConfig::default()
+    })
+    .map_err(|e| {
+        format!("cannot create the registry client: {e} (install the ca-certificates package)")
     })
 }

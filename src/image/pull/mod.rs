@@ -116,7 +116,14 @@ impl Puller {
         let report = Reporter::new(progress);
         let (creds, ctx) = self.credentials(&target).await?;
         tracing::info!(reference = %target.reference, "pulling image");
-        let client = self.inner.clients.get(&target.registry, &creds.auth);
+        let client = self
+            .inner
+            .clients
+            .get(&target.registry, &creds.auth)
+            .map_err(|reason| PullError::Internal {
+                reference: target.reference.clone(),
+                reason,
+            })?;
 
         let resolved = manifest::resolve(&client, &target, &creds.auth, &ctx).await?;
         let store = self.inner.store.clone();
