@@ -73,7 +73,7 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
-    /// Load an OCI image layout dir or oci-archive tar into the image store.
+    /// Load an OCI image layout dir, oci-archive or docker-archive tar into the image store.
     Load {
         path: PathBuf,
         /// Used only when no daemon is running: load straight into this root dir.

@@ -27,9 +27,9 @@ pub enum ImageError {
     },
 
     /// The path given to `load` is neither an OCI image layout directory nor an
-    /// oci-archive tar (optionally gzipped).
+    /// oci-archive or docker-archive tar (optionally gzipped), or is a damaged one.
     #[error(
-        "{} is not an OCI image layout or oci-archive: {reason}; build one with \
+        "{} is not a usable OCI image layout, oci-archive or docker-archive: {reason}; build one with \
          \"skopeo copy ... oci-archive:FILE:NAME\" or oci/busybox/build.sh", path.display()
     )]
     NotALayout {

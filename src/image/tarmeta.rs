@@ -19,11 +19,15 @@ pub(crate) struct Meta {
 /// Reads an entry's metadata; pax `uid`, `gid`, `mtime` override the header.
 pub(crate) fn read_meta<R: Read>(entry: &mut Entry<'_, R>) -> io::Result<Meta> {
     let header = entry.header();
+    let old = header.as_old();
     let mut meta = Meta {
         mode: header.mode()? & 0o7777,
-        uid: u32::try_from(header.uid()?).unwrap_or(u32::MAX),
-        gid: u32::try_from(header.gid()?).unwrap_or(u32::MAX),
-        mtime: TimeSpec::new(i64::try_from(header.mtime()?).unwrap_or(0), 0),
+        uid: u32::try_from(or_zero(header.uid(), &old.uid)?).unwrap_or(u32::MAX),
+        gid: u32::try_from(or_zero(header.gid(), &old.gid)?).unwrap_or(u32::MAX),
+        mtime: TimeSpec::new(
+            i64::try_from(or_zero(header.mtime(), &old.mtime)?).unwrap_or(0),
+            0,
+        ),
         xattrs: Vec::new(),
     };
     if let Some(pax) = entry.pax_extensions()? {
@@ -49,6 +53,15 @@ pub(crate) fn read_meta<R: Read>(entry: &mut Entry<'_, R>) -> io::Result<Meta> {
         }
     }
     Ok(meta)
+}
+
+/// A numeric header field; an empty one (all NUL or spaces, as some writers
+/// leave uid, gid or mtime) is 0, as Go's archive/tar reads it.
+fn or_zero(parsed: io::Result<u64>, raw: &[u8]) -> io::Result<u64> {
+    match parsed {
+        Err(_) if raw.iter().all(|b| matches!(b, 0 | b' ')) => Ok(0),
+        r => r,
+    }
 }
 
 /// Parses a pax time ("1700000000.123456789", possibly negative).

@@ -66,7 +66,9 @@ impl Clients {
                 slot.auths.insert(registry.to_string(), auth.clone());
             }
         }
-        slot.client.clone().ok_or_else(|| "no registry client".to_string())
+        slot.client
+            .clone()
+            .ok_or_else(|| "no registry client".to_string())
     }
 }
 

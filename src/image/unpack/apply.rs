@@ -142,6 +142,10 @@ impl<'a> Unpacker<'a> {
             return self.whiteout(&rel, &file_name, &name);
         }
 
+        if let Some(reason) = self.left_out(entry)? {
+            self.skip(&name, reason);
+            return Ok(());
+        }
         let at = self.at(&rel, &name)?;
         match kind {
             EntryType::Directory => {
@@ -186,20 +190,9 @@ impl<'a> Unpacker<'a> {
                 self.hardlink(&at, &target, &name)?;
             }
             EntryType::Char | EntryType::Block => {
-                let major = entry.header().device_major().map_err(self.io_err(&name))?;
-                let minor = entry.header().device_minor().map_err(self.io_err(&name))?;
-                let (major, minor) = (major.unwrap_or(0), minor.unwrap_or(0));
-                let char_dev = kind == EntryType::Char;
-                if is_whiteout_device(char_dev, major, minor) {
-                    self.clear(&at, false, &name)?;
-                    self.make_whiteout(&at, &name)?;
-                } else {
-                    let what = if char_dev { "character" } else { "block" };
-                    self.skip(
-                        &name,
-                        format!("{what} device {major}:{minor}: device nodes are not unpacked"),
-                    );
-                }
+                // Only whiteouts get here (see left_out).
+                self.clear(&at, false, &name)?;
+                self.make_whiteout(&at, &name)?;
             }
             EntryType::Fifo => {
                 self.clear(&at, false, &name)?;
@@ -210,6 +203,37 @@ impl<'a> Unpacker<'a> {
             other => self.skip(&name, format!("unsupported entry type {other:?}")),
         }
         Ok(())
+    }
+
+    /// Why an entry is left out by policy: device nodes other than whiteouts,
+    /// and types that are not files (tar's volume labels, GNU dumpdirs, ...).
+    fn left_out<R: Read>(&self, entry: &Entry<'_, R>) -> Result<Option<String>, ImageError> {
+        let h = entry.header();
+        let kind = h.entry_type();
+        match kind {
+            EntryType::Char | EntryType::Block => {
+                let name = quoted(&entry.path_bytes());
+                let major = h.device_major().map_err(self.io_err(&name))?;
+                let minor = h.device_minor().map_err(self.io_err(&name))?;
+                let (major, minor) = (major.unwrap_or(0), minor.unwrap_or(0));
+                let char_dev = kind == EntryType::Char;
+                if is_whiteout_device(char_dev, major, minor) {
+                    return Ok(None);
+                }
+                let what = if char_dev { "character" } else { "block" };
+                Ok(Some(format!(
+                    "{what} device {major}:{minor}: device nodes are not unpacked"
+                )))
+            }
+            EntryType::Directory
+            | EntryType::Regular
+            | EntryType::Continuous
+            | EntryType::GNUSparse
+            | EntryType::Symlink
+            | EntryType::Link
+            | EntryType::Fifo => Ok(None),
+            other => Ok(Some(format!("unsupported entry type {other:?}"))),
+        }
     }
 
     /// `.wh..wh..opq` → opaque directory; `.wh.NAME` → char device 0:0 NAME.
@@ -287,7 +311,7 @@ impl<'a> Unpacker<'a> {
                 self.refuse(
                     name,
                     format!(
-                        "its directory \"{}\" does not resolve to a directory inside the layer ({err})",
+                        "its directory \"{}\" is not a directory inside the layer ({err})",
                         parent.display()
                     ),
                 )
@@ -394,7 +418,8 @@ impl<'a> Unpacker<'a> {
     }
 
     fn xattr_failed(&self, key: &str, e: &io::Error, name: &str) {
-        tracing::warn!(layer = self.layer, entry = name, xattr = %key, error = %e, "cannot set xattr");
+        tracing::warn!(layer = self.layer, entry = name, xattr = %key, error = %e,
+            "cannot set xattr");
     }
 }
 
