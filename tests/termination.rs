@@ -209,7 +209,7 @@ fn failed_pre_stop_is_an_event_not_a_stuck_pod() {
                 "failhook",
                 "  terminationGracePeriodSeconds: 10\n",
                 "",
-                "trap 'exit 0' TERM; echo up; while true; do sleep 0.1; done",
+                "trap 'sleep 1; exit 0' TERM; echo up; while true; do sleep 0.1; done",
             )
         ),
     );
@@ -234,7 +234,7 @@ fn failed_pre_stop_is_an_event_not_a_stuck_pod() {
         msg.contains("exited with 9") && msg.contains("hook-broke"),
         "{msg}"
     );
-    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
 #[test]

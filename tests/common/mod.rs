@@ -243,10 +243,11 @@ impl TestDaemon {
         c.get_json("/events").unwrap()
     }
 
+    /// The pod's events; empty once the pod is gone.
     pub fn pod_events(&self, name: &str) -> Vec<Value> {
         let c = podhost::api::client::Client::new(&self.socket);
         c.get_json(&format!("/pods/{}/events", self.full_name(name)))
-            .unwrap()
+            .unwrap_or_default()
     }
 
     /// Pids of processes whose command line contains `needle`.
