@@ -188,7 +188,26 @@ fn main() {
     std::process::exit(code);
 }
 
+/// User-facing commands die quietly on a closed pipe (`podhost get pods | head`), as
+/// other CLIs do; the daemon and helpers keep ignoring SIGPIPE.
+fn default_sigpipe_for_cli(command: &Command) {
+    if matches!(
+        command,
+        Command::Daemon(_)
+            | Command::Shim { .. }
+            | Command::Sandbox { .. }
+            | Command::ExecHelper { .. }
+    ) {
+        return;
+    }
+    // SAFETY: restoring the default disposition installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn run(cli: Cli) -> Result<i32> {
+    default_sigpipe_for_cli(&cli.command);
     let socket = cli.socket;
     match cli.command {
         Command::Daemon(args) => daemon(*args, socket),
