@@ -3,6 +3,7 @@
 //! with the busybox image pushed by skopeo as OCI, as Docker v2s2 and as a
 //! multi-arch index.
 
+mod common;
 mod common_registry;
 
 use std::fs;

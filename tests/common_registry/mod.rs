@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -66,35 +66,8 @@ fn on_path(cmd: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The busybox OCI layout of oci/busybox/build.sh (named `localhost/busybox:latest`),
-/// built once and shared read-only by the test binaries (as tests/common does).
-pub fn busybox_layout() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let dir = target.join("busybox-layout");
-        if dir.join("index.json").exists() {
-            return dir;
-        }
-        let tmp = target.join(format!("busybox-layout.tmp.{}", std::process::id()));
-        let _ = fs::remove_dir_all(&tmp);
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&tmp)
-            .output()
-            .expect("run build.sh");
-        assert!(
-            out.status.success(),
-            "build.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        if fs::rename(&tmp, &dir).is_err() {
-            let _ = fs::remove_dir_all(&tmp);
-        }
-        dir
-    })
-}
+/// The busybox OCI layout, built once and shared (tests/common builds it).
+pub use crate::common::busybox_layout;
 
 /// `(manifest digest, config digest, layer digest)` of the busybox layout.
 pub fn busybox_digests() -> (String, String, String) {
