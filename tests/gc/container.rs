@@ -94,9 +94,11 @@ fn scan_finds_dead_attempts_with_their_logs() {
     // A shim still cleaning up (its cmdline names the attempt's shim-config.json).
     attempt(&layout, None, "u3", "c", 0, Some(5));
     let bundle = layout.attempt_dir("u3", "c", 0);
+    // `; exit` keeps sh from exec'ing sleep in place (dash does that for a lone
+    // last command), which would drop the config path from the cmdline.
     let mut shim = Command::new("sh")
         .arg("-c")
-        .arg("sleep 30")
+        .arg("sleep 30; exit 0")
         .arg(bundle.join("shim-config.json"))
         .spawn()
         .unwrap();
