@@ -108,6 +108,15 @@ fn scan_finds_dead_attempts_with_their_logs() {
             .unwrap(),
     )
     .unwrap();
+    // spawn() returns once the child's exec has swapped its memory, a moment before
+    // the kernel fills in its argv: until then /proc/PID/cmdline reads empty.
+    let cmdline = format!("/proc/{}/cmdline", shim.id());
+    for _ in 0..500 {
+        if fs::read(&cmdline).is_ok_and(|c| !c.is_empty()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let mut dead = scan(&layout);
     let _ = shim.kill();
     let _ = shim.wait();
