@@ -443,6 +443,108 @@ async fn basic_auth_from_the_credentials_file() {
     );
 }
 
+/// Token auth: the registry only accepts bearer tokens, which a token server
+/// (its realm) issues for the basic credentials from the credentials file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_auth_from_the_credentials_file() {
+    if !require_root() {
+        return;
+    }
+    let (registry, tokens) = Registry::start_with_token_auth("alice", "s3cret");
+    registry.push_busybox("latest", &[]);
+    // skopeo got its push token from the token server too, for pull and push.
+    assert!(
+        tokens
+            .requests()
+            .iter()
+            .any(|r| r.status == 200 && r.granted.contains(&"repository:busybox:pull,push".into())),
+        "{:#?}",
+        tokens.requests()
+    );
+    let root = tempfile::tempdir().unwrap();
+    let creds_dir = tempfile::tempdir().unwrap();
+    let creds = creds_dir.path().join("config.json");
+    let (store, puller) = puller(root.path(), &registry, Some(&creds));
+    let reference = format!("{}/busybox:latest", registry.addr);
+    let auth = |user_pass: &str| {
+        use base64_lite::encode;
+        json!({"auths": {registry.addr.clone(): {"auth": encode(user_pass)}}})
+    };
+
+    // No file yet: anonymous; the token server refuses, and so does the registry.
+    let before = tokens.requests().len();
+    let err = puller.pull(&reference, None).await.unwrap_err();
+    let msg = err.to_string();
+    eprintln!("error as expected: {msg}");
+    assert!(matches!(err, PullError::Unauthorized { .. }), "{msg}");
+    assert!(
+        msg.starts_with(&format!(
+            "pulling \"{reference}\": unauthorized: check the credentials for {} in {}",
+            registry.addr,
+            creds.display()
+        )),
+        "{msg}"
+    );
+    assert!(msg.contains("does not exist"), "{msg}");
+    let anonymous = &tokens.requests()[before..];
+    assert!(
+        !anonymous.is_empty()
+            && anonymous
+                .iter()
+                .all(|r| r.user.is_none() && r.status == 401),
+        "the realm was asked anonymously and refused: {anonymous:#?}"
+    );
+
+    // A wrong password: the token server refuses user "alice".
+    fs::write(&creds, serde_json::to_vec(&auth("alice:wrong")).unwrap()).unwrap();
+    let before = tokens.requests().len();
+    let err = puller.pull(&reference, None).await.unwrap_err();
+    let msg = err.to_string();
+    eprintln!("error as expected: {msg}");
+    assert!(matches!(err, PullError::Unauthorized { .. }), "{msg}");
+    assert!(msg.contains("sent user \"alice\""), "{msg}");
+    let refused = &tokens.requests()[before..];
+    assert!(
+        !refused.is_empty()
+            && refused
+                .iter()
+                .all(|r| r.user.as_deref() == Some("alice") && r.status == 401),
+        "{refused:#?}"
+    );
+    assert_eq!(tokens.last_user().as_deref(), Some("alice"));
+
+    // The right one: a pull-only token for busybox, used on the registry.
+    fs::write(&creds, serde_json::to_vec(&auth("alice:s3cret")).unwrap()).unwrap();
+    let before = tokens.requests().len();
+    let name = puller.pull(&reference, None).await.unwrap();
+    assert!(
+        store.resolve(&name).unwrap().layers[0]
+            .join("bin/busybox")
+            .is_file()
+    );
+    let granted = &tokens.requests()[before..];
+    assert!(
+        granted.iter().any(|r| r.status == 200
+            && r.user.as_deref() == Some("alice")
+            && r.service.as_deref() == Some(common_registry::token::SERVICE)
+            && r.scopes == ["repository:busybox:pull"]
+            && r.granted == ["repository:busybox:pull"]),
+        "podhost got a pull token from the realm: {granted:#?}"
+    );
+    assert!(tokens.tokens_issued_to("alice") >= 2, "push and pull");
+    // The registry served the manifest and the layer to a bearer (it accepts
+    // nothing else), not 401s: its access log shows 200s for both.
+    let (manifest, _, layer) = busybox_digests();
+    let log = registry.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("GET /v2/busybox/manifests/latest") && l.contains("\" 200 ")),
+        "{log}"
+    );
+    assert!(registry.blob_gets(&layer) >= 1, "{log}");
+    assert_eq!(store.resolve(&name).unwrap().manifest_digest, manifest);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupted_blob_is_refused_and_nothing_is_stored() {
     if !require_root() {

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub mod token;
+
 use std::fs;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -106,7 +108,7 @@ pub struct Registry {
     pub addr: String,
     /// Config, storage (`data/`) and `registry.log` (with the access log).
     pub dir: tempfile::TempDir,
-    /// `user:password` when started with basic auth.
+    /// `user:password` when started with basic or token auth (skopeo pushes with it).
     pub creds: Option<String>,
 }
 
@@ -121,13 +123,30 @@ impl Registry {
         Self::start_with(Some((user, password)))
     }
 
+    /// Starts a registry that requires bearer tokens from a [`token::TokenServer`]
+    /// (on its own port), which issues them to `user` / `password`. The signing
+    /// key and certificate live in the registry's temp dir.
+    pub fn start_with_token_auth(user: &str, password: &str) -> (Registry, token::TokenServer) {
+        ensure_tools(&[
+            (REGISTRY_BIN, "docker-registry"),
+            ("skopeo", "skopeo"),
+            ("openssl", "openssl"),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("data")).unwrap();
+        let server = token::TokenServer::start(dir.path(), user, password);
+        let auth_block = server.registry_auth_block();
+        let registry = Self::start_in(dir, &auth_block, Some(format!("{user}:{password}")));
+        (registry, server)
+    }
+
     fn start_with(auth: Option<(&str, &str)>) -> Registry {
         let mut tools = vec![(REGISTRY_BIN, "docker-registry"), ("skopeo", "skopeo")];
         if auth.is_some() {
             tools.push(("htpasswd", "apache2-utils"));
         }
         ensure_tools(&tools);
-        let mut dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("data")).unwrap();
         let auth_block = match auth {
             Some((user, password)) => {
@@ -147,6 +166,11 @@ impl Registry {
             }
             None => String::new(),
         };
+        Self::start_in(dir, &auth_block, auth.map(|(u, p)| format!("{u}:{p}")))
+    }
+
+    /// Starts the registry with storage in `dir/data` and `auth_block` in its config.
+    fn start_in(mut dir: tempfile::TempDir, auth_block: &str, creds: Option<String>) -> Registry {
         // A port picked free may be taken before the registry binds it: retry.
         for attempt in 0..5 {
             let port = free_port();
@@ -175,7 +199,7 @@ impl Registry {
                 child,
                 addr,
                 dir,
-                creds: auth.map(|(u, p)| format!("{u}:{p}")),
+                creds: creds.clone(),
             };
             if registry.wait_ready() {
                 return registry;
