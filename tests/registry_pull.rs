@@ -388,10 +388,12 @@ async fn unreachable_registry_is_a_clear_error() {
     let err = puller.pull(&reference, None).await.unwrap_err();
     eprintln!("error as expected: {err}");
     assert!(matches!(err, PullError::Unreachable { .. }), "{err}");
-    assert_eq!(
-        err.to_string(),
-        format!("pulling \"{reference}\": cannot reach registry {addr}: connection refused")
+    // Retried with back-off (0.5 s, 1 s, 2 s) before giving up.
+    let msg = err.to_string();
+    let prefix = format!(
+        "pulling \"{reference}\": cannot reach registry {addr}: connection refused (4 attempts over "
     );
+    assert!(msg.starts_with(&prefix), "{msg}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -486,6 +488,10 @@ async fn token_auth_from_the_credentials_file() {
         "{msg}"
     );
     assert!(msg.contains("does not exist"), "{msg}");
+    assert!(
+        msg.contains("the token service said: authentication required"),
+        "{msg}"
+    );
     let anonymous = &tokens.requests()[before..];
     assert!(
         !anonymous.is_empty()
@@ -503,6 +509,11 @@ async fn token_auth_from_the_credentials_file() {
     eprintln!("error as expected: {msg}");
     assert!(matches!(err, PullError::Unauthorized { .. }), "{msg}");
     assert!(msg.contains("sent user \"alice\""), "{msg}");
+    // The token service's own reason, not just the registry's bare 401.
+    assert!(
+        msg.contains("the token service said: invalid username or password for \"alice\""),
+        "{msg}"
+    );
     let refused = &tokens.requests()[before..];
     assert!(
         !refused.is_empty()

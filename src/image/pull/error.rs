@@ -162,9 +162,10 @@ impl Ctx {
             OciDistributionError::UnauthorizedError { .. } => {
                 self.unauthorized("the registry answered 401 Unauthorized")
             }
-            OciDistributionError::AuthenticationFailure(reason) => {
-                self.unauthorized(&format!("the token service said: {}", reason.trim()))
-            }
+            OciDistributionError::AuthenticationFailure(reason) => self.unauthorized(&format!(
+                "the token service said: {}",
+                envelope_messages(&reason).unwrap_or_else(|| reason.trim().to_string())
+            )),
             OciDistributionError::ServerError {
                 code: 404, message, ..
             } => PullError::NotFound {
@@ -332,6 +333,19 @@ impl Ctx {
             message: chain(r),
         }
     }
+}
+
+/// The messages of an OCI error body (`{"errors":[{"code":…,"message":…}]}`),
+/// joined; `None` when `body` is not one.
+fn envelope_messages(body: &str) -> Option<String> {
+    let envelope: OciEnvelope = serde_json::from_str(body).ok()?;
+    let messages: Vec<&str> = envelope
+        .errors
+        .iter()
+        .map(|e| e.message.trim())
+        .filter(|m| !m.is_empty())
+        .collect();
+    (!messages.is_empty()).then(|| messages.join("; "))
 }
 
 /// "connection refused", "connection timed out", or the innermost message.

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use super::super::{BlobWriter, ImageError, ImageStore};
 use super::error::{Ctx, PullError};
 use super::progress::{PullProgress, Reporter};
+use super::retry::{Attempts, io_is_transient, oci_is_transient, with_attempts};
 
 /// Chunks are handed to the writer thread in batches of about this many bytes.
 const BATCH: usize = 256 * 1024;
@@ -33,7 +34,10 @@ pub(super) struct Blob<'a> {
     pub report: Option<&'a Reporter>,
 }
 
-/// Downloads `blob` from the repository of `repo` into `store`.
+/// Downloads `blob` from the repository of `repo` into `store`. A transient
+/// failure (see [`retry`](super::retry)) is retried after a pause; a download cut
+/// off midway resumes from the bytes already written when the registry serves
+/// ranges (it starts over when it does not).
 pub(super) async fn download(
     client: &Client,
     repo: &Reference,
@@ -41,78 +45,174 @@ pub(super) async fn download(
     blob: Blob<'_>,
     ctx: &Ctx,
 ) -> Result<(), PullError> {
-    // The whole blob is asked for as the range "bytes=0-": a registry that serves
+    let mut attempts = Attempts::new();
+    let mut partial: Option<BlobWriter> = None;
+    loop {
+        let failure = match attempt(client, repo, store, &blob, ctx, partial.take()).await {
+            Ok(()) => return Ok(()),
+            Err(f) => f,
+        };
+        let wait = match failure.transient {
+            true => attempts.failed(),
+            false => None,
+        };
+        let Some(wait) = wait else {
+            return Err(match failure.transient {
+                true => with_attempts(failure.error, &attempts),
+                false => failure.error,
+            });
+        };
+        let kept = failure.kept.as_ref().map_or(0, BlobWriter::written);
+        tracing::warn!(reference = %ctx.reference, what = %blob.what, error = %failure.error,
+            bytes_kept = kept, retry_in_ms = wait.as_millis() as u64,
+            "blob download failed; retrying");
+        partial = failure.kept;
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// A failed [`attempt`].
+struct Failure {
+    error: PullError,
+    /// Worth another attempt.
+    transient: bool,
+    /// The bytes written so far, to resume from.
+    kept: Option<BlobWriter>,
+}
+
+impl Failure {
+    fn fatal(error: PullError) -> Failure {
+        Failure {
+            error,
+            transient: false,
+            kept: None,
+        }
+    }
+}
+
+/// One request for the blob, from the end of `partial` (or from its start).
+async fn attempt(
+    client: &Client,
+    repo: &Reference,
+    store: &Arc<ImageStore>,
+    blob: &Blob<'_>,
+    ctx: &Ctx,
+    partial: Option<BlobWriter>,
+) -> Result<(), Failure> {
+    let offset = partial.as_ref().map_or(0, BlobWriter::written);
+    // The blob is asked for as the range "bytes=<offset>-": a registry that serves
     // ranges answers 206, and oci_client then leaves the hashing to the BlobWriter
     // (the same check, done once instead of twice); one that does not answers 200
-    // and the stream is verified by oci_client as well.
-    let mut stream = match client
-        .pull_blob_stream_partial(repo, blob.digest, 0, None)
+    // with the whole blob, which oci_client verifies as well.
+    let response = client
+        .pull_blob_stream_partial(repo, blob.digest, offset, None)
         .await
-        .map_err(|e| ctx.oci(&blob.what, e))?
-    {
-        BlobResponse::Full(s) | BlobResponse::Partial(s) => s,
-    };
-    if let Some(len) = stream.content_length.filter(|l| *l != blob.size) {
-        return Err(PullError::Digest {
-            what: blob.what,
-            reference: ctx.reference.clone(),
-            expected: format!("{} bytes", blob.size),
-            actual: format!("{len} bytes (Content-Length)"),
+        .map_err(|e| Failure {
+            transient: oci_is_transient(&e),
+            error: ctx.oci(&blob.what, e),
+            kept: None,
         });
-    }
-    let writer = {
-        let (store, digest, size) = (store.clone(), blob.digest.to_string(), blob.size);
-        tokio::task::spawn_blocking(move || store.blob_writer(&digest, size))
-            .await
-            .map_err(|e| ctx.internal(e))?
-            .map_err(|e| ctx.store(e))?
+    let (mut stream, writer) = match response {
+        // A failed request leaves the bytes written so far intact.
+        Err(f) => {
+            return Err(Failure { kept: partial, ..f });
+        }
+        Ok(BlobResponse::Partial(s)) if offset > 0 => (s, partial),
+        Ok(BlobResponse::Full(s) | BlobResponse::Partial(s)) => {
+            if offset > 0 {
+                tracing::info!(what = %blob.what, offset,
+                    "the registry does not serve ranges; downloading the blob again");
+            }
+            (s, None)
+        }
     };
+    let expected_len = blob.size - writer.as_ref().map_or(0, BlobWriter::written);
+    if let Some(len) = stream.content_length.filter(|l| *l != expected_len) {
+        return Err(Failure::fatal(PullError::Digest {
+            what: blob.what.clone(),
+            reference: ctx.reference.clone(),
+            expected: format!("{expected_len} bytes"),
+            actual: format!("{len} bytes (Content-Length)"),
+        }));
+    }
+    let writer = match writer {
+        Some(w) => w,
+        None => {
+            let (store, digest, size) = (store.clone(), blob.digest.to_string(), blob.size);
+            tokio::task::spawn_blocking(move || store.blob_writer(&digest, size))
+                .await
+                .map_err(|e| Failure::fatal(ctx.internal(e)))?
+                .map_err(|e| Failure::fatal(ctx.store(e)))?
+        }
+    };
+    let already = writer.written();
     let (tx, rx) = mpsc::channel::<Vec<Bytes>>(4);
     let write_task = tokio::task::spawn_blocking(move || write_all(writer, rx));
-    let pumped = pump(&mut stream, tx, &blob, ctx).await;
-    let written = write_task.await.map_err(|e| ctx.internal(e))?;
+    let pumped = pump(&mut stream, tx, blob, ctx, already).await;
+    let written = write_task
+        .await
+        .map_err(|e| Failure::fatal(ctx.internal(e)))?;
     match (pumped, written) {
-        (Err(Stop::Failed(e)), _) => Err(e),
-        (_, Err(e)) => Err(ctx.blob_store(&blob.what, e)),
-        (Err(Stop::WriterGone), Ok(_)) => Err(ctx.internal("the blob writer stopped early")),
+        (_, Err(e)) => Err(Failure::fatal(ctx.blob_store(&blob.what, e))),
+        (Err(Stop::Failed(failure)), Ok(writer)) => Err(Failure {
+            kept: failure.transient.then_some(writer),
+            ..*failure
+        }),
+        (Err(Stop::WriterGone), Ok(_)) => Err(Failure::fatal(
+            ctx.internal("the blob writer stopped early"),
+        )),
         (Ok(()), Ok(writer)) => tokio::task::spawn_blocking(move || writer.commit())
             .await
-            .map_err(|e| ctx.internal(e))?
+            .map_err(|e| Failure::fatal(ctx.internal(e)))?
             .map(|_| ())
-            .map_err(|e| ctx.blob_store(&blob.what, e)),
+            .map_err(|e| Failure::fatal(ctx.blob_store(&blob.what, e))),
     }
 }
 
 /// Why [`pump`] stopped early.
 enum Stop {
-    /// The download failed.
-    Failed(PullError),
+    /// The download failed (its writer is handed back by the writer thread).
+    Failed(Box<Failure>),
     /// The writer thread is gone (its own error says why).
     WriterGone,
 }
 
 /// Moves the stream's chunks to the writer thread, counting bytes against the
 /// descriptor size and reporting progress. Dropping `tx` ends the writer's loop.
+/// `done` starts at the bytes the writer already holds (a resumed download).
 async fn pump(
     stream: &mut oci_client::client::SizedStream,
     tx: mpsc::Sender<Vec<Bytes>>,
     blob: &Blob<'_>,
     ctx: &Ctx,
+    mut done: u64,
 ) -> Result<(), Stop> {
-    let mut done = 0u64;
-    let mut reported = 0u64;
+    let mut reported = done;
     let mut batch: Vec<Bytes> = Vec::new();
     let mut batched = 0usize;
     while let Some(item) = stream.next().await {
-        let chunk = item.map_err(|e| Stop::Failed(ctx.io(&blob.what, e)))?;
+        let chunk = match item {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                // What arrived before the error is still written (and kept to resume).
+                if !batch.is_empty() {
+                    tx.send(batch).await.map_err(|_| Stop::WriterGone)?;
+                }
+                return Err(Stop::Failed(Box::new(Failure {
+                    transient: io_is_transient(&e),
+                    error: ctx.io(&blob.what, e),
+                    kept: None,
+                })));
+            }
+        };
         done += chunk.len() as u64;
         if done > blob.size {
-            return Err(Stop::Failed(PullError::Digest {
+            return Err(Stop::Failed(Box::new(Failure::fatal(PullError::Digest {
                 what: blob.what.clone(),
                 reference: ctx.reference.clone(),
                 expected: format!("{} bytes", blob.size),
                 actual: format!("more than {} bytes", blob.size),
-            }));
+            }))));
         }
         batched += chunk.len();
         batch.push(chunk);

@@ -14,6 +14,7 @@ use oci_spec::image::{ImageIndex, ImageManifest};
 use super::super::layout::host_platform;
 use super::super::reference::is_bare_digest;
 use super::error::{Ctx, PullError};
+use super::retry;
 use super::target::Target;
 
 /// Accept header of manifest requests.
@@ -57,10 +58,10 @@ pub(super) async fn resolve(
     let mut index: Option<(String, Bytes)> = None;
     let mut reference = target.manifest_ref();
     for _ in 0..=MAX_NESTING {
-        let (bytes, digest) = client
-            .pull_manifest_raw(&reference, auth, ACCEPT)
-            .await
-            .map_err(|e| ctx.oci("manifest", e))?;
+        let (bytes, digest) = retry::oci(ctx, "manifest", || {
+            client.pull_manifest_raw(&reference, auth, ACCEPT)
+        })
+        .await?;
         if !is_bare_digest(&digest) {
             return Err(ctx.bad(format!(
                 "the registry names the manifest {digest}; only sha256 digests are supported"

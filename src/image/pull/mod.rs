@@ -19,6 +19,7 @@ mod inflight;
 mod layers;
 mod manifest;
 mod progress;
+mod retry;
 mod target;
 
 use std::path::PathBuf;
@@ -125,7 +126,15 @@ impl Puller {
                 reason,
             })?;
 
-        let resolved = manifest::resolve(&client, &target, &creds.auth, &ctx).await?;
+        let resolved = match manifest::resolve(&client, &target, &creds.auth, &ctx).await {
+            Ok(r) => r,
+            Err(e @ PullError::Unauthorized { .. }) => {
+                return Err(token_service_reason(&client, &target, &creds.auth, &ctx)
+                    .await
+                    .unwrap_or(e));
+            }
+            Err(e) => return Err(e),
+        };
         let store = self.inner.store.clone();
         let manifest = resolved.manifest.clone();
         let (_gc_barrier, jobs) = tokio::task::spawn_blocking(move || {
@@ -297,6 +306,28 @@ impl Puller {
         }
         self.inner.blob_fetches.fetch_add(1, Ordering::Relaxed);
         fetch::download(client, repo, store, blob, ctx).await
+    }
+}
+
+/// After a 401: asks the registry's token service (if it has one) for a token
+/// directly, because `oci_client` drops the token service's refusal and then
+/// reports only the registry's bare 401. `Some` is the error naming what the
+/// token service said ("invalid username or password for \"alice\"").
+async fn token_service_reason(
+    client: &Client,
+    target: &Target,
+    auth: &oci_client::secrets::RegistryAuth,
+    ctx: &Ctx,
+) -> Option<PullError> {
+    let reference = target.manifest_ref();
+    match client
+        .auth(&reference, auth, oci_client::RegistryOperation::Pull)
+        .await
+    {
+        Err(e @ oci_client::errors::OciDistributionError::AuthenticationFailure(_)) => {
+            Some(ctx.oci("manifest", e))
+        }
+        _ => None,
     }
 }
 
