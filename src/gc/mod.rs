@@ -6,7 +6,8 @@
 //! container keeps its image in use, running or exited, until it is removed here
 //! (the kubelet's dead containers pinned images forever: kubernetes#27169).
 //!
-//! [`collect`] is one pass: [`scan`] → [`plan`] → [`remove`] → [`remove_orphans`].
+//! [`collect`] is one pass: [`scan`] → [`plan`] → [`remove`] → [`remove_orphans`] →
+//! [`remove_stale_states`].
 //! Blocking file I/O: call it from `spawn_blocking`.
 
 mod mounts;
@@ -15,6 +16,7 @@ mod plan;
 mod remove;
 pub mod runner;
 mod scan;
+mod states;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -28,6 +30,7 @@ pub use orphans::{ORPHAN_GRACE, OrphanReport, remove_orphans, remove_orphans_old
 pub use plan::plan;
 pub use remove::remove;
 pub use scan::scan;
+pub use states::remove_stale_states;
 
 /// Container GC settings; defaults are the kubelet's (`MinimumGCAge=0`,
 /// `MaxPerPodContainerCount=1`, `MaxContainerCount=-1`).
@@ -77,6 +80,8 @@ pub struct ContainerGcReport {
     pub failed: usize,
     /// Pod and log dirs of pods that are gone.
     pub orphans: OrphanReport,
+    /// libcontainer state dirs of containers that are over (ids).
+    pub stale_states: Vec<String>,
 }
 
 /// One container GC pass. `live_pods` holds the UIDs of every pod the daemon knows
@@ -102,6 +107,7 @@ pub fn collect(
         }
     }
     report.orphans = remove_orphans(layout, live_pods);
+    report.stale_states = remove_stale_states(layout);
     if !report.removed.is_empty() || !report.orphans.pod_dirs.is_empty() {
         tracing::info!(
             dead = dead.len(),

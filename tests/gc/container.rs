@@ -299,3 +299,63 @@ fn remove_unmounts_a_mounted_rootfs_and_orphans_with_ns_mounts() {
     assert!(!layout.pod_dir("u").exists());
     assert!(!layout.pod_log_dir("default", "p-node", "u").exists());
 }
+
+#[test]
+fn stale_libcontainer_states_are_removed_live_ones_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = Layout::new(tmp.path().join("root"), tmp.path().join("logs"));
+    let state = |id: &str, bundle: &Path| {
+        let dir = layout.libcontainer_root().join(id);
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(
+            dir.join("state.json"),
+            serde_json::to_vec(&json!({"id": id, "status": "stopped", "bundle": bundle})).unwrap(),
+        )
+        .unwrap();
+    };
+    // The attempt dir was collected already.
+    state("gone", &tmp.path().join("root/pods/u0/containers/c/0"));
+    // Exited, and its shim died before deleting the state (SIGKILL).
+    attempt(&layout, None, "u1", "c", 0, Some(5));
+    state("exited", &layout.attempt_dir("u1", "c", 0));
+    // Running: no exit record.
+    attempt(&layout, None, "u2", "c", 0, None);
+    state("running", &layout.attempt_dir("u2", "c", 0));
+    // Exited, its shim still cleaning up.
+    attempt(&layout, None, "u3", "c", 0, Some(5));
+    let bundle = layout.attempt_dir("u3", "c", 0);
+    let mut shim = Command::new("sh")
+        .arg("-c")
+        .arg("sleep 30; exit 0")
+        .arg(bundle.join("shim-config.json"))
+        .spawn()
+        .unwrap();
+    fs::write(
+        bundle.join("started.json"),
+        serde_json::to_vec(&json!({"shim_pid": shim.id(), "init_pid": 1, "started_at": t(0)}))
+            .unwrap(),
+    )
+    .unwrap();
+    state("cleaning", &bundle);
+    // Being created: no state.json yet.
+    fs::create_dir_all(layout.libcontainer_root().join("creating")).unwrap();
+
+    let cmdline = format!("/proc/{}/cmdline", shim.id());
+    for _ in 0..500 {
+        if fs::read(&cmdline).is_ok_and(|c| !c.is_empty()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut removed = podhost::gc::remove_stale_states(&layout);
+    let _ = shim.kill();
+    let _ = shim.wait();
+    removed.sort();
+    assert_eq!(removed, ["exited", "gone"]);
+    let mut left: Vec<String> = fs::read_dir(layout.libcontainer_root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["cleaning", "creating", "running"]);
+}
