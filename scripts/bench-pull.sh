@@ -3,9 +3,17 @@
 # image store, layers unpacked) versus `skopeo copy` of the same image from the same
 # local registry into a fresh OCI layout dir.
 #
-# usage: scripts/bench-pull.sh [-n RUNS] [-P PORT]
+# usage: scripts/bench-pull.sh [-n RUNS] [-P PORT] [-H]
 #   RUNS  timed runs per tool and image (default 10), alternating which tool goes first
 #   PORT  registry port on 127.0.0.1 (default: a free one)
+#   -H    write the pulled images under the results dir on the host's filesystem
+#         instead of a fresh ext4 (with journal, mkfs defaults) loop-mounted for the run
+#
+# Where the images land matters: an image store is normally on a journaled fs
+# (/var/lib on ext4 or xfs). Without a journal, ext4 checks every candidate inode
+# for a recent deletion when allocating (recently_deleted()), which on a busy
+# build host costs ~50 us per inode: a pull that unpacks busybox's ~400 symlinks
+# pays for it and `skopeo copy`, which writes 3 files, does not.
 #
 # Images: "small" = the built-in busybox (oci/busybox/build.sh, ~1 MiB layer) and "big" =
 # busybox plus one 32 MiB layer of pseudo-random data (seeded, so every run of this script
@@ -20,11 +28,13 @@ set -euo pipefail
 
 RUNS=10
 PORT=
-while getopts "n:P:" o; do
+HOST_FS=
+while getopts "n:P:H" o; do
   case $o in
     n) RUNS=$OPTARG ;;
     P) PORT=$OPTARG ;;
-    *) sed -n '2,17p' "$0"; exit 2 ;;
+    H) HOST_FS=1 ;;
+    *) sed -n '2,25p' "$0"; exit 2 ;;
   esac
 done
 cd "$(dirname "$0")/.."
@@ -108,12 +118,21 @@ http:
 EOF
 /usr/bin/docker-registry serve "$RESULTS/registry/config.yml" >"$RESULTS/registry/registry.log" 2>&1 </dev/null &
 REGISTRY_PID=$!
+DEST=$RESULTS/dest
+mkdir -p "$DEST"
 cleanup() {
   kill "$REGISTRY_PID" 2>/dev/null || true
   wait "$REGISTRY_PID" 2>/dev/null || true
-  rm -rf "$RESULTS/registry/data" "$RESULTS/store" "$RESULTS/oci-out" "$RESULTS/runs" "$SMALL" "$BIG"
+  if mountpoint -q "$DEST"; then umount "$DEST" || umount -l "$DEST"; fi
+  rm -rf "$RESULTS/registry/data" "$DEST" "$RESULTS/dest.img" "$SMALL" "$BIG"
 }
 trap cleanup EXIT
+if [ -z "$HOST_FS" ]; then
+  command -v mkfs.ext4 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q e2fsprogs >/dev/null
+  truncate -s 4G "$RESULTS/dest.img"
+  mkfs.ext4 -q -F "$RESULTS/dest.img"
+  mount -o loop "$RESULTS/dest.img" "$DEST"
+fi
 for _ in $(seq 100); do
   python3 - "$ADDR" <<'EOF' && break
 import sys, urllib.request
@@ -130,21 +149,20 @@ skopeo copy -q --dest-tls-verify=false "oci:$SMALL:localhost/busybox:latest" "do
 skopeo copy -q --dest-tls-verify=false "oci:$BIG:localhost/busybox:big" "docker://$ADDR/busybox:big"
 
 # ---- sanity: both tools get the same manifest -----------------------------------
-rm -rf "$RESULTS/store" "$RESULTS/oci-out"
-ours=$("$PULL" --quiet --insecure "$ADDR" "$RESULTS/store" "$ADDR/busybox:big" | awk '{print $2}')
-skopeo copy -q --src-tls-verify=false "docker://$ADDR/busybox:big" "oci:$RESULTS/oci-out:big"
-theirs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$RESULTS/oci-out/index.json")
+ours=$("$PULL" --quiet --insecure "$ADDR" "$DEST/verify-store" "$ADDR/busybox:big" | awk '{print $2}')
+skopeo copy -q --src-tls-verify=false "docker://$ADDR/busybox:big" "oci:$DEST/verify-oci:big"
+theirs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$DEST/verify-oci/index.json")
 echo "manifest digests: podhost $ours skopeo $theirs" | tee "$RESULTS/verify.txt"
 [ "$ours" = "$theirs" ] || { echo "digest mismatch" >&2; exit 1; }
 
 # ---- timings --------------------------------------------------------------------
-python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" <<'EOF' | tee "$RESULTS/summary.txt"
+python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" "$DEST" <<'EOF' | tee "$RESULTS/summary.txt"
 import os, resource, shutil, statistics, subprocess, sys, time
-runs, results, pull, addr = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+runs, results, pull, addr, dest_dir = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 # Every run writes to a new dir; all are removed at the end. (Removing them between
 # runs makes the next run pay for it: ext4 without a journal skips recently deleted
 # inodes when allocating, at a cost per skipped inode, and a pull creates hundreds.)
-runs_dir = os.path.join(results, "runs")
+runs_dir = os.path.join(dest_dir, "runs")
 seq = iter(range(1 << 30))
 def cmd(tool, tag, dest):
     if tool == "podhost":
@@ -163,7 +181,8 @@ def timed(tool, tag):
 raw = open(os.path.join(results, "raw.tsv"), "w")
 raw.write("image\trun\ttool\twall_s\tcpu_s\n")
 print(f"bench-pull.sh {time.strftime('%Y-%m-%d', time.gmtime())}  {os.cpu_count()} cores  "
-      f"loadavg {os.getloadavg()[0]:.2f}  fs {subprocess.run(['stat', '-f', '-c', '%T', results], capture_output=True, text=True).stdout.strip()}  "
+      f"loadavg {os.getloadavg()[0]:.2f}  dest {'fresh ext4 loop' if os.path.ismount(dest_dir) else 'host fs'} "
+      f"({subprocess.run(['stat', '-f', '-c', '%T', dest_dir], capture_output=True, text=True).stdout.strip()})  "
       f"runs {runs} (alternating order, 1 warm-up each)")
 print(f"{'image':6} {'tool':8} {'wall ms':>9} {'cpu ms':>9}")
 for tag, label in (("latest", "small"), ("big", "big")):
