@@ -195,7 +195,27 @@ impl Ctx {
             return self.digest(what, d);
         }
         if let Some(r) = e.get_ref().and_then(|i| i.downcast_ref::<reqwest::Error>()) {
-            return self.request(r);
+            return match self.request(r) {
+                PullError::Registry {
+                    reference,
+                    registry,
+                    message,
+                } => PullError::Registry {
+                    reference,
+                    registry,
+                    message: format!("reading {what}: {message}"),
+                },
+                PullError::Unreachable {
+                    reference,
+                    registry,
+                    reason,
+                } => PullError::Unreachable {
+                    reference,
+                    registry,
+                    reason: format!("reading {what}: {reason}"),
+                },
+                other => other,
+            };
         }
         PullError::Registry {
             reference: self.reference.clone(),

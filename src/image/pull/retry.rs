@@ -85,7 +85,15 @@ fn reqwest_is_transient(r: &reqwest::Error) -> bool {
     if let Some(status) = r.status() {
         return status.is_server_error() || status.as_u16() == 429;
     }
-    r.is_connect() || r.is_timeout() || r.is_request() || r.is_body()
+    if r.is_connect() || r.is_timeout() || r.is_request() || r.is_body() {
+        return true;
+    }
+    // `Response::bytes_stream` reports a body cut off midway as a decode error
+    // wrapping the body error.
+    r.is_decode()
+        && std::error::Error::source(r)
+            .and_then(|s| s.downcast_ref::<reqwest::Error>())
+            .is_some_and(reqwest::Error::is_body)
 }
 
 /// Runs `request` until it succeeds, fails for good, or every attempt is used;
