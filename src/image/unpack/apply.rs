@@ -43,6 +43,8 @@ pub(super) struct Unpacker<'a> {
     dir_index: HashMap<PathBuf, usize>,
     stats: UnpackStats,
     euid_root: bool,
+    /// Owner of what this process creates (in a directory without set-group-ID).
+    creator: (u32, u32),
     /// The last entry seen, to name where a broken stream broke.
     last_entry: String,
     last_report: Instant,
@@ -57,6 +59,10 @@ impl<'a> Unpacker<'a> {
             dir_index: HashMap::new(),
             stats: UnpackStats::default(),
             euid_root: nix::unistd::geteuid().is_root(),
+            creator: (
+                nix::unistd::geteuid().as_raw(),
+                nix::unistd::getegid().as_raw(),
+            ),
             last_entry: String::new(),
             last_report: Instant::now(),
         }
@@ -171,7 +177,8 @@ impl<'a> Unpacker<'a> {
                     return Err((self.io_err(&name))(short));
                 }
                 self.stats.bytes += n;
-                self.fd_meta(&file, &meta, &name)?;
+                let owned = self.already_owned(&at, &meta);
+                self.fd_meta(&file, &meta, owned, &name)?;
             }
             EntryType::Symlink => {
                 let target = entry.link_name_bytes().map(|t| t.into_owned());
@@ -327,7 +334,7 @@ impl<'a> Unpacker<'a> {
         match at.lstat().map_err(self.io_err(name))? {
             None => Ok(()),
             Some(st) if is_dir(&st) && new_is_dir => Ok(()),
-            Some(st) => at.remove(is_dir(&st)).map_err(self.io_err(name)),
+            Some(st) => self.root.remove(at, is_dir(&st)).map_err(self.io_err(name)),
         }
     }
 
@@ -347,7 +354,7 @@ impl<'a> Unpacker<'a> {
         let dirs = std::mem::take(&mut self.dirs);
         for d in dirs.iter().rev() {
             match self.root.open_dir(&d.rel).map_err(self.io_err(&d.name))? {
-                Some(dir) => self.fd_meta(&dir, &d.meta, &d.name)?,
+                Some(dir) => self.fd_meta(&dir, &d.meta, false, &d.name)?,
                 None => tracing::debug!(layer = self.layer, entry = %d.name,
                     "directory replaced later in the layer; not applying its metadata"),
             }
@@ -355,15 +362,31 @@ impl<'a> Unpacker<'a> {
         Ok(())
     }
 
-    /// Ownership, then mode (chown clears set-id bits), then xattrs (chown clears
-    /// security.capability), then mtime; on an open file or directory.
-    fn fd_meta(&mut self, file: &File, meta: &Meta, name: &str) -> Result<(), ImageError> {
-        let owner = fchown(
-            file,
-            Some(Uid::from_raw(meta.uid)),
-            Some(Gid::from_raw(meta.gid)),
-        );
-        self.owner_result(owner.map_err(io::Error::from), name)?;
+    /// Whether an entry just created at `at` already has `meta`'s owner: the
+    /// creator's, unless the directory passes on its group (set-group-ID). Most
+    /// entries of most layers are root's, and chown is one syscall per entry.
+    fn already_owned(&self, at: &At, meta: &Meta) -> bool {
+        (meta.uid, meta.gid) == self.creator && !at.dir_is_setgid()
+    }
+
+    /// Ownership (unless `owned`: just created with it), then mode (chown clears
+    /// set-id bits), then xattrs (chown clears security.capability), then mtime;
+    /// on an open file or directory.
+    fn fd_meta(
+        &mut self,
+        file: &File,
+        meta: &Meta,
+        owned: bool,
+        name: &str,
+    ) -> Result<(), ImageError> {
+        if !owned {
+            let owner = fchown(
+                file,
+                Some(Uid::from_raw(meta.uid)),
+                Some(Gid::from_raw(meta.gid)),
+            );
+            self.owner_result(owner.map_err(io::Error::from), name)?;
+        }
         file.set_permissions(Permissions::from_mode(meta.mode))
             .map_err(self.io_err(name))?;
         for (key, value) in &meta.xattrs {
@@ -384,7 +407,10 @@ impl<'a> Unpacker<'a> {
         symlink: bool,
         name: &str,
     ) -> Result<(), ImageError> {
-        self.owner_result(at.chown(meta.uid, meta.gid), name)?;
+        // Called right after creating the name.
+        if !self.already_owned(at, meta) {
+            self.owner_result(at.chown(meta.uid, meta.gid), name)?;
+        }
         if !symlink {
             at.chmod(meta.mode).map_err(self.io_err(name))?;
         }

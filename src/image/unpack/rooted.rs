@@ -11,6 +11,7 @@
 //! No string check is involved in staying inside: the unpacker's name policy
 //! (refusing `..` and absolute names) only gives clearer errors.
 
+use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
 use std::fs::{File, Permissions};
 use std::io;
@@ -18,6 +19,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use nix::errno::Errno;
 use nix::fcntl::{AtFlags, OFlag, openat};
@@ -38,6 +40,18 @@ const IMPLICIT_DIR_MODE: u32 = 0o755;
 #[derive(Debug)]
 pub(crate) struct RootedDir {
     root: Root,
+    /// The directory the last entry went into: a layer lists a directory's
+    /// entries together, and resolving the same path again costs two syscalls
+    /// per entry. Forgotten on every removal ([`RootedDir::remove`]), the only
+    /// operation that can change what an existing path resolves to.
+    last_dir: RefCell<Option<ResolvedDir>>,
+}
+
+#[derive(Debug, Clone)]
+struct ResolvedDir {
+    rel: PathBuf,
+    fd: Rc<OwnedFd>,
+    mode: u32,
 }
 
 /// Why the directory an entry goes into could not be had.
@@ -58,8 +72,10 @@ pub(crate) enum AtError {
 /// component, never `.` or `..`, never followed.
 #[derive(Debug)]
 pub(crate) struct At {
-    dir: OwnedFd,
+    dir: Rc<OwnedFd>,
     name: OsString,
+    /// The directory's `st_mode`.
+    dir_mode: u32,
 }
 
 impl RootedDir {
@@ -67,7 +83,10 @@ impl RootedDir {
     pub(crate) fn open(path: &Path) -> io::Result<RootedDir> {
         let real = std::fs::canonicalize(path)?;
         let root = Root::open(&real).map_err(to_io)?;
-        Ok(RootedDir { root })
+        Ok(RootedDir {
+            root,
+            last_dir: RefCell::new(None),
+        })
     }
 
     /// The directory of `rel` (resolved in the root, created with mode 0755 when
@@ -78,14 +97,49 @@ impl RootedDir {
             return Err(AtError::BadName);
         }
         let parent = rel.parent().unwrap_or(Path::new(""));
-        let dir = self.dir_fd(parent, create)?;
+        let cached = self.last_dir.borrow().clone();
+        let resolved = match cached.filter(|c| c.rel == parent) {
+            Some(hit) => hit,
+            None => {
+                let fd = self.dir_fd(parent, create)?;
+                let st = fstat(&fd).map_err(|e| AtError::Io(e.into()))?;
+                if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFDIR {
+                    return Err(AtError::Parent(Errno::ENOTDIR.into()));
+                }
+                let resolved = ResolvedDir {
+                    rel: parent.to_path_buf(),
+                    fd: Rc::new(fd),
+                    mode: st.st_mode,
+                };
+                *self.last_dir.borrow_mut() = Some(resolved.clone());
+                resolved
+            }
+        };
         Ok(At {
-            dir,
+            dir: resolved.fd,
             name: name.to_os_string(),
+            dir_mode: resolved.mode,
         })
     }
 
-    /// An O_PATH fd of directory `rel` (the root itself when empty).
+    /// Removes `at`'s name: a directory with everything in it, anything else with
+    /// unlink (a symlink itself, never its target).
+    pub(crate) fn remove(&self, at: &At, is_dir: bool) -> io::Result<()> {
+        // What a path resolves to may change now.
+        *self.last_dir.borrow_mut() = None;
+        if is_dir {
+            // The directory fd is the "root" here: removal stays inside it.
+            RootRef::from_fd(at.dir.as_fd())
+                .remove_all(&at.name)
+                .map_err(to_io)
+        } else {
+            unlinkat(&*at.dir, at.name.as_os_str(), UnlinkatFlags::NoRemoveDir)
+                .map_err(io::Error::from)
+        }
+    }
+
+    /// An O_PATH fd of `rel` (the root itself when empty), creating missing
+    /// directories when `create` is set; the caller checks it is a directory.
     fn dir_fd(&self, rel: &Path, create: bool) -> Result<OwnedFd, AtError> {
         let fd: OwnedFd = if rel.as_os_str().is_empty() {
             self.root
@@ -109,10 +163,6 @@ impl RootedDir {
                 }
             }
         };
-        let st = fstat(&fd).map_err(|e| AtError::Io(e.into()))?;
-        if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFDIR {
-            return Err(AtError::Parent(Errno::ENOTDIR.into()));
-        }
         Ok(fd)
     }
 
@@ -155,7 +205,7 @@ impl At {
     /// `lstat` of the name; `None` if absent.
     pub(crate) fn lstat(&self) -> io::Result<Option<FileStat>> {
         match fstatat(
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             AtFlags::AT_SYMLINK_NOFOLLOW,
         ) {
@@ -165,27 +215,13 @@ impl At {
         }
     }
 
-    /// Removes the name: a directory with everything in it, anything else with
-    /// unlink (a symlink itself, never its target).
-    pub(crate) fn remove(&self, is_dir: bool) -> io::Result<()> {
-        if is_dir {
-            // The directory fd is the "root" here: removal stays inside it.
-            RootRef::from_fd(self.dir.as_fd())
-                .remove_all(&self.name)
-                .map_err(to_io)
-        } else {
-            unlinkat(&self.dir, self.name.as_os_str(), UnlinkatFlags::NoRemoveDir)
-                .map_err(io::Error::from)
-        }
-    }
-
     /// Creates a new regular file (mode 0600 until the metadata is applied),
     /// failing if the name exists; never follows a symlink.
     pub(crate) fn create_file(&self) -> io::Result<File> {
         let flags =
             OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let fd = openat(
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             flags,
             Mode::from_bits_truncate(0o600),
@@ -196,7 +232,7 @@ impl At {
     /// `mkdir` (mode 0755 until the metadata is applied).
     pub(crate) fn mkdir(&self) -> io::Result<()> {
         mkdirat(
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             Mode::from_bits_truncate(IMPLICIT_DIR_MODE),
         )
@@ -206,15 +242,15 @@ impl At {
     /// A symlink holding `target` as written (it is resolved by whoever follows
     /// it: the container, or this module with RESOLVE_IN_ROOT).
     pub(crate) fn symlink(&self, target: &OsStr) -> io::Result<()> {
-        symlinkat(target, &self.dir, self.name.as_os_str()).map_err(io::Error::from)
+        symlinkat(target, &*self.dir, self.name.as_os_str()).map_err(io::Error::from)
     }
 
     /// A hard link to `src` (a symlink is linked itself, not followed).
     pub(crate) fn hardlink_to(&self, src: &At) -> io::Result<()> {
         linkat(
-            &src.dir,
+            &*src.dir,
             src.name.as_os_str(),
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             AtFlags::empty(),
         )
@@ -224,7 +260,7 @@ impl At {
     /// `mknod` of a FIFO or device node.
     pub(crate) fn mknod(&self, kind: SFlag, perm: u32, dev: u64) -> io::Result<()> {
         mknodat(
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             kind,
             Mode::from_bits_truncate(perm),
@@ -236,7 +272,7 @@ impl At {
     /// `lchown`.
     pub(crate) fn chown(&self, uid: u32, gid: u32) -> io::Result<()> {
         fchownat(
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             Some(Uid::from_raw(uid)),
             Some(Gid::from_raw(gid)),
@@ -248,7 +284,7 @@ impl At {
     /// `chmod` without following a symlink (fails on a symlink).
     pub(crate) fn chmod(&self, mode: u32) -> io::Result<()> {
         fchmodat(
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             Mode::from_bits_truncate(mode),
             FchmodatFlags::NoFollowSymlink,
@@ -259,7 +295,7 @@ impl At {
     /// Sets atime and mtime to `mtime`, without following a symlink.
     pub(crate) fn set_times(&self, mtime: &TimeSpec) -> io::Result<()> {
         utimensat(
-            &self.dir,
+            &*self.dir,
             self.name.as_os_str(),
             mtime,
             mtime,
@@ -278,10 +314,16 @@ impl At {
         xattr::set(&path, key, value)
     }
 
+    /// Whether the directory this name is in has the set-group-ID bit (new
+    /// entries then take its group instead of the creator's).
+    pub(crate) fn dir_is_setgid(&self) -> bool {
+        self.dir_mode & libc::S_ISGID != 0
+    }
+
     /// Opens the directory this name is in, for reading.
     pub(crate) fn open_parent(&self) -> io::Result<File> {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-        let fd = openat(&self.dir, ".", flags, Mode::empty())?;
+        let fd = openat(&*self.dir, ".", flags, Mode::empty())?;
         Ok(File::from(fd))
     }
 }

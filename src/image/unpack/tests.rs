@@ -122,3 +122,73 @@ fn zstd_is_refused() {
         ImageError::UnsupportedCompression { .. }
     ));
 }
+
+#[test]
+fn a_directory_replaced_midway_is_resolved_again() {
+    // "a/x" leaves "a" as the remembered directory; "a" then becomes a symlink
+    // to "b", so "a/y" must land in "b", not in the removed old "a".
+    let data = tar_of(&[
+        ("b/", EntryType::Directory, ""),
+        ("a/", EntryType::Directory, ""),
+        ("a/x", EntryType::Regular, "old"),
+        ("a", EntryType::Symlink, "b"),
+        ("a/y", EntryType::Regular, "new"),
+        // And back: "b" replaced by a file, so "b/z" has no directory to go in.
+        ("b", EntryType::Regular, "file"),
+    ]);
+    let (tmp, r) = unpack(&data);
+    r.unwrap();
+    let snap = tmp.path().join("snap");
+    assert_eq!(fs::read_link(snap.join("a")).unwrap(), Path::new("b"));
+    assert_eq!(fs::read(snap.join("b")).unwrap(), b"file");
+    assert!(!snap.join("a/x").exists());
+
+    let data = tar_of(&[
+        ("b/", EntryType::Directory, ""),
+        ("b/w", EntryType::Regular, "w"),
+        ("a/x", EntryType::Regular, "old"),
+        ("a", EntryType::Symlink, "b"),
+        ("a/y", EntryType::Regular, "new"),
+    ]);
+    let (tmp, r) = unpack(&data);
+    r.unwrap();
+    let snap = tmp.path().join("snap");
+    assert_eq!(fs::read(snap.join("b/y")).unwrap(), b"new");
+    assert_eq!(fs::read(snap.join("b/w")).unwrap(), b"w");
+}
+
+#[test]
+fn owners_other_than_the_creator_are_applied() {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, kind, uid) in [
+        ("f", EntryType::Regular, 1234),
+        ("l", EntryType::Symlink, 2345),
+        ("r", EntryType::Regular, 0),
+    ] {
+        let mut h = Header::new_gnu();
+        h.set_path(path).unwrap();
+        if kind == EntryType::Symlink {
+            h.set_link_name("f").unwrap();
+        }
+        h.set_entry_type(kind);
+        h.set_size(0);
+        h.set_mode(0o644);
+        h.set_uid(uid);
+        h.set_gid(uid + 1);
+        h.set_cksum();
+        b.append(&h, &b""[..]).unwrap();
+    }
+    let (tmp, r) = unpack(&b.into_inner().unwrap());
+    r.unwrap();
+    let snap = tmp.path().join("snap");
+    let owner = |p: &str| {
+        let m = fs::symlink_metadata(snap.join(p)).unwrap();
+        (m.uid(), m.gid())
+    };
+    assert_eq!(owner("f"), (1234, 1235));
+    assert_eq!(owner("l"), (2345, 2346));
+    assert_eq!(owner("r"), (0, 1));
+}
