@@ -24,5 +24,5 @@ pub use digest::chain_ids;
 pub use error::ImageError;
 pub use gc::FsUsage;
 pub use reference::normalize_reference;
-pub use store::{ImageStore, ImageSummary, ResolvedImage};
+pub use store::{ImageStore, ImageSummary, ResolvedImage, UnpackedLayer};
 pub use unpack::{SkippedEntry, UnpackStats, unpack_layer};

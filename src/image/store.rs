@@ -13,7 +13,6 @@
 //! snapshots/tmp-…             snapshots being unpacked
 //! ```
 
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -23,12 +22,15 @@ use serde::{Deserialize, Serialize};
 
 use super::blobs::Blobs;
 use super::digest::{chain_ids, sha256_hex};
-use super::error::{ImageError, IoContext};
-use super::fsutil::{ensure_dir, fsync_dir, remove_stale_temps, temp_name};
+use super::error::ImageError;
+use super::fsutil::{ensure_dir, remove_stale_temps};
 use super::layout::{FoundImage, Source, host_platform};
 use super::reference::{digest_part, is_bare_digest, normalize_reference};
 use super::refs::{RefEntry, RefFile};
-use super::unpack::unpack_layer;
+
+mod snapshot;
+
+pub use snapshot::UnpackedLayer;
 
 /// The content-addressed image store under a root dir (`--root-dir`).
 ///
@@ -316,56 +318,6 @@ impl ImageStore {
             dirs.push(dir);
         }
         Ok(dirs)
-    }
-
-    /// Unpacks layer blob `digest` into `snapshots/tmp-…`, checks its diff_id and
-    /// renames it to `dest`. A concurrent writer that got there first wins.
-    fn unpack_snapshot(&self, digest: &str, diff_id: &str, dest: &Path) -> Result<(), ImageError> {
-        let started = Instant::now();
-        let blob_path = self.blobs.path(digest)?;
-        if !blob_path.is_file() {
-            return Err(ImageError::MissingBlob {
-                digest: digest.to_string(),
-                source_path: self.blobs.path(digest)?,
-            });
-        }
-        let blob = fs::File::open(&blob_path).ctx("open", &blob_path)?;
-        let tmp = self.snapshots.join(temp_name("snapshot"));
-        fs::create_dir(&tmp).ctx("create directory", &tmp)?;
-        let result = (|| {
-            let stats = unpack_layer(blob, &tmp, digest)?;
-            if stats.diff_id != diff_id {
-                return Err(ImageError::DigestMismatch {
-                    what: format!("layer {digest} (uncompressed, diff_id)"),
-                    expected: diff_id.to_string(),
-                    actual: stats.diff_id,
-                });
-            }
-            let dir = fs::File::open(&tmp).ctx("open", &tmp)?;
-            nix::unistd::syncfs(&dir).map_err(|e| ImageError::io("syncfs", &tmp, e.into()))?;
-            match fs::rename(&tmp, dest) {
-                Ok(()) => {}
-                Err(e) if dest.is_dir() => {
-                    tracing::debug!(dest = %dest.display(), error = %e, "snapshot appeared concurrently");
-                    let _ = fs::remove_dir_all(&tmp);
-                }
-                Err(e) => return Err(ImageError::io("rename into place", dest, e)),
-            }
-            fsync_dir(&self.snapshots)?;
-            tracing::info!(
-                layer = digest,
-                entries = stats.entries,
-                bytes = stats.bytes,
-                whiteouts = stats.whiteouts,
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                "unpacked layer"
-            );
-            Ok(())
-        })();
-        if result.is_err() {
-            let _ = fs::remove_dir_all(&tmp);
-        }
-        result
     }
 }
 

@@ -16,6 +16,7 @@ use super::super::{BlobWriter, ImageError, ImageStore};
 use super::error::{Ctx, PullError};
 use super::progress::{PullProgress, Reporter};
 use super::retry::{Attempts, io_is_transient, oci_is_transient, with_attempts};
+use super::streamed::{Tee, TeeSender};
 
 /// Chunks are handed to the writer thread in batches of about this many bytes.
 const BATCH: usize = 256 * 1024;
@@ -38,17 +39,19 @@ pub(super) struct Blob<'a> {
 /// failure (see [`retry`](super::retry)) is retried after a pause; a download cut
 /// off midway resumes from the bytes already written when the registry serves
 /// ranges (it starts over when it does not).
+/// Every chunk written also goes to `tee`, if given (see [`streamed`](super::streamed)).
 pub(super) async fn download(
     client: &Client,
     repo: &Reference,
     store: &Arc<ImageStore>,
     blob: Blob<'_>,
+    tee: Option<&Tee>,
     ctx: &Ctx,
 ) -> Result<(), PullError> {
     let mut attempts = Attempts::new();
     let mut partial: Option<BlobWriter> = None;
     loop {
-        let failure = match attempt(client, repo, store, &blob, ctx, partial.take()).await {
+        let failure = match attempt(client, repo, store, &blob, tee, ctx, partial.take()).await {
             Ok(()) => return Ok(()),
             Err(f) => f,
         };
@@ -96,6 +99,7 @@ async fn attempt(
     repo: &Reference,
     store: &Arc<ImageStore>,
     blob: &Blob<'_>,
+    tee: Option<&Tee>,
     ctx: &Ctx,
     partial: Option<BlobWriter>,
 ) -> Result<(), Failure> {
@@ -122,6 +126,9 @@ async fn attempt(
             if offset > 0 {
                 tracing::info!(what = %blob.what, offset,
                     "the registry does not serve ranges; downloading the blob again");
+                if let Some(tee) = tee {
+                    tee.abandon();
+                }
             }
             (s, None)
         }
@@ -147,7 +154,8 @@ async fn attempt(
     };
     let already = writer.written();
     let (tx, rx) = mpsc::channel::<Vec<Bytes>>(4);
-    let write_task = tokio::task::spawn_blocking(move || write_all(writer, rx));
+    let tee = tee.and_then(Tee::sender);
+    let write_task = tokio::task::spawn_blocking(move || write_all(writer, rx, tee));
     let pumped = pump(&mut stream, tx, blob, ctx, already).await;
     let written = write_task
         .await
@@ -248,14 +256,19 @@ async fn pump(
     Ok(())
 }
 
-/// The writer thread: writes every batch until the channel closes.
+/// The writer thread: writes every batch until the channel closes, and passes
+/// each chunk on to `tee` while its unpacker takes them.
 fn write_all(
     mut writer: BlobWriter,
     mut rx: mpsc::Receiver<Vec<Bytes>>,
+    mut tee: Option<TeeSender>,
 ) -> Result<BlobWriter, ImageError> {
     while let Some(batch) = rx.blocking_recv() {
         for chunk in batch {
             writer.write_chunk(&chunk)?;
+            if tee.as_ref().is_some_and(|t| !t.send(&chunk)) {
+                tee = None;
+            }
         }
     }
     Ok(writer)

@@ -17,6 +17,7 @@ use super::super::{ImageError, ImageStore, chain_ids};
 use super::error::{Ctx, PullError};
 use super::fetch::{self, Blob};
 use super::progress::{PullProgress, Reporter};
+use super::streamed;
 use super::{PARALLEL_LAYERS, Puller};
 
 /// One distinct layer blob of the image being pulled.
@@ -130,13 +131,14 @@ pub(super) async fn join(
     Ok(())
 }
 
-/// One layer: download unless stored, then unpack its snapshot(s), all under
-/// the digest's in-flight lock.
+/// One layer: download unless stored (unpacking it as it arrives), then adopt or
+/// unpack its snapshot(s), all under the digest's in-flight lock.
 async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
     let inner = &shared.puller.inner;
     let ctx = &shared.ctx;
     let _guard = inner.inflight.lock(&job.digest).await;
     let store = &inner.store;
+    let mut streamed = None;
     if !store.has_blob(&job.digest).map_err(|e| ctx.store(e))? {
         inner.blob_fetches.fetch_add(1, Ordering::Relaxed);
         let blob = Blob {
@@ -145,7 +147,18 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
             what: format!("layer {}", job.digest),
             report: Some(&shared.report),
         };
-        fetch::download(&shared.client, &shared.repo, store, blob, ctx).await?;
+        let (tee, unpacking) = streamed::start(store.clone(), job.digest.clone());
+        let downloaded =
+            fetch::download(&shared.client, &shared.repo, store, blob, Some(&tee), ctx).await;
+        if let Err(e) = downloaded {
+            // The unpack stops at the broken stream; its temp dir is gone when the
+            // pull reports the failure.
+            drop(tee);
+            let _ = unpacking.await;
+            return Err(e);
+        }
+        tee.finish();
+        streamed = Some(unpacking);
     } else if !job.cached {
         // A concurrent pull stored it meanwhile.
         shared
@@ -164,7 +177,23 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
         .map_err(|_| ctx.internal("the pull ended before its config was read"))?
         .clone();
     let Plan::Ready(snapshots) = plan else {
+        if let Some(task) = streamed {
+            let _ = task.await;
+        }
         return Err(ctx.internal("the image config could not be read"));
+    };
+    let mut unpacked = match streamed {
+        Some(task) => match task.await {
+            Ok(Ok(u)) => Some(u),
+            Ok(Err(e)) => {
+                // Unpacked again from the stored blob below, which reports a
+                // problem of the layer itself properly.
+                tracing::debug!(layer = %job.digest, error = %e, "unpack during download failed");
+                None
+            }
+            Err(e) => return Err(ctx.internal(e)),
+        },
+        None => None,
     };
     for (diff_id, chain) in snapshots.get(&job.digest).cloned().unwrap_or_default() {
         if store.has_snapshot(&chain).map_err(|e| ctx.store(e))? {
@@ -176,11 +205,14 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
                 digest: job.digest.clone(),
             })
             .await;
-        let (store, digest) = (store.clone(), job.digest.clone());
-        tokio::task::spawn_blocking(move || store.ensure_layer_snapshot(&digest, &diff_id, &chain))
-            .await
-            .map_err(|e| ctx.internal(e))?
-            .map_err(|e| ctx.store(e))?;
+        let (store, digest, ready) = (store.clone(), job.digest.clone(), unpacked.take());
+        tokio::task::spawn_blocking(move || match ready {
+            Some(u) => store.adopt_snapshot(u, &diff_id, &chain),
+            None => store.ensure_layer_snapshot(&digest, &diff_id, &chain),
+        })
+        .await
+        .map_err(|e| ctx.internal(e))?
+        .map_err(|e| ctx.store(e))?;
     }
     Ok(())
 }

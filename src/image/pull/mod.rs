@@ -20,6 +20,7 @@ mod layers;
 mod manifest;
 mod progress;
 mod retry;
+mod streamed;
 mod target;
 
 use std::path::PathBuf;
@@ -305,7 +306,7 @@ impl Puller {
             return Ok(());
         }
         self.inner.blob_fetches.fetch_add(1, Ordering::Relaxed);
-        fetch::download(client, repo, store, blob, ctx).await
+        fetch::download(client, repo, store, blob, None, ctx).await
     }
 }
 
