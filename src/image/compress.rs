@@ -32,13 +32,13 @@ impl Compression {
 /// Wraps `reader` in a gzip decoder if it starts with the gzip magic.
 /// Returns the detected compression with the decompressed stream; for zstd the
 /// stream is returned undecoded and the caller reports the error.
-pub(crate) fn decompressed<'a, R: Read + 'a>(
+pub(crate) fn decompressed<'a, R: Read + Send + 'a>(
     reader: R,
-) -> io::Result<(Compression, Box<dyn Read + 'a>)> {
+) -> io::Result<(Compression, Box<dyn Read + Send + 'a>)> {
     let mut buffered = BufReader::with_capacity(256 * 1024, reader);
     let head = buffered.fill_buf()?;
     let kind = Compression::detect(head);
-    let stream: Box<dyn Read + 'a> = match kind {
+    let stream: Box<dyn Read + Send + 'a> = match kind {
         Compression::Gzip => Box::new(MultiGzDecoder::new(buffered)),
         Compression::None | Compression::Zstd => Box::new(buffered),
     };

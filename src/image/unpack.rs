@@ -29,6 +29,7 @@
 mod apply;
 mod budget;
 mod policy;
+mod read_ahead;
 mod rooted;
 
 use std::io::{self, Read};
@@ -72,7 +73,11 @@ pub struct SkippedEntry {
 /// Unpacks the (gzip or plain) layer tar read from `blob` into `dest`, an empty
 /// directory that nothing else writes to. `layer` names the layer in errors and
 /// logs. On error `dest` holds part of the layer: the caller removes it.
-pub fn unpack_layer(blob: impl Read, dest: &Path, layer: &str) -> Result<UnpackStats, ImageError> {
+pub fn unpack_layer(
+    blob: impl Read + Send,
+    dest: &Path,
+    layer: &str,
+) -> Result<UnpackStats, ImageError> {
     let read_err = |e: io::Error| ImageError::Unpack {
         layer: layer.to_string(),
         entry: "(at the start of the layer)".to_string(),
@@ -86,6 +91,20 @@ pub fn unpack_layer(blob: impl Read, dest: &Path, layer: &str) -> Result<UnpackS
         });
     }
     let root = RootedDir::open(dest).map_err(|e| ImageError::io("open", dest, e))?;
+    std::thread::scope(|scope| unpack_stream(read_ahead::spawn(scope, stream), root, layer))
+}
+
+/// Unpacks the decompressed tar `stream` with `root` as the layer's root.
+fn unpack_stream(
+    stream: impl Read,
+    root: RootedDir,
+    layer: &str,
+) -> Result<UnpackStats, ImageError> {
+    let read_err = |e: io::Error| ImageError::Unpack {
+        layer: layer.to_string(),
+        entry: "(at the start of the layer)".to_string(),
+        source: e,
+    };
     let mut unpacker = Unpacker::new(root, layer);
     let mut hashing = HashingReader::new(stream);
     let budget = Rc::new(Budget::default());

@@ -48,7 +48,7 @@ impl ImageStore {
     pub fn unpack_to_temp(
         &self,
         digest: &str,
-        blob: impl Read,
+        blob: impl Read + Send,
     ) -> Result<UnpackedLayer, ImageError> {
         let started = Instant::now();
         let tmp = self.snapshots.join(temp_name("snapshot"));
