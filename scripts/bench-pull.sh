@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Registry pull benchmark: podhost's puller (examples/pull.rs: Puller::pull into a fresh
-# image store, layers unpacked) versus `skopeo copy` of the same image from the same
-# local registry into a fresh OCI layout dir.
+# Registry pull benchmark, three ways to get the same image from the same local
+# registry:
+#   podhost  examples/pull.rs: one process, Puller::pull into a fresh image store,
+#            layers unpacked (pays for building the registry client each time)
+#   daemon   `podhost pull` through a running daemon (what users run; the image is
+#            removed with `podhost rmi`, content included, between runs)
+#   skopeo   `skopeo copy` into a fresh OCI layout dir (no unpack)
 #
 # usage: scripts/bench-pull.sh [-n RUNS] [-P PORT] [-H]
 #   RUNS  timed runs per tool and image (default 10), alternating which tool goes first
@@ -20,8 +24,9 @@
 # pushes the same bytes). The registry is Debian's docker-registry, started offline with
 # its storage in the results dir and stopped (by PID) on exit.
 #
-# Prints per tool and image the median wall and CPU time of the whole process, and the
-# podhost/skopeo ratio (median of the per-run ratios; goal <= 1.0). Results and raw
+# Prints per tool and image the median wall and CPU time (for the daemon: the CLI's
+# plus the daemon's), and each podhost way's ratio to skopeo (median of the per-run
+# ratios; goal <= 1.0). Results and raw
 # timings go to $RESULTS (default /tmp/bench-results/pull-podhost-<UTC stamp>).
 # Needs root (unpacking layers creates device nodes and chowns).
 set -euo pipefail
@@ -51,8 +56,9 @@ mkdir -p "$RESULTS"
 echo "results: $RESULTS"
 
 echo "building examples/pull.rs (release)"
-cargo build --release --example pull -q
+cargo build --release --example pull --bin podhost -q
 PULL=$REPO/target/release/examples/pull
+PODHOST=$REPO/target/release/podhost
 
 # ---- images ---------------------------------------------------------------------
 SMALL=$RESULTS/small-oci
@@ -120,7 +126,9 @@ EOF
 REGISTRY_PID=$!
 DEST=$RESULTS/dest
 mkdir -p "$DEST"
+DAEMON_PID=
 cleanup() {
+  if [ -n "$DAEMON_PID" ]; then kill "$DAEMON_PID" 2>/dev/null || true; wait "$DAEMON_PID" 2>/dev/null || true; fi
   kill "$REGISTRY_PID" 2>/dev/null || true
   wait "$REGISTRY_PID" 2>/dev/null || true
   if mountpoint -q "$DEST"; then umount "$DEST" || umount -l "$DEST"; fi
@@ -129,7 +137,9 @@ cleanup() {
 trap cleanup EXIT
 if [ -z "$HOST_FS" ]; then
   command -v mkfs.ext4 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q e2fsprogs >/dev/null
-  truncate -s 4G "$RESULTS/dest.img"
+  # Allocated up front: a sparse backing file would make later runs pay for
+  # growing it on the host's filesystem.
+  fallocate -l 4G "$RESULTS/dest.img"
   mkfs.ext4 -q -F "$RESULTS/dest.img"
   mount -o loop "$RESULTS/dest.img" "$DEST"
 fi
@@ -155,16 +165,38 @@ theirs=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manife
 echo "manifest digests: podhost $ours skopeo $theirs" | tee "$RESULTS/verify.txt"
 [ "$ours" = "$theirs" ] || { echo "digest mismatch" >&2; exit 1; }
 
+# ---- the daemon, for `podhost pull` -------------------------------------------
+# What users run: the CLI asks a running daemon, whose registry client (and its
+# TLS roots, ~9 ms to load here) lives as long as the daemon does.
+SOCK=$RESULTS/podhost.sock
+mkdir -p "$RESULTS/daemon-manifests"
+"$PODHOST" daemon --root-dir "$DEST/daemon-root" --log-dir "$DEST/daemon-logs" \
+  --pod-manifest-path "$RESULTS/daemon-manifests" --socket "$SOCK" --node-name bench \
+  --insecure-registry "$ADDR" --image-credentials "$RESULTS/no-credentials.json" \
+  >"$RESULTS/daemon.log" 2>&1 </dev/null &
+DAEMON_PID=$!
+for _ in $(seq 100); do
+  "$PODHOST" images --socket "$SOCK" >/dev/null 2>&1 && break
+  kill -0 "$DAEMON_PID" 2>/dev/null || { cat "$RESULTS/daemon.log" >&2; exit 1; }
+  sleep 0.1
+done
+
 # ---- timings --------------------------------------------------------------------
-python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" "$DEST" <<'EOF' | tee "$RESULTS/summary.txt"
+python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" "$DEST" "$PODHOST" "$SOCK" "$DAEMON_PID" <<'EOF' | tee "$RESULTS/summary.txt"
 import os, resource, shutil, statistics, subprocess, sys, time
 runs, results, pull, addr, dest_dir = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-# Every run writes to a new dir; all are removed at the end. (Removing them between
-# runs makes the next run pay for it: ext4 without a journal skips recently deleted
-# inodes when allocating, at a cost per skipped inode, and a pull creates hundreds.)
+podhost, sock, daemon_pid = sys.argv[6], sys.argv[7], sys.argv[8]
+def daemon_cpu():
+    fields = open(f"/proc/{daemon_pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+# Every run writes to a new dir, removed after it (and synced before the next), so
+# every run starts on the same nearly empty filesystem. (With -H on a host fs
+# without a journal, the removals make later pulls skip recently deleted inodes.)
 runs_dir = os.path.join(dest_dir, "runs")
 seq = iter(range(1 << 30))
 def cmd(tool, tag, dest):
+    if tool == "daemon":
+        return [podhost, "pull", "--socket", sock, f"{addr}/busybox:{tag}"]
     if tool == "podhost":
         return [pull, "--quiet", "--insecure", addr, dest, f"{addr}/busybox:{tag}"]
     return ["skopeo", "copy", "-q", "--src-tls-verify=false", f"docker://{addr}/busybox:{tag}", f"oci:{dest}:{tag}"]
@@ -172,11 +204,19 @@ def timed(tool, tag):
     dest = os.path.join(runs_dir, f"{next(seq)}-{tool}-{tag}")
     subprocess.run(["sync"])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    daemon_before = daemon_cpu()
     t0 = time.perf_counter()
-    subprocess.run(cmd(tool, tag, dest), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd(tool, tag, dest), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if tool == "daemon":
+        cpu += daemon_cpu() - daemon_before
+        # Image, blobs and snapshots all go: the next pull downloads everything.
+        subprocess.run([podhost, "rmi", "--socket", sock, f"{addr}/busybox:{tag}"],
+                       check=True, stdout=subprocess.DEVNULL)
+    else:
+        shutil.rmtree(dest)
     return wall, cpu
 raw = open(os.path.join(results, "raw.tsv"), "w")
 raw.write("image\trun\ttool\twall_s\tcpu_s\n")
@@ -186,21 +226,24 @@ print(f"bench-pull.sh {time.strftime('%Y-%m-%d', time.gmtime())}  {os.cpu_count(
       f"runs {runs} (alternating order, 1 warm-up each)")
 print(f"{'image':6} {'tool':8} {'wall ms':>9} {'cpu ms':>9}")
 for tag, label in (("latest", "small"), ("big", "big")):
-    timed("podhost", tag); timed("skopeo", tag)  # warm-up
-    t = {"podhost": [], "skopeo": []}
+    tools = ("podhost", "daemon", "skopeo")
+    for tool in tools:  # warm-up
+        timed(tool, tag)
+    t = {tool: [] for tool in tools}
     for i in range(runs):
-        order = ("podhost", "skopeo") if i % 2 == 0 else ("skopeo", "podhost")
+        order = tools if i % 2 == 0 else tools[::-1]
         for tool in order:
             w, c = timed(tool, tag)
             t[tool].append((w, c))
             raw.write(f"{label}\t{i}\t{tool}\t{w:.6f}\t{c:.6f}\n")
-    for tool in ("podhost", "skopeo"):
+    for tool in tools:
         print(f"{label:6} {tool:8} {statistics.median(w for w, _ in t[tool]) * 1000:9.1f} "
               f"{statistics.median(c for _, c in t[tool]) * 1000:9.1f}")
-    ratio_w = statistics.median(a[0] / b[0] for a, b in zip(t["podhost"], t["skopeo"]))
-    ratio_c = statistics.median(a[1] / b[1] for a, b in zip(t["podhost"], t["skopeo"]))
-    verdict = "goal met" if ratio_w <= 1.0 else "goal missed"
-    print(f"{label:6} podhost/skopeo wall ratio {ratio_w:.2f} (cpu {ratio_c:.2f})  [{verdict}: <= 1.0]")
+    for ours, what in (("podhost", "one process"), ("daemon", "podhost pull via the daemon")):
+        ratio_w = statistics.median(a[0] / b[0] for a, b in zip(t[ours], t["skopeo"]))
+        ratio_c = statistics.median(a[1] / b[1] for a, b in zip(t[ours], t["skopeo"]))
+        verdict = "goal met" if ratio_w <= 1.0 else "goal missed"
+        print(f"{label:6} {ours}/skopeo wall ratio {ratio_w:.2f} (cpu {ratio_c:.2f})  [{verdict}: <= 1.0]  ({what})")
 raw.close()
 shutil.rmtree(runs_dir, ignore_errors=True)
 EOF
