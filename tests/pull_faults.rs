@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use common_registry::{Registry, blob_in, busybox_digests, busybox_layout, require_root};
+use common_registry::{
+    Registry, blob_in, busybox_digests, busybox_layout, busybox_plus_big_layer, require_root,
+};
 use podhost::image::ImageStore;
 use podhost::image::pull::{PullError, PullOptions, Puller};
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// What the proxy does to a request that matches a [`Rule`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -286,70 +286,6 @@ fn assert_no_temps(root: &Path) {
     }
 }
 
-fn sha(data: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(data)))
-}
-
-/// A layout with busybox plus a layer holding `/big.bin` (`mib` MiB of seeded
-/// pseudo-random bytes, gzip level 1), named `localhost/busybox:big`. Returns
-/// that layer's digest and the file content. (Cut down from tests/registry_pull.rs.)
-fn big_layer_layout(dir: &Path, mib: usize) -> (String, Vec<u8>) {
-    let src = busybox_layout();
-    fs::create_dir_all(dir.join("blobs/sha256")).unwrap();
-    for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
-        let e = e.unwrap();
-        fs::copy(e.path(), dir.join("blobs/sha256").join(e.file_name())).unwrap();
-    }
-    fs::copy(src.join("oci-layout"), dir.join("oci-layout")).unwrap();
-    let put = |data: &[u8]| -> (String, usize) {
-        let d = sha(data);
-        fs::write(blob_in(dir, &d), data).unwrap();
-        (d, data.len())
-    };
-    // xorshift64: incompressible, so the blob is as big as the file.
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let content: Vec<u8> = (0..mib << 17)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()
-        })
-        .collect();
-    let mut tar = tar::Builder::new(Vec::new());
-    let mut header = tar::Header::new_ustar();
-    header.set_size(content.len() as u64);
-    header.set_mode(0o644);
-    header.set_mtime(0);
-    header.set_cksum();
-    tar.append_data(&mut header, "big.bin", &content[..])
-        .unwrap();
-    let tar = tar.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(&tar).unwrap();
-    let (layer, layer_size) = put(&gz.finish().unwrap());
-
-    let (manifest, config, _) = busybox_digests();
-    let mut config: Value =
-        serde_json::from_slice(&fs::read(blob_in(src, &config)).unwrap()).unwrap();
-    config["rootfs"]["diff_ids"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!(sha(&tar)));
-    let (config, config_size) = put(&serde_json::to_vec(&config).unwrap());
-    let mut m: Value = serde_json::from_slice(&fs::read(blob_in(src, &manifest)).unwrap()).unwrap();
-    m["config"] = json!({"mediaType": "application/vnd.oci.image.config.v1+json",
-        "digest": config, "size": config_size});
-    m["layers"].as_array_mut().unwrap().push(json!({
-        "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer, "size": layer_size}));
-    let (m, m_size) = put(&serde_json::to_vec(&m).unwrap());
-    let top = json!({"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": m, "size": m_size,
-        "annotations": {"org.opencontainers.image.ref.name": "localhost/busybox:big"}}]});
-    fs::write(dir.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
-    (layer, content)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_layer_download_resumes_from_where_it_stopped() {
     if !require_root() {
@@ -357,7 +293,7 @@ async fn a_cut_layer_download_resumes_from_where_it_stopped() {
     }
     let registry = Registry::start();
     let layout = tempfile::tempdir().unwrap();
-    let (big, content) = big_layer_layout(layout.path(), 8);
+    let (big, content) = busybox_plus_big_layer(layout.path(), 8);
     registry.push(layout.path(), "localhost/busybox:big", "busybox:big", &[]);
     let proxy = Proxy::start(&registry.addr);
     const CUT: usize = 1 << 20;

@@ -10,7 +10,9 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
-use common_registry::{Registry, blob_in, busybox_digests, busybox_layout, require_root};
+use common_registry::{
+    Registry, blob_in, busybox_digests, busybox_layout, busybox_plus_big_layer, require_root,
+};
 use podhost::image::ImageStore;
 use podhost::image::pull::{PullError, PullOptions, PullProgress, Puller};
 use serde_json::{Value, json};
@@ -617,73 +619,6 @@ async fn blob_larger_than_its_descriptor_is_refused() {
     assert_no_temps(root.path());
 }
 
-/// A layout with busybox plus a second layer holding `/big.bin` (`mib` MiB of
-/// pseudo-random bytes), named `localhost/busybox:big`. Returns the new layer's
-/// digest and the file content.
-fn two_layer_layout(dir: &Path, mib: usize) -> (String, Vec<u8>) {
-    let src = busybox_layout();
-    fs::create_dir_all(dir.join("blobs/sha256")).unwrap();
-    for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
-        let e = e.unwrap();
-        fs::copy(e.path(), dir.join("blobs/sha256").join(e.file_name())).unwrap();
-    }
-    fs::copy(src.join("oci-layout"), dir.join("oci-layout")).unwrap();
-    let put = |data: &[u8]| -> (String, usize) {
-        let d = sha(data);
-        fs::write(blob_in(dir, &d), data).unwrap();
-        (d, data.len())
-    };
-    // xorshift64: incompressible and reproducible.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let content: Vec<u8> = (0..mib << 17)
-        .flat_map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x.to_le_bytes()
-        })
-        .collect();
-    let mut tar = tar::Builder::new(Vec::new());
-    let mut header = tar::Header::new_ustar();
-    header.set_size(content.len() as u64);
-    header.set_mode(0o644);
-    header.set_uid(0);
-    header.set_gid(0);
-    header.set_mtime(0);
-    header.set_cksum();
-    tar.append_data(&mut header, "big.bin", &content[..])
-        .unwrap();
-    let tar = tar.into_inner().unwrap();
-    let diff_id = sha(&tar);
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
-    std::io::Write::write_all(&mut gz, &tar).unwrap();
-    let (layer, layer_size) = put(&gz.finish().unwrap());
-
-    let (manifest, config, _) = busybox_digests();
-    let mut config: Value =
-        serde_json::from_slice(&fs::read(blob_in(src, &config)).unwrap()).unwrap();
-    config["rootfs"]["diff_ids"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!(diff_id));
-    config["history"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"created_by": "test: big.bin"}));
-    let (config, config_size) = put(&serde_json::to_vec(&config).unwrap());
-    let mut m: Value = serde_json::from_slice(&fs::read(blob_in(src, &manifest)).unwrap()).unwrap();
-    m["config"]["digest"] = json!(config);
-    m["config"]["size"] = json!(config_size);
-    m["layers"].as_array_mut().unwrap().push(json!({
-        "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer, "size": layer_size}));
-    let (m, m_size) = put(&serde_json::to_vec(&m).unwrap());
-    let top = json!({"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": m, "size": m_size,
-        "annotations": {"org.opencontainers.image.ref.name": "localhost/busybox:big"}}]});
-    fs::write(dir.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
-    (layer, content)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_layers_in_parallel_stack_in_order() {
     if !require_root() {
@@ -691,7 +626,7 @@ async fn two_layers_in_parallel_stack_in_order() {
     }
     let registry = Registry::start();
     let layout = tempfile::tempdir().unwrap();
-    let (big, content) = two_layer_layout(layout.path(), 4);
+    let (big, content) = busybox_plus_big_layer(layout.path(), 4);
     registry.push(layout.path(), "localhost/busybox:big", "busybox:big", &[]);
     let (_, _, small) = busybox_digests();
     let root = tempfile::tempdir().unwrap();
@@ -736,7 +671,7 @@ async fn a_cancelled_pull_leaves_nothing_half_written_and_resumes() {
     }
     let registry = Registry::start();
     let layout = tempfile::tempdir().unwrap();
-    let (big, _) = two_layer_layout(layout.path(), 24);
+    let (big, _) = busybox_plus_big_layer(layout.path(), 24);
     registry.push(layout.path(), "localhost/busybox:big", "busybox:big", &[]);
     let root = tempfile::tempdir().unwrap();
     let (store, puller) = puller(root.path(), &registry, None);

@@ -78,12 +78,7 @@ pub fn unpack_layer(
     dest: &Path,
     layer: &str,
 ) -> Result<UnpackStats, ImageError> {
-    let read_err = |e: io::Error| ImageError::Unpack {
-        layer: layer.to_string(),
-        entry: "(at the start of the layer)".to_string(),
-        source: e,
-    };
-    let (kind, stream) = decompressed(blob).map_err(read_err)?;
+    let (kind, stream) = decompressed(blob).map_err(|e| at_start(layer, e))?;
     if kind == Compression::Zstd {
         return Err(ImageError::UnsupportedCompression {
             layer: layer.to_string(),
@@ -100,17 +95,12 @@ fn unpack_stream(
     root: RootedDir,
     layer: &str,
 ) -> Result<UnpackStats, ImageError> {
-    let read_err = |e: io::Error| ImageError::Unpack {
-        layer: layer.to_string(),
-        entry: "(at the start of the layer)".to_string(),
-        source: e,
-    };
     let mut unpacker = Unpacker::new(root, layer);
     let mut hashing = HashingReader::new(stream);
     let budget = Rc::new(Budget::default());
     {
         let mut archive = tar::Archive::new(MetaBudget::new(&mut hashing, budget.clone()));
-        let mut entries = archive.entries().map_err(read_err)?;
+        let mut entries = archive.entries().map_err(|e| at_start(layer, e))?;
         loop {
             budget.arm();
             let next = entries.next();
@@ -131,6 +121,15 @@ fn unpack_stream(
     let mut stats = unpacker.into_stats();
     stats.diff_id = diff_id;
     Ok(stats)
+}
+
+/// An error reading the layer before its first entry.
+fn at_start(layer: &str, source: io::Error) -> ImageError {
+    ImageError::Unpack {
+        layer: layer.to_string(),
+        entry: "(at the start of the layer)".to_string(),
+        source,
+    }
 }
 
 /// An error of the stream itself (corrupt gzip or tar, truncation, a metadata

@@ -61,6 +61,48 @@ fn status(layout: &Layout, uid: &str, ns: &str, pod: &str) {
     .unwrap();
 }
 
+/// A process standing in for the live shim of attempt dir `bundle` (its cmdline
+/// names the attempt's shim-config.json, as a real shim's does), recorded in
+/// started.json; killed on drop.
+struct FakeShim(std::process::Child);
+
+impl FakeShim {
+    fn start(bundle: &Path) -> FakeShim {
+        // `; exit` keeps sh from exec'ing sleep in place (dash does that for a lone
+        // last command), which would drop the config path from the cmdline.
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg("sleep 30; exit 0")
+            .arg(bundle.join("shim-config.json"))
+            .spawn()
+            .unwrap();
+        fs::write(
+            bundle.join("started.json"),
+            serde_json::to_vec(&json!({"shim_pid": child.id(), "init_pid": 1, "started_at": t(0)}))
+                .unwrap(),
+        )
+        .unwrap();
+        // spawn() returns once the child's exec has swapped its memory, a moment
+        // before the kernel fills in its argv: until then /proc/PID/cmdline reads
+        // empty.
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        for _ in 0..500 {
+            if fs::read(&cmdline).is_ok_and(|c| !c.is_empty()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        FakeShim(child)
+    }
+}
+
+impl Drop for FakeShim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn key(d: &DeadContainer) -> String {
     format!("{}/{}/{}", d.pod_uid, d.container, d.attempt)
 }
@@ -93,33 +135,9 @@ fn scan_finds_dead_attempts_with_their_logs() {
     );
     // A shim still cleaning up (its cmdline names the attempt's shim-config.json).
     attempt(&layout, None, "u3", "c", 0, Some(5));
-    let bundle = layout.attempt_dir("u3", "c", 0);
-    // `; exit` keeps sh from exec'ing sleep in place (dash does that for a lone
-    // last command), which would drop the config path from the cmdline.
-    let mut shim = Command::new("sh")
-        .arg("-c")
-        .arg("sleep 30; exit 0")
-        .arg(bundle.join("shim-config.json"))
-        .spawn()
-        .unwrap();
-    fs::write(
-        bundle.join("started.json"),
-        serde_json::to_vec(&json!({"shim_pid": shim.id(), "init_pid": 1, "started_at": t(0)}))
-            .unwrap(),
-    )
-    .unwrap();
-    // spawn() returns once the child's exec has swapped its memory, a moment before
-    // the kernel fills in its argv: until then /proc/PID/cmdline reads empty.
-    let cmdline = format!("/proc/{}/cmdline", shim.id());
-    for _ in 0..500 {
-        if fs::read(&cmdline).is_ok_and(|c| !c.is_empty()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let shim = FakeShim::start(&layout.attempt_dir("u3", "c", 0));
     let mut dead = scan(&layout);
-    let _ = shim.kill();
-    let _ = shim.wait();
+    drop(shim);
     dead.sort_by_key(key);
     assert_eq!(
         dead.iter().map(key).collect::<Vec<_>>(),
@@ -324,32 +342,13 @@ fn stale_libcontainer_states_are_removed_live_ones_kept() {
     // Exited, its shim still cleaning up.
     attempt(&layout, None, "u3", "c", 0, Some(5));
     let bundle = layout.attempt_dir("u3", "c", 0);
-    let mut shim = Command::new("sh")
-        .arg("-c")
-        .arg("sleep 30; exit 0")
-        .arg(bundle.join("shim-config.json"))
-        .spawn()
-        .unwrap();
-    fs::write(
-        bundle.join("started.json"),
-        serde_json::to_vec(&json!({"shim_pid": shim.id(), "init_pid": 1, "started_at": t(0)}))
-            .unwrap(),
-    )
-    .unwrap();
+    let shim = FakeShim::start(&bundle);
     state("cleaning", &bundle);
     // Being created: no state.json yet.
     fs::create_dir_all(layout.libcontainer_root().join("creating")).unwrap();
 
-    let cmdline = format!("/proc/{}/cmdline", shim.id());
-    for _ in 0..500 {
-        if fs::read(&cmdline).is_ok_and(|c| !c.is_empty()) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
     let mut removed = podhost::gc::remove_stale_states(&layout);
-    let _ = shim.kill();
-    let _ = shim.wait();
+    drop(shim);
     removed.sort();
     assert_eq!(removed, ["exited", "gone"]);
     let mut left: Vec<String> = fs::read_dir(layout.libcontainer_root())

@@ -139,6 +139,35 @@ pub enum PullError {
     },
 }
 
+impl PullError {
+    /// The same error with the message of a network or registry failure
+    /// ([`PullError::Unreachable`], [`PullError::Registry`]) rewritten by `f`; any
+    /// other error as it is.
+    pub(super) fn map_network_message(self, f: impl FnOnce(String) -> String) -> PullError {
+        match self {
+            PullError::Unreachable {
+                reference,
+                registry,
+                reason,
+            } => PullError::Unreachable {
+                reference,
+                registry,
+                reason: f(reason),
+            },
+            PullError::Registry {
+                reference,
+                registry,
+                message,
+            } => PullError::Registry {
+                reference,
+                registry,
+                message: f(message),
+            },
+            other => other,
+        }
+    }
+}
+
 /// What every error of one pull needs to know.
 #[derive(Debug, Clone)]
 pub(super) struct Ctx {
@@ -195,27 +224,9 @@ impl Ctx {
             return self.digest(what, d);
         }
         if let Some(r) = e.get_ref().and_then(|i| i.downcast_ref::<reqwest::Error>()) {
-            return match self.request(r) {
-                PullError::Registry {
-                    reference,
-                    registry,
-                    message,
-                } => PullError::Registry {
-                    reference,
-                    registry,
-                    message: format!("reading {what}: {message}"),
-                },
-                PullError::Unreachable {
-                    reference,
-                    registry,
-                    reason,
-                } => PullError::Unreachable {
-                    reference,
-                    registry,
-                    reason: format!("reading {what}: {reason}"),
-                },
-                other => other,
-            };
+            return self
+                .request(r)
+                .map_network_message(|m| format!("reading {what}: {m}"));
         }
         PullError::Registry {
             reference: self.reference.clone(),

@@ -125,27 +125,7 @@ where
 
 /// Adds "(N attempts over T s)" to a network or registry error.
 pub(super) fn with_attempts(e: PullError, attempts: &Attempts) -> PullError {
-    match e {
-        PullError::Unreachable {
-            reference,
-            registry,
-            reason,
-        } => PullError::Unreachable {
-            reference,
-            registry,
-            reason: format!("{reason} ({})", attempts.summary()),
-        },
-        PullError::Registry {
-            reference,
-            registry,
-            message,
-        } => PullError::Registry {
-            reference,
-            registry,
-            message: format!("{message} ({})", attempts.summary()),
-        },
-        other => other,
-    }
+    e.map_network_message(|m| format!("{m} ({})", attempts.summary()))
 }
 
 #[cfg(test)]
