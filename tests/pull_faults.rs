@@ -16,7 +16,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use common_registry::{
-    Registry, blob_in, busybox_digests, busybox_layout, busybox_plus_big_layer, require_root,
+    Registry, assert_no_temps, blob_in, busybox_digests, busybox_layout, busybox_plus_big_layer,
+    require_root,
 };
 use podhost::image::ImageStore;
 use podhost::image::pull::{PullError, PullOptions, Puller};
@@ -274,16 +275,6 @@ fn puller(root: &Path, proxy: &Proxy) -> (Arc<ImageStore>, Puller) {
         credentials_file: None,
     };
     (store.clone(), Puller::new(store, opts))
-}
-
-/// Nothing half-written is left in the store (as in tests/registry_pull.rs).
-fn assert_no_temps(root: &Path) {
-    let tmp: Vec<_> = fs::read_dir(root.join("images/tmp")).unwrap().collect();
-    assert!(tmp.is_empty(), "temps left: {tmp:?}");
-    for e in fs::read_dir(root.join("snapshots")).unwrap() {
-        let name = e.unwrap().file_name();
-        assert!(!name.to_string_lossy().starts_with("tmp-"), "{name:?}");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

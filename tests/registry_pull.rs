@@ -11,7 +11,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common_registry::{
-    Registry, blob_in, busybox_digests, busybox_layout, busybox_plus_big_layer, require_root,
+    Registry, assert_no_temps, blob_in, busybox_digests, busybox_layout, busybox_plus_big_layer,
+    require_root,
 };
 use podhost::image::ImageStore;
 use podhost::image::pull::{PullError, PullOptions, PullProgress, Puller};
@@ -47,16 +48,6 @@ async fn pull_events(
 
 fn sha(data: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(data)))
-}
-
-/// Nothing half-written is left in the store.
-fn assert_no_temps(root: &Path) {
-    let tmp: Vec<_> = fs::read_dir(root.join("images/tmp")).unwrap().collect();
-    assert!(tmp.is_empty(), "temps left: {tmp:?}");
-    for e in fs::read_dir(root.join("snapshots")).unwrap() {
-        let name = e.unwrap().file_name();
-        assert!(!name.to_string_lossy().starts_with("tmp-"), "{name:?}");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

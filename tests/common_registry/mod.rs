@@ -383,3 +383,13 @@ pub fn busybox_plus_big_layer(dir: &Path, mib: usize) -> (String, Vec<u8>) {
     fs::write(dir.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
     (layer, content)
 }
+
+/// Nothing half-written is left in the store.
+pub fn assert_no_temps(root: &Path) {
+    let tmp: Vec<_> = fs::read_dir(root.join("images/tmp")).unwrap().collect();
+    assert!(tmp.is_empty(), "temps left: {tmp:?}");
+    for e in fs::read_dir(root.join("snapshots")).unwrap() {
+        let name = e.unwrap().file_name();
+        assert!(!name.to_string_lossy().starts_with("tmp-"), "{name:?}");
+    }
+}
