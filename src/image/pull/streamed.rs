@@ -19,9 +19,11 @@ use tokio::task::JoinHandle;
 
 use super::super::{ImageError, ImageStore, UnpackedLayer};
 
-/// Chunks (of up to the blob writer's batch size) in flight to the unpacker: a
-/// bounded buffer, so a slow disk slows the download instead of filling memory.
-const IN_FLIGHT: usize = 256;
+/// Network chunks in flight to the unpacker (hyper's are at most ~400 KiB, most
+/// far smaller): a bounded buffer, so a slow disk slows the download instead of
+/// filling memory. A bigger one would not end the pull sooner: the layer is ready
+/// when its unpack is.
+const IN_FLIGHT: usize = 32;
 
 enum Msg {
     Data(Bytes),
