@@ -315,6 +315,8 @@ async fn a_cut_layer_download_resumes_from_where_it_stopped() {
     eprintln!("resumed at byte {resumed_at} of the cut {CUT}");
     // Downloads are counted, not attempts: config and two layers.
     assert_eq!(puller.blob_fetches(), 3);
+    // A resumed download still feeds the unpack that started with it.
+    assert_eq!(puller.streamed_snapshots(), 2);
     assert_no_temps(root.path());
 }
 

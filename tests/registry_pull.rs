@@ -72,6 +72,11 @@ async fn pull_by_tag_unpacks_and_resolves() {
     assert!(image.layers[0].join("bin/busybox").is_file());
     assert!(store.has_blob(&config).unwrap() && store.has_blob(&layer).unwrap());
     assert_eq!(puller.blob_fetches(), 2, "config and layer");
+    assert_eq!(
+        puller.streamed_snapshots(),
+        1,
+        "the layer was unpacked while it downloaded"
+    );
 
     assert!(
         matches!(&events[0], PullProgress::Resolved { layers: 1, total_bytes, digest, .. }
@@ -632,6 +637,7 @@ async fn two_layers_in_parallel_stack_in_order() {
     );
     assert_eq!(fs::read(image.layers[1].join("big.bin")).unwrap(), content);
     assert_eq!(puller.blob_fetches(), 3);
+    assert_eq!(puller.streamed_snapshots(), 2);
     for layer in [&small, &big] {
         assert!(
             events

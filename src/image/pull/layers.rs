@@ -206,6 +206,9 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
             })
             .await;
         let (store, digest, ready) = (store.clone(), job.digest.clone(), unpacked.take());
+        if ready.is_some() {
+            inner.streamed_snapshots.fetch_add(1, Ordering::Relaxed);
+        }
         tokio::task::spawn_blocking(move || match ready {
             Some(u) => store.adopt_snapshot(u, &diff_id, &chain),
             None => store.ensure_layer_snapshot(&digest, &diff_id, &chain),

@@ -69,6 +69,7 @@ struct Inner {
     clients: client::Clients,
     inflight: inflight::InFlight,
     blob_fetches: AtomicU64,
+    streamed_snapshots: AtomicU64,
 }
 
 impl std::fmt::Debug for Puller {
@@ -90,6 +91,7 @@ impl Puller {
                 opts,
                 inflight: inflight::InFlight::default(),
                 blob_fetches: AtomicU64::new(0),
+                streamed_snapshots: AtomicU64::new(0),
             }),
         }
     }
@@ -98,6 +100,12 @@ impl Puller {
     /// layers; manifests are not counted). For tests and metrics.
     pub fn blob_fetches(&self) -> u64 {
         self.inner.blob_fetches.load(Ordering::Relaxed)
+    }
+
+    /// Snapshots made from a layer unpacked while it downloaded (the others were
+    /// unpacked from the stored blob afterwards). For tests and metrics.
+    pub fn streamed_snapshots(&self) -> u64 {
+        self.inner.streamed_snapshots.load(Ordering::Relaxed)
     }
 
     /// Pulls `reference` (normalized first: `busybox` is
