@@ -435,6 +435,69 @@ fn whiteouts_and_opaque_dirs_stack_in_overlay() {
 }
 
 #[test]
+fn a_layer_writing_through_a_lower_symlink_keeps_the_symlink() {
+    require_root!();
+    let tmp = tempfile::tempdir().unwrap();
+    // A merged-/usr base, then a layer made by hand that writes lib/b and
+    // srv/data/f without listing lib/ or srv/data/.
+    let lower = layer_tar(&[
+        dir("usr/"),
+        dir("usr/lib/"),
+        file("usr/lib/a", b"a"),
+        link("lib", EntryType::Symlink, "usr/lib"),
+        dir("srv/"),
+        E {
+            mode: 0o700,
+            ..dir("srv/data/")
+        },
+    ]);
+    let upper = layer_tar(&[file("lib/b", b"b"), file("srv/data/f", b"f")]);
+    let mut layout = Layout::new(tmp.path().join("layout"));
+    let desc = layout.image(&[(lower, true), (upper, true)]);
+    let src = layout
+        .add(desc, named("localhost/usrmerge:v1"))
+        .write()
+        .to_path_buf();
+    let root = tmp.path().join("root");
+    let store = ImageStore::open(&root).unwrap();
+    store.load(&src).unwrap();
+    let img = store.resolve("localhost/usrmerge:v1").unwrap();
+    let (lo, up) = (&img.layers[0], &img.layers[1]);
+    assert_eq!(fs::read(up.join("usr/lib/b")).unwrap(), b"b");
+    assert!(
+        fs::symlink_metadata(up.join("lib")).is_err(),
+        "no lib/ hiding the link"
+    );
+    // srv/data stands for the lower directory: same owner and mode.
+    let data = fs::metadata(up.join("srv/data")).unwrap();
+    assert_eq!((data.mode() & 0o7777, data.uid()), (0o700, 1000));
+
+    let mnt = tmp.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let opts = format!("lowerdir={}:{}", up.display(), lo.display());
+    let st = Command::new("mount")
+        .args(["-t", "overlay", "overlay", "-o", &opts])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(st.success(), "overlay mount failed");
+    let _guard = Mount(mnt.clone());
+    assert!(
+        fs::symlink_metadata(mnt.join("lib"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        fs::read(mnt.join("lib/a")).unwrap(),
+        b"a",
+        "the base's files are still there"
+    );
+    assert_eq!(fs::read(mnt.join("lib/b")).unwrap(), b"b");
+    assert_eq!(fs::read(mnt.join("srv/data/f")).unwrap(), b"f");
+}
+
+#[test]
 fn image_index_picks_linux_amd64_and_names_are_checked() {
     require_root!();
     let tmp = tempfile::tempdir().unwrap();

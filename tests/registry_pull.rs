@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use common_registry::{
     Registry, assert_no_temps, blob_in, busybox_digests, busybox_layout, busybox_plus_big_layer,
-    require_root,
+    busybox_plus_layers, require_root,
 };
 use podhost::image::ImageStore;
 use podhost::image::pull::{PullError, PullOptions, PullProgress, Puller};
@@ -612,6 +612,55 @@ async fn blob_larger_than_its_descriptor_is_refused() {
     assert!(matches!(err, PullError::Digest { .. }), "{err}");
     assert!(err.to_string().contains("bytes"), "{err}");
     assert!(!store.has_blob(&layer).unwrap());
+    assert_no_temps(root.path());
+}
+
+/// An uncompressed tar of `(path, symlink target or file content, is_symlink)`.
+fn small_tar(entries: &[(&str, &str, bool)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, data, is_link) in entries {
+        let mut h = tar::Header::new_ustar();
+        h.set_mode(if *is_link { 0o777 } else { 0o644 });
+        h.set_mtime(0);
+        if *is_link {
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            b.append_link(&mut h, path, data).unwrap();
+        } else {
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, path, data.as_bytes()).unwrap();
+        }
+    }
+    b.into_inner().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_layer_over_a_lower_symlink_waits_for_it_and_writes_through_it() {
+    if !require_root() {
+        return;
+    }
+    let registry = Registry::start();
+    let layout = tempfile::tempdir().unwrap();
+    // The base makes lib a link to usr/lib; the top layer, downloaded and
+    // unpacked in parallel with it, writes lib/b without listing lib/.
+    let base = small_tar(&[("usr/lib/a", "a", false), ("lib", "usr/lib", true)]);
+    let top = small_tar(&[("lib/b", "b", false)]);
+    busybox_plus_layers(layout.path(), &[base, top], "localhost/usrmerge:v1");
+    registry.push(layout.path(), "localhost/usrmerge:v1", "usrmerge:v1", &[]);
+    let root = tempfile::tempdir().unwrap();
+    let (store, puller) = puller(root.path(), &registry, None);
+    let name = puller
+        .pull(&format!("{}/usrmerge:v1", registry.addr), None)
+        .await
+        .unwrap();
+    let image = store.resolve(&name).unwrap();
+    assert_eq!(image.layers.len(), 3);
+    let top = &image.layers[2];
+    assert_eq!(fs::read(top.join("usr/lib/b")).unwrap(), b"b");
+    assert!(
+        fs::symlink_metadata(top.join("lib")).is_err(),
+        "no lib/ directory hiding the base's link"
+    );
     assert_no_temps(root.path());
 }
 

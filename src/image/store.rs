@@ -313,7 +313,8 @@ impl ImageStore {
                 let digest = layer.digest().to_string();
                 tracing::info!(%reference, layer = %digest, n = i + 1, of = total, size = layer.size(),
                     "unpacking layer");
-                self.unpack_snapshot(&digest, diff_id, &dir)?;
+                let lowers: Vec<PathBuf> = dirs.iter().rev().cloned().collect();
+                self.unpack_snapshot(&digest, diff_id, &dir, &lowers)?;
             }
             dirs.push(dir);
         }
@@ -348,21 +349,6 @@ impl ImageStore {
     /// True if the snapshot of chain id `chain_id` is unpacked.
     pub fn has_snapshot(&self, chain_id: &str) -> Result<bool, ImageError> {
         Ok(self.snapshots.join(sha256_hex(chain_id)?).is_dir())
-    }
-
-    /// Makes sure the snapshot `chain_id` exists, unpacking the stored layer blob
-    /// `layer` (checked against `diff_id`) if it does not; returns its dir.
-    pub fn ensure_layer_snapshot(
-        &self,
-        layer: &str,
-        diff_id: &str,
-        chain_id: &str,
-    ) -> Result<PathBuf, ImageError> {
-        let dir = self.snapshots.join(sha256_hex(chain_id)?);
-        if !dir.is_dir() {
-            self.unpack_snapshot(layer, diff_id, &dir)?;
-        }
-        Ok(dir)
     }
 
     /// Records a pulled image: stores the manifest (and the index it was chosen

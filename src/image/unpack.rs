@@ -28,6 +28,7 @@
 
 mod apply;
 mod budget;
+mod lower;
 mod policy;
 mod read_ahead;
 mod rooted;
@@ -42,6 +43,8 @@ use super::error::ImageError;
 use apply::Unpacker;
 use budget::{Budget, MetaBudget};
 use rooted::RootedDir;
+
+pub use lower::resolve_implicit_dirs;
 
 /// What an unpack did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,6 +62,11 @@ pub struct UnpackStats {
     pub skipped: Vec<SkippedEntry>,
     /// How many were left out in all.
     pub skipped_total: u64,
+    /// Directories the layer does not list but has entries in (created with mode
+    /// 0755), shallowest first. Below a lower layer's symlink or directory they
+    /// are resolved against the lower layers before the snapshot is used
+    /// ([`resolve_implicit_dirs`]).
+    pub implicit_dirs: Vec<std::path::PathBuf>,
 }
 
 /// An entry, or part of one, that the unpack policy left out.

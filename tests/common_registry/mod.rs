@@ -321,18 +321,6 @@ fn http_status(addr: &str, path: &str) -> Option<u16> {
 /// pseudo-random bytes), named `localhost/busybox:big`. Returns the new layer's
 /// digest and the file content.
 pub fn busybox_plus_big_layer(dir: &Path, mib: usize) -> (String, Vec<u8>) {
-    let src = busybox_layout();
-    fs::create_dir_all(dir.join("blobs/sha256")).unwrap();
-    for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
-        let e = e.unwrap();
-        fs::copy(e.path(), dir.join("blobs/sha256").join(e.file_name())).unwrap();
-    }
-    fs::copy(src.join("oci-layout"), dir.join("oci-layout")).unwrap();
-    let put = |data: &[u8]| -> (String, usize) {
-        let d = format!("sha256:{}", hex::encode(sha2::Sha256::digest(data)));
-        fs::write(blob_in(dir, &d), data).unwrap();
-        (d, data.len())
-    };
     // xorshift64: incompressible and reproducible.
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let content: Vec<u8> = (0..mib << 17)
@@ -354,34 +342,56 @@ pub fn busybox_plus_big_layer(dir: &Path, mib: usize) -> (String, Vec<u8>) {
     tar.append_data(&mut header, "big.bin", &content[..])
         .unwrap();
     let tar = tar.into_inner().unwrap();
-    let diff_id = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&tar)));
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
-    std::io::Write::write_all(&mut gz, &tar).unwrap();
-    let (layer, layer_size) = put(&gz.finish().unwrap());
+    let layers = busybox_plus_layers(dir, &[tar], "localhost/busybox:big");
+    (layers[0].clone(), content)
+}
 
+/// A layout with busybox plus the layers `tars` (uncompressed tars, stored
+/// gzipped without compression), named `name`. Returns the new layers' digests.
+pub fn busybox_plus_layers(dir: &Path, tars: &[Vec<u8>], name: &str) -> Vec<String> {
+    let src = busybox_layout();
+    fs::create_dir_all(dir.join("blobs/sha256")).unwrap();
+    for e in fs::read_dir(src.join("blobs/sha256")).unwrap() {
+        let e = e.unwrap();
+        fs::copy(e.path(), dir.join("blobs/sha256").join(e.file_name())).unwrap();
+    }
+    fs::copy(src.join("oci-layout"), dir.join("oci-layout")).unwrap();
+    let sha = |data: &[u8]| format!("sha256:{}", hex::encode(sha2::Sha256::digest(data)));
+    let put = |data: &[u8]| -> (String, usize) {
+        let d = sha(data);
+        fs::write(blob_in(dir, &d), data).unwrap();
+        (d, data.len())
+    };
     let (manifest, config, _) = busybox_digests();
     let mut config: Value =
         serde_json::from_slice(&fs::read(blob_in(src, &config)).unwrap()).unwrap();
-    config["rootfs"]["diff_ids"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!(diff_id));
-    config["history"]
-        .as_array_mut()
-        .unwrap()
-        .push(json!({"created_by": "test: big.bin"}));
-    let (config, config_size) = put(&serde_json::to_vec(&config).unwrap());
     let mut m: Value = serde_json::from_slice(&fs::read(blob_in(src, &manifest)).unwrap()).unwrap();
+    let mut digests = Vec::new();
+    for tar in tars {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+        std::io::Write::write_all(&mut gz, tar).unwrap();
+        let (layer, layer_size) = put(&gz.finish().unwrap());
+        config["rootfs"]["diff_ids"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!(sha(tar)));
+        config["history"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"created_by": "test layer"}));
+        m["layers"].as_array_mut().unwrap().push(json!({
+            "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer, "size": layer_size}));
+        digests.push(layer);
+    }
+    let (config, config_size) = put(&serde_json::to_vec(&config).unwrap());
     m["config"]["digest"] = json!(config);
     m["config"]["size"] = json!(config_size);
-    m["layers"].as_array_mut().unwrap().push(json!({
-        "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer, "size": layer_size}));
     let (m, m_size) = put(&serde_json::to_vec(&m).unwrap());
     let top = json!({"schemaVersion": 2, "manifests": [{
         "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": m, "size": m_size,
-        "annotations": {"org.opencontainers.image.ref.name": "localhost/busybox:big"}}]});
+        "annotations": {"org.opencontainers.image.ref.name": name}}]});
     fs::write(dir.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
-    (layer, content)
+    digests
 }
 
 /// Nothing half-written is left in the store.

@@ -31,8 +31,17 @@ pub(super) struct LayerJob {
     pub cached: bool,
 }
 
-/// Layer digest → `(diff_id, chain_id)` of every position it has in the image.
-pub(super) type Snapshots = HashMap<String, Vec<(String, String)>>;
+/// One position of a layer blob in the image: the snapshot it makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Position {
+    pub diff_id: String,
+    pub chain_id: String,
+    /// The chain IDs of the layers below, bottom first.
+    pub parents: Vec<String>,
+}
+
+/// Layer digest → every position it has in the image.
+pub(super) type Snapshots = HashMap<String, Vec<Position>>;
 
 /// What the layer tasks wait for before unpacking.
 #[derive(Debug, Clone)]
@@ -82,11 +91,16 @@ pub(super) fn snapshots(
             layers.len()
         ));
     }
+    let chains = chain_ids(diff_ids);
     let mut out = Snapshots::new();
-    for ((layer, diff_id), chain) in layers.iter().zip(diff_ids).zip(chain_ids(diff_ids)) {
+    for (i, (layer, diff_id)) in layers.iter().zip(diff_ids).enumerate() {
         out.entry(layer.digest().to_string())
             .or_default()
-            .push((diff_id.clone(), chain));
+            .push(Position {
+                diff_id: diff_id.clone(),
+                chain_id: chains[i].clone(),
+                parents: chains[..i].to_vec(),
+            });
     }
     Ok(out)
 }
@@ -136,7 +150,7 @@ pub(super) async fn join(
 async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
     let inner = &shared.puller.inner;
     let ctx = &shared.ctx;
-    let _guard = inner.inflight.lock(&job.digest).await;
+    let guard = inner.inflight.lock(&job.digest).await;
     let store = &inner.store;
     let mut streamed = None;
     if !store.has_blob(&job.digest).map_err(|e| ctx.store(e))? {
@@ -195,8 +209,12 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
         },
         None => None,
     };
-    for (diff_id, chain) in snapshots.get(&job.digest).cloned().unwrap_or_default() {
-        if store.has_snapshot(&chain).map_err(|e| ctx.store(e))? {
+    let mut guard = Some(guard);
+    for pos in snapshots.get(&job.digest).cloned().unwrap_or_default() {
+        if store
+            .has_snapshot(&pos.chain_id)
+            .map_err(|e| ctx.store(e))?
+        {
             continue;
         }
         shared
@@ -205,17 +223,47 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
                 digest: job.digest.clone(),
             })
             .await;
-        let (store, digest, ready) = (store.clone(), job.digest.clone(), unpacked.take());
-        if ready.is_some() {
-            inner.streamed_snapshots.fetch_add(1, Ordering::Relaxed);
+        let ready = match unpacked.take() {
+            Some(u) => {
+                inner.streamed_snapshots.fetch_add(1, Ordering::Relaxed);
+                u
+            }
+            None => {
+                let (store, digest) = (store.clone(), job.digest.clone());
+                tokio::task::spawn_blocking(move || store.unpack_stored(&digest))
+                    .await
+                    .map_err(|e| ctx.internal(e))?
+                    .map_err(|e| ctx.store(e))?
+            }
+        };
+        if ready.needs_lowers() {
+            // Let other pulls have this blob meanwhile: one of them may be making
+            // a snapshot this one waits for.
+            drop(guard.take());
+            wait_for_snapshots(store, &pos.parents, ctx).await?;
         }
-        tokio::task::spawn_blocking(move || match ready {
-            Some(u) => store.adopt_snapshot(u, &diff_id, &chain),
-            None => store.ensure_layer_snapshot(&digest, &diff_id, &chain),
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || {
+            store.adopt_snapshot(ready, &pos.diff_id, &pos.chain_id, &pos.parents)
         })
         .await
         .map_err(|e| ctx.internal(e))?
         .map_err(|e| ctx.store(e))?;
+    }
+    Ok(())
+}
+
+/// Waits until the snapshots of `chains` exist (made by this pull's other layer
+/// tasks, or another pull's). A failed pull cancels this task with the others.
+async fn wait_for_snapshots(
+    store: &ImageStore,
+    chains: &[String],
+    ctx: &Ctx,
+) -> Result<(), PullError> {
+    for chain in chains {
+        while !store.has_snapshot(chain).map_err(|e| ctx.store(e))? {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
     Ok(())
 }
@@ -260,11 +308,13 @@ mod tests {
         let diff = [d('1'), d('2'), d('1')];
         let s = snapshots(&m, &config(&diff)).unwrap();
         let chains = chain_ids(&diff);
-        assert_eq!(
-            s[&d('a')],
-            vec![(d('1'), chains[0].clone()), (d('1'), chains[2].clone())]
-        );
-        assert_eq!(s[&d('b')], vec![(d('2'), chains[1].clone())]);
+        let at = |i: usize| Position {
+            diff_id: diff[i].clone(),
+            chain_id: chains[i].clone(),
+            parents: chains[..i].to_vec(),
+        };
+        assert_eq!(s[&d('a')], vec![at(0), at(2)]);
+        assert_eq!(s[&d('b')], vec![at(1)]);
     }
 
     #[test]

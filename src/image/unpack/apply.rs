@@ -69,7 +69,15 @@ impl<'a> Unpacker<'a> {
     }
 
     pub(super) fn into_stats(self) -> UnpackStats {
-        self.stats
+        let mut stats = self.stats;
+        // A directory the layer lists itself is the layer's, not made up.
+        stats.implicit_dirs = self
+            .root
+            .implicit_dirs()
+            .into_iter()
+            .filter(|d| !self.dir_index.contains_key(d))
+            .collect();
+        stats
     }
 
     /// "after ENTRY" (or "at the start"), for errors of the stream itself.

@@ -45,6 +45,9 @@ pub(crate) struct RootedDir {
     /// per entry. Forgotten on every removal ([`RootedDir::remove`]), the only
     /// operation that can change what an existing path resolves to.
     last_dir: RefCell<Option<ResolvedDir>>,
+    /// Directories created because an entry's parent was missing, in creation
+    /// order (shallowest first), by the path that named them.
+    implicit: RefCell<Vec<PathBuf>>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +89,7 @@ impl RootedDir {
         Ok(RootedDir {
             root,
             last_dir: RefCell::new(None),
+            implicit: RefCell::new(Vec::new()),
         })
     }
 
@@ -152,11 +156,14 @@ impl RootedDir {
                 Err(e) => {
                     let e = to_io(e);
                     if create && e.raw_os_error() == Some(libc::ENOENT) {
+                        let created = self.missing_ancestors(rel);
                         let perm = Permissions::from_mode(IMPLICIT_DIR_MODE);
-                        self.root
+                        let fd = self
+                            .root
                             .mkdir_all(rel, &perm)
-                            .map_err(|e| parent_error(to_io(e)))?
-                            .into()
+                            .map_err(|e| parent_error(to_io(e)))?;
+                        self.implicit.borrow_mut().extend(created);
+                        fd.into()
                     } else {
                         return Err(parent_error(e));
                     }
@@ -164,6 +171,28 @@ impl RootedDir {
             }
         };
         Ok(fd)
+    }
+
+    /// `rel` and those of its ancestors that do not resolve, shallowest first:
+    /// what `mkdir_all(rel)` is about to create.
+    fn missing_ancestors(&self, rel: &Path) -> Vec<PathBuf> {
+        let mut missing = vec![rel.to_path_buf()];
+        let mut cur = rel;
+        while let Some(parent) = cur.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if self.root.resolve(parent).is_ok() {
+                break;
+            }
+            missing.push(parent.to_path_buf());
+            cur = parent;
+        }
+        missing.reverse();
+        missing
+    }
+
+    /// The directories created for entries whose parent was missing (see
+    /// [`RootedDir::at`]), shallowest first.
+    pub(crate) fn implicit_dirs(&self) -> Vec<PathBuf> {
+        self.implicit.borrow().clone()
     }
 
     /// Opens directory `rel` for reading (for its metadata), without following a

@@ -192,3 +192,140 @@ fn owners_other_than_the_creator_are_applied() {
     assert_eq!(owner("l"), (2345, 2346));
     assert_eq!(owner("r"), (0, 1));
 }
+
+/// Unpacks `upper_entries` as a layer over a lower snapshot made by `lower`
+/// (a function writing into the lower dir), then resolves its made-up dirs.
+fn over_lower(
+    lower: impl FnOnce(&Path),
+    upper_entries: &[(&str, EntryType, &str)],
+) -> (tempfile::TempDir, lower::ImplicitFixes) {
+    let tmp = tempfile::tempdir().unwrap();
+    let low = tmp.path().join("lower");
+    fs::create_dir(&low).unwrap();
+    lower(&low);
+    let up = tmp.path().join("snap");
+    fs::create_dir(&up).unwrap();
+    let stats = unpack_layer(&tar_of(upper_entries)[..], &up, "sha256:up").unwrap();
+    let fixes = resolve_implicit_dirs(&up, &stats.implicit_dirs, &[low]).unwrap();
+    (tmp, fixes)
+}
+
+#[test]
+fn entries_under_a_lower_symlink_go_where_it_points() {
+    use std::os::unix::fs::symlink;
+    let (tmp, fixes) = over_lower(
+        |l| {
+            fs::create_dir_all(l.join("usr/lib")).unwrap();
+            fs::write(l.join("usr/lib/old"), "old").unwrap();
+            symlink("usr/lib", l.join("lib")).unwrap();
+            symlink("/usr/lib", l.join("lib_abs")).unwrap();
+            symlink("../../../../usr/lib", l.join("lib_up")).unwrap();
+            symlink("usr/lib64", l.join("lib64link")).unwrap();
+            symlink("lib", l.join("usr/lib64")).unwrap();
+        },
+        &[
+            ("lib/x", EntryType::Regular, "x"),
+            ("lib/sub/y", EntryType::Regular, "y"),
+            ("lib_abs/a", EntryType::Regular, "a"),
+            ("lib_up/u", EntryType::Regular, "u"),
+            ("lib64link/c", EntryType::Regular, "c"),
+        ],
+    );
+    let up = tmp.path().join("snap");
+    for (path, content) in [
+        ("usr/lib/x", "x"),
+        ("usr/lib/sub/y", "y"),
+        ("usr/lib/a", "a"),
+        ("usr/lib/u", "u"),
+        ("usr/lib/c", "c"),
+    ] {
+        assert_eq!(
+            fs::read_to_string(up.join(path)).unwrap(),
+            content,
+            "{path}"
+        );
+    }
+    for gone in ["lib", "lib_abs", "lib_up", "lib64link"] {
+        assert!(
+            fs::symlink_metadata(up.join(gone)).is_err(),
+            "{gone} hides the lower symlink"
+        );
+    }
+    assert_eq!(fixes.redirected.len(), 4, "{fixes:?}");
+    // Nothing was written outside the snapshot.
+    assert!(!Path::new("/usr/lib/u").exists());
+}
+
+#[test]
+fn a_whiteout_or_an_explicit_directory_hides_the_lower_symlink() {
+    use std::os::unix::fs::symlink;
+    // The layer lists lib/ itself: it replaces the symlink with a directory.
+    let (tmp, fixes) = over_lower(
+        |l| {
+            fs::create_dir_all(l.join("usr/lib")).unwrap();
+            symlink("usr/lib", l.join("lib")).unwrap();
+        },
+        &[
+            ("lib/", EntryType::Directory, ""),
+            ("lib/x", EntryType::Regular, "x"),
+        ],
+    );
+    assert!(tmp.path().join("snap/lib/x").is_file());
+    assert!(fixes.redirected.is_empty());
+
+    // A lower whiteout: the name is gone below it, the made-up dir stays.
+    let tmp = tempfile::tempdir().unwrap();
+    let (l0, l1, up) = (
+        tmp.path().join("l0"),
+        tmp.path().join("l1"),
+        tmp.path().join("up"),
+    );
+    for d in [&l0, &l1, &up] {
+        fs::create_dir(d).unwrap();
+    }
+    fs::create_dir_all(l0.join("usr/lib")).unwrap();
+    symlink("usr/lib", l0.join("lib")).unwrap();
+    if nix::unistd::geteuid().is_root() {
+        nix::sys::stat::mknod(
+            &l1.join("lib"),
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::empty(),
+            0,
+        )
+        .unwrap();
+        let stats = unpack_layer(
+            &tar_of(&[("lib/x", EntryType::Regular, "x")])[..],
+            &up,
+            "sha256:up",
+        )
+        .unwrap();
+        let fixes = resolve_implicit_dirs(&up, &stats.implicit_dirs, &[l1, l0]).unwrap();
+        assert!(up.join("lib/x").is_file());
+        assert!(fixes.redirected.is_empty());
+    }
+}
+
+#[test]
+fn a_made_up_directory_takes_the_lower_directorys_owner_and_mode() {
+    if !nix::unistd::geteuid().is_root() {
+        return;
+    }
+    let (tmp, fixes) = over_lower(
+        |l| {
+            fs::create_dir_all(l.join("srv/data")).unwrap();
+            fs::set_permissions(l.join("srv/data"), fs::Permissions::from_mode(0o710)).unwrap();
+            nix::unistd::chown(
+                &l.join("srv/data"),
+                Some(nix::unistd::Uid::from_raw(1234)),
+                Some(nix::unistd::Gid::from_raw(4321)),
+            )
+            .unwrap();
+        },
+        &[("srv/data/f", EntryType::Regular, "f")],
+    );
+    let m = fs::metadata(tmp.path().join("snap/srv/data")).unwrap();
+    assert_eq!((m.mode() & 0o7777, m.uid(), m.gid()), (0o710, 1234, 4321));
+    // srv: a directory in the lower layer too (mode 0755 there).
+    assert_eq!(fixes.copied_up, 2);
+    assert!(fixes.redirected.is_empty());
+}
