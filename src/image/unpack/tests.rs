@@ -329,3 +329,30 @@ fn a_made_up_directory_takes_the_lower_directorys_owner_and_mode() {
     assert_eq!(fixes.copied_up, 2);
     assert!(fixes.redirected.is_empty());
 }
+
+#[test]
+fn lower_symlinks_never_lead_out_of_the_snapshot() {
+    use std::os::unix::fs::symlink;
+    let marker = format!("podhost-escape-{}", std::process::id());
+    let (tmp, _) = over_lower(
+        |l| {
+            // Absolute and climbing links to a directory that exists on the host.
+            symlink("/tmp", l.join("t")).unwrap();
+            symlink("../../../../../../../../tmp", l.join("u")).unwrap();
+            // A loop.
+            symlink("v", l.join("v")).unwrap();
+        },
+        &[
+            (&format!("t/{marker}-a"), EntryType::Regular, "a"),
+            (&format!("u/{marker}-b"), EntryType::Regular, "b"),
+            ("v/c", EntryType::Regular, "c"),
+        ],
+    );
+    let up = tmp.path().join("snap");
+    assert!(!Path::new("/tmp").join(format!("{marker}-a")).exists());
+    assert!(!Path::new("/tmp").join(format!("{marker}-b")).exists());
+    assert_eq!(fs::read(up.join(format!("tmp/{marker}-a"))).unwrap(), b"a");
+    assert_eq!(fs::read(up.join(format!("tmp/{marker}-b"))).unwrap(), b"b");
+    // The loop resolves nowhere: the layer's own directory stays.
+    assert_eq!(fs::read(up.join("v/c")).unwrap(), b"c");
+}
