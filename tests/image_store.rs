@@ -334,6 +334,21 @@ fn named(name: &str) -> Value {
 
 /// Unmounts on drop.
 struct Mount(PathBuf);
+
+impl Mount {
+    /// A read-only overlay of `upper` over `lower` at `mnt` (created).
+    fn overlay(mnt: &Path, upper: &Path, lower: &Path) -> Mount {
+        fs::create_dir(mnt).unwrap();
+        let opts = format!("lowerdir={}:{}", upper.display(), lower.display());
+        let st = Command::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", &opts])
+            .arg(mnt)
+            .status()
+            .unwrap();
+        assert!(st.success(), "overlay mount failed");
+        Mount(mnt.to_path_buf())
+    }
+}
 impl Drop for Mount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
@@ -411,16 +426,8 @@ fn whiteouts_and_opaque_dirs_stack_in_overlay() {
     );
 
     // The real test: overlayfs sees the stack the way the image means it.
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    let opts = format!("lowerdir={}:{}", up.display(), lo.display());
-    let st = Command::new("mount")
-        .args(["-t", "overlay", "overlay", "-o", &opts])
-        .arg(&mnt)
-        .status()
-        .unwrap();
-    assert!(st.success(), "overlay mount failed");
-    let _guard = Mount(mnt.clone());
+    let guard = Mount::overlay(&tmp.path().join("mnt"), up, lo);
+    let mnt = guard.0.clone();
     assert!(mnt.join("etc/keep").is_file());
     assert!(
         !mnt.join("etc/gone").exists(),
@@ -472,16 +479,8 @@ fn a_layer_writing_through_a_lower_symlink_keeps_the_symlink() {
     let data = fs::metadata(up.join("srv/data")).unwrap();
     assert_eq!((data.mode() & 0o7777, data.uid()), (0o700, 1000));
 
-    let mnt = tmp.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    let opts = format!("lowerdir={}:{}", up.display(), lo.display());
-    let st = Command::new("mount")
-        .args(["-t", "overlay", "overlay", "-o", &opts])
-        .arg(&mnt)
-        .status()
-        .unwrap();
-    assert!(st.success(), "overlay mount failed");
-    let _guard = Mount(mnt.clone());
+    let guard = Mount::overlay(&tmp.path().join("mnt"), up, lo);
+    let mnt = guard.0.clone();
     assert!(
         fs::symlink_metadata(mnt.join("lib"))
             .unwrap()
