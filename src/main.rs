@@ -100,6 +100,8 @@ enum Command {
         hostname: String,
         #[arg(long)]
         host_network: bool,
+        #[arg(long)]
+        host_ipc: bool,
     },
     /// (internal) run a command in a container (hooks).
     #[command(hide = true)]
@@ -174,6 +176,15 @@ struct DaemonArgs {
     /// Dead containers kept on the node in all; -1 = no cap (kubelet: -1).
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     maximum_dead_containers: i64,
+    /// RuntimeDefault seccomp for containers whose pod names no seccompProfile (the
+    /// kubelet's seccompDefault); `--seccomp-default=false` leaves them Unconfined.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true", require_equals = true)]
+    seccomp_default: bool,
+    /// Namespaced sysctls pods may set beyond the safe set: names or `prefix*`
+    /// patterns, comma-separated (the kubelet's allowedUnsafeSysctls).
+    #[arg(long, value_delimiter = ',')]
+    allowed_unsafe_sysctls: Vec<String>,
 }
 
 fn main() {
@@ -273,8 +284,13 @@ fn run(cli: Cli) -> Result<i32> {
             ns_dir,
             hostname,
             host_network,
+            host_ipc,
         } => {
-            podhost::runtime::sandbox::create_in_helper(&ns_dir, &hostname, host_network)?;
+            let host = podhost::runtime::sandbox::HostNamespaces {
+                network: host_network,
+                ipc: host_ipc,
+            };
+            podhost::runtime::sandbox::create_in_helper(&ns_dir, &hostname, host)?;
             Ok(0)
         }
         Command::ExecHelper {
@@ -330,6 +346,8 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
             max: secs(args.crashloop_max_backoff, "crashloop-max-backoff")?,
         },
         rescan_every: secs(args.rescan_interval, "rescan-interval")?,
+        seccomp_default: args.seccomp_default,
+        sysctls: podhost::model::sysctl::SysctlAllowlist::new(&args.allowed_unsafe_sysctls)?,
         image_credentials: Some(args.image_credentials),
         gc: podhost::gc::runner::GcSettings {
             image: podhost::image::gc::ImageGcPolicy {

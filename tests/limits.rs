@@ -86,11 +86,16 @@ fn bad_rlimits_annotation_is_a_config_error() {
         "badlim.yaml",
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: badlim\n  annotations:\n    podhost.io/rlimits.main: \"files=10\"\nspec:\n  restartPolicy: Never\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n    command: [\"true\"]\n",
     );
-    let p = d.wait_pod("badlim", "Failed", 20, |p| {
-        (phase(p) == "Failed").then(|| p.clone())
+    // As the kubelet: Waiting with the reason (not an exit, not a restart); the pod
+    // stays Pending while the start is retried.
+    let p = d.wait_pod("badlim", "CreateContainerConfigError", 20, |p| {
+        let w = &container_status(p, "main")?["state"]["waiting"];
+        (w["reason"] == "CreateContainerConfigError").then(|| p.clone())
     });
-    let t = &container_status(&p, "main").unwrap()["state"]["terminated"];
-    assert_eq!(t["reason"], "CreateContainerConfigError");
+    assert_eq!(phase(&p), "Pending");
+    let cs = container_status(&p, "main").unwrap();
+    assert_eq!(cs["restartCount"], 0);
+    let t = &cs["state"]["waiting"];
     let msg = t["message"].as_str().unwrap();
     assert!(
         msg.contains("podhost.io/rlimits.main") && msg.contains("files"),

@@ -39,6 +39,10 @@ pub struct DaemonConfig {
     pub insecure_registries: Vec<String>,
     /// Image and container GC policies and periods.
     pub gc: crate::gc::runner::GcSettings,
+    /// RuntimeDefault seccomp for containers that name no profile.
+    pub seccomp_default: bool,
+    /// The sysctls pods may set.
+    pub sysctls: crate::model::sysctl::SysctlAllowlist,
 }
 
 /// Daemon start-up failures.
@@ -113,6 +117,11 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         puller: puller.clone(),
         leases: leases.clone(),
         images_changed: images_rx,
+        security: crate::worker::security::NodeSecurity {
+            seccomp_default: cfg.seccomp_default,
+            sysctls: cfg.sysctls.clone(),
+            ..crate::worker::security::NodeSecurity::new(&cfg.root_dir)
+        },
     });
     let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
     gc.spawn_loops();

@@ -18,6 +18,7 @@ mod refs;
 mod store;
 mod tarmeta;
 mod unpack;
+mod user;
 
 pub use blob_writer::BlobWriter;
 pub use digest::chain_ids;
@@ -26,3 +27,4 @@ pub use gc::FsUsage;
 pub use reference::normalize_reference;
 pub use store::{ImageStore, ImageSummary, ResolvedImage, UnpackedLayer};
 pub use unpack::{SkippedEntry, UnpackStats, unpack_layer};
+pub use user::{ImageUser, MAX_ACCOUNT_FILE, UserError, UserRequest, resolve_user};

@@ -44,7 +44,7 @@ use apply::Unpacker;
 use budget::{Budget, MetaBudget};
 use rooted::RootedDir;
 
-pub use lower::resolve_implicit_dirs;
+pub use lower::{MergedReadError, read_merged_file, resolve_implicit_dirs};
 
 /// What an unpack did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -10,3 +10,5 @@ pub mod quantity;
 pub mod resources;
 pub mod restart;
 pub mod rlimits;
+pub mod security;
+pub mod sysctl;

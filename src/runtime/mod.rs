@@ -4,11 +4,13 @@
 //! libcontainer is never called from the tokio daemon (it forks; see design.md): the
 //! daemon spawns `podhost shim` for a container and `podhost exec-helper` for an exec.
 
+pub mod apparmor;
 pub mod cgroup_root;
 pub mod cgroup_v2;
 pub mod error;
 pub mod exec;
 pub mod fsutil;
+pub mod host_devices;
 pub mod node_cgroups;
 pub mod overlay;
 pub mod paths;
@@ -18,6 +20,5 @@ pub mod sandbox;
 pub mod shim_client;
 pub mod signals;
 pub mod spec;
-pub mod user;
 
 pub use error::RuntimeError;

@@ -1,8 +1,12 @@
-//! The pod sandbox: net, ipc and uts namespaces shared by the pod's containers.
+//! The pod sandbox: net, ipc and uts namespaces shared by the pod's containers, and
+//! the pod's /dev/shm.
 //!
 //! No pause process: the namespaces are kept alive by bind mounts of their nsfs files
 //! under `<pod>/ns/` (as `ip netns add` does). They are made by `podhost sandbox`, a
 //! short-lived single-threaded helper, and joined by path in every container's spec.
+//! `<pod>/ns/shm` is a 64 MiB tmpfs bound at every container's /dev/shm, so the pod's
+//! containers share it as they share the IPC namespace (containerd's sandbox shm);
+//! with hostIPC the containers get the host's /dev/shm and the host's IPC namespace.
 
 use std::path::{Path, PathBuf};
 
@@ -14,30 +18,59 @@ use super::RuntimeError;
 /// The shared namespaces, in the order the helper creates them.
 pub const SHARED_NAMESPACES: [&str; 3] = ["ipc", "uts", "net"];
 
-/// Paths of a pod's namespace handles.
+/// The size of a pod's /dev/shm (containerd's and Docker's default).
+pub const POD_SHM_SIZE: &str = "65536k";
+
+/// Which host namespaces a pod uses instead of its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostNamespaces {
+    pub network: bool,
+    pub ipc: bool,
+}
+
+/// Paths of a pod's namespace handles and its /dev/shm.
 #[derive(Debug, Clone)]
 pub struct SandboxPaths {
-    pub ipc: PathBuf,
+    pub ipc: Option<PathBuf>,
     pub uts: Option<PathBuf>,
     pub net: Option<PathBuf>,
+    /// What every container mounts at /dev/shm: the pod's tmpfs, or the host's
+    /// /dev/shm with hostIPC.
+    pub shm: PathBuf,
+    host: HostNamespaces,
 }
 
 impl SandboxPaths {
-    /// With `host_network`, the pod uses the host's net and uts namespaces (as the kubelet).
-    pub fn new(ns_dir: &Path, host_network: bool) -> Self {
+    /// With `host_network`, the pod uses the host's net and uts namespaces (as the
+    /// kubelet); with hostIPC the host's IPC namespace and /dev/shm.
+    pub fn new(ns_dir: &Path, host: HostNamespaces) -> Self {
         Self {
-            ipc: ns_dir.join("ipc"),
-            uts: (!host_network).then(|| ns_dir.join("uts")),
-            net: (!host_network).then(|| ns_dir.join("net")),
+            ipc: (!host.ipc).then(|| ns_dir.join("ipc")),
+            uts: (!host.network).then(|| ns_dir.join("uts")),
+            net: (!host.network).then(|| ns_dir.join("net")),
+            shm: if host.ipc {
+                PathBuf::from("/dev/shm")
+            } else {
+                ns_dir.join("shm")
+            },
+            host,
         }
     }
 
     pub fn exists(&self) -> bool {
-        [Some(&self.ipc), self.uts.as_ref(), self.net.as_ref()]
+        let handles = [self.ipc.as_ref(), self.uts.as_ref(), self.net.as_ref()]
             .into_iter()
             .flatten()
-            .all(|p| is_ns_mount(p))
+            .all(|p| is_ns_mount(p));
+        handles && (self.host.ipc || is_tmpfs(&self.shm))
     }
+}
+
+/// Whether `path` is a tmpfs (the pod's /dev/shm, mounted).
+fn is_tmpfs(path: &Path) -> bool {
+    nix::sys::statfs::statfs(path)
+        .map(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
+        .unwrap_or(false)
 }
 
 /// Whether `path` is a bind mount of a namespace (nsfs), i.e. a live handle.
@@ -53,22 +86,28 @@ pub fn is_ns_mount(path: &Path) -> bool {
 pub fn create_in_helper(
     ns_dir: &Path,
     hostname: &str,
-    host_network: bool,
+    host: HostNamespaces,
 ) -> Result<(), RuntimeError> {
     std::fs::create_dir_all(ns_dir).map_err(|e| RuntimeError::io("create directory", ns_dir, e))?;
-    let mut flags = CloneFlags::CLONE_NEWIPC;
-    if !host_network {
+    let paths = SandboxPaths::new(ns_dir, host);
+    if !host.ipc {
+        mount_pod_shm(&paths.shm)?;
+    }
+    let mut flags = CloneFlags::empty();
+    if !host.ipc {
+        flags |= CloneFlags::CLONE_NEWIPC;
+    }
+    if !host.network {
         flags |= CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET;
     }
     unshare(flags).map_err(|e| RuntimeError::sys("unshare pod namespaces", e))?;
-    if !host_network {
+    if !host.network {
         nix::unistd::sethostname(hostname)
             .map_err(|e| RuntimeError::sys(format!("set hostname {hostname}"), e))?;
         loopback_up()?;
     }
-    let paths = SandboxPaths::new(ns_dir, host_network);
     for (name, target) in [
-        ("ipc", Some(&paths.ipc)),
+        ("ipc", paths.ipc.as_ref()),
         ("uts", paths.uts.as_ref()),
         ("net", paths.net.as_ref()),
     ] {
@@ -90,6 +129,23 @@ pub fn create_in_helper(
         })?;
     }
     Ok(())
+}
+
+/// The pod's /dev/shm: a tmpfs of [`POD_SHM_SIZE`], sticky and world-writable as
+/// /dev/shm is, never executable or holding devices.
+fn mount_pod_shm(dir: &Path) -> Result<(), RuntimeError> {
+    std::fs::create_dir_all(dir).map_err(|e| RuntimeError::io("create directory", dir, e))?;
+    if is_tmpfs(dir) {
+        return Ok(());
+    }
+    mount(
+        Some("shm"),
+        dir,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some(format!("mode=1777,size={POD_SHM_SIZE}").as_str()),
+    )
+    .map_err(|e| RuntimeError::sys(format!("mount the pod's shm at {}", dir.display()), e))
 }
 
 fn loopback_up() -> Result<(), RuntimeError> {
@@ -132,6 +188,14 @@ pub fn destroy(ns_dir: &Path) -> Result<(), RuntimeError> {
             }
             let _ = std::fs::remove_file(&p);
         }
+    }
+    let shm = ns_dir.join("shm");
+    if shm.exists() {
+        match umount2(&shm, MntFlags::MNT_DETACH) {
+            Ok(()) | Err(nix::Error::EINVAL) => {}
+            Err(e) => return Err(RuntimeError::sys(format!("unmount {}", shm.display()), e)),
+        }
+        let _ = std::fs::remove_dir(&shm);
     }
     let _ = std::fs::remove_dir(ns_dir);
     Ok(())

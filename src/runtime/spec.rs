@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{
-    Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxNamespaceBuilder, LinuxNamespaceType,
-    MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec,
-    UserBuilder, get_default_maskedpaths, get_default_mounts, get_default_readonly_paths,
+    Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxDevice, LinuxNamespaceBuilder,
+    LinuxNamespaceType, LinuxSeccomp, Mount, MountBuilder, PosixRlimitBuilder, PosixRlimitType,
+    ProcessBuilder, RootBuilder, Spec, UserBuilder,
 };
 
 use super::RuntimeError;
@@ -20,8 +20,6 @@ pub struct ContainerSpecInput {
     /// `KEY=value` entries, image env first, pod env last (later wins).
     pub env: Vec<String>,
     pub cwd: String,
-    pub uid: u32,
-    pub gid: u32,
     /// The pod's hostname, or `None` with hostNetwork (the host's UTS namespace is used).
     pub hostname: Option<String>,
     pub sandbox: SandboxPaths,
@@ -34,24 +32,58 @@ pub struct ContainerSpecInput {
     /// cgroup resources (full cgroup v2 mode only).
     pub resources: Option<oci_spec::runtime::LinuxResources>,
     pub annotations: HashMap<String, String>,
+    pub confinement: Confinement,
 }
 
-/// The capabilities a container gets by default (the container runtimes' default set).
-pub const DEFAULT_CAPABILITIES: [Capability; 14] = [
-    Capability::Chown,
-    Capability::DacOverride,
-    Capability::Fsetid,
-    Capability::Fowner,
-    Capability::Mknod,
-    Capability::NetRaw,
-    Capability::Setgid,
-    Capability::Setuid,
-    Capability::Setfcap,
-    Capability::Setpcap,
-    Capability::NetBindService,
-    Capability::SysChroot,
-    Capability::Kill,
-    Capability::AuditWrite,
+/// How the container is confined: its user, privileges and kernel-facing limits,
+/// resolved from its securityContext, the image and the node's settings.
+#[derive(Debug, Clone, Default)]
+pub struct Confinement {
+    pub uid: u32,
+    pub gid: u32,
+    pub additional_gids: Vec<u32>,
+    /// Bounding, effective and permitted; never inheritable or ambient.
+    pub capabilities: Vec<Capability>,
+    pub no_new_privileges: bool,
+    pub read_only_root: bool,
+    /// No masked or read-only paths, /sys and cgroupfs read-write, the host's devices.
+    pub privileged: bool,
+    /// procMount: Unmasked.
+    pub proc_unmasked: bool,
+    pub sysctls: HashMap<String, String>,
+    /// hostPID: the host's pid namespace instead of the container's own.
+    pub host_pid: bool,
+    pub seccomp: Option<LinuxSeccomp>,
+    pub apparmor_profile: Option<String>,
+    /// Device nodes created in the container's /dev beyond the runtime's standard set
+    /// (the host's, for a privileged container).
+    pub devices: Vec<LinuxDevice>,
+}
+
+/// Masked /proc and /sys paths of a container that is not privileged (containerd's
+/// and moby's current list).
+pub const MASKED_PATHS: [&str; 12] = [
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/interrupts",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/sys/devices/virtual/powercap",
+    "/sys/firmware",
+];
+
+/// Read-only /proc paths of a container that is not privileged.
+pub const READONLY_PATHS: [&str; 5] = [
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
 ];
 
 fn spec_err(input: &ContainerSpecInput, e: impl std::fmt::Display) -> RuntimeError {
@@ -61,14 +93,18 @@ fn spec_err(input: &ContainerSpecInput, e: impl std::fmt::Display) -> RuntimeErr
     }
 }
 
-/// Builds the spec. Each container has its own pid, mount and cgroup namespaces and
-/// joins the pod's ipc (and, without hostNetwork, net and uts) namespaces by path.
+/// Builds the spec. Each container has its own mount and cgroup namespaces (and pid,
+/// unless hostPID) and joins the pod's ipc, net and uts namespaces by path (each
+/// unless the pod uses the host's).
 pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
-    let caps: std::collections::HashSet<Capability> = DEFAULT_CAPABILITIES.into_iter().collect();
+    let conf = &input.confinement;
+    let caps: std::collections::HashSet<Capability> = conf.capabilities.iter().copied().collect();
     let capabilities = LinuxCapabilitiesBuilder::default()
         .bounding(caps.clone())
         .effective(caps.clone())
         .permitted(caps)
+        .inheritable(std::collections::HashSet::new())
+        .ambient(std::collections::HashSet::new())
         .build()
         .map_err(|e| spec_err(input, e))?;
     let rlimits = input
@@ -83,12 +119,12 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
                 .map_err(|e| spec_err(input, e))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let user = UserBuilder::default()
-        .uid(input.uid)
-        .gid(input.gid)
-        .build()
-        .map_err(|e| spec_err(input, e))?;
-    let process = ProcessBuilder::default()
+    let mut user = UserBuilder::default().uid(conf.uid).gid(conf.gid);
+    if !conf.additional_gids.is_empty() {
+        user = user.additional_gids(conf.additional_gids.clone());
+    }
+    let user = user.build().map_err(|e| spec_err(input, e))?;
+    let mut process = ProcessBuilder::default()
         .terminal(false)
         .args(input.args.clone())
         .env(input.env.clone())
@@ -100,16 +136,17 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .user(user)
         .capabilities(capabilities)
         .rlimits(rlimits)
-        .no_new_privileges(false)
-        .build()
-        .map_err(|e| spec_err(input, e))?;
+        .no_new_privileges(conf.no_new_privileges);
+    if let Some(profile) = &conf.apparmor_profile {
+        process = process.apparmor_profile(profile.clone());
+    }
+    let process = process.build().map_err(|e| spec_err(input, e))?;
 
     let mut namespaces = Vec::new();
-    let own = [
-        LinuxNamespaceType::Pid,
-        LinuxNamespaceType::Mount,
-        LinuxNamespaceType::Cgroup,
-    ];
+    let mut own = vec![LinuxNamespaceType::Mount, LinuxNamespaceType::Cgroup];
+    if !conf.host_pid {
+        own.insert(0, LinuxNamespaceType::Pid);
+    }
     for typ in own {
         namespaces.push(
             LinuxNamespaceBuilder::default()
@@ -119,7 +156,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         );
     }
     let shared = [
-        (LinuxNamespaceType::Ipc, Some(&input.sandbox.ipc)),
+        (LinuxNamespaceType::Ipc, input.sandbox.ipc.as_ref()),
         (LinuxNamespaceType::Uts, input.sandbox.uts.as_ref()),
         (LinuxNamespaceType::Network, input.sandbox.net.as_ref()),
     ];
@@ -138,15 +175,42 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
     if let Some(r) = &input.resources {
         linux = linux.resources(r.clone());
     }
+    let (masked, readonly): (Vec<String>, Vec<String>) = if conf.privileged {
+        (Vec::new(), Vec::new())
+    } else {
+        let keep = |p: &&&str| !(conf.proc_unmasked && p.starts_with("/proc/"));
+        (
+            MASKED_PATHS
+                .iter()
+                .filter(keep)
+                .map(|p| p.to_string())
+                .collect(),
+            READONLY_PATHS
+                .iter()
+                .filter(keep)
+                .map(|p| p.to_string())
+                .collect(),
+        )
+    };
+    if let Some(seccomp) = &conf.seccomp {
+        linux = linux.seccomp(seccomp.clone());
+    }
+    if !conf.sysctls.is_empty() {
+        linux = linux.sysctl(conf.sysctls.clone());
+    }
+    if !conf.devices.is_empty() {
+        linux = linux.devices(conf.devices.clone());
+    }
     let linux = linux
         .namespaces(namespaces)
         .cgroups_path(PathBuf::from(&input.cgroups_path))
-        .masked_paths(get_default_maskedpaths())
-        .readonly_paths(get_default_readonly_paths())
+        .masked_paths(masked)
+        .readonly_paths(readonly)
         .build()
         .map_err(|e| spec_err(input, e))?;
 
-    let mut mounts = get_default_mounts();
+    let mut mounts =
+        standard_mounts(conf.privileged, &input.sandbox.shm).map_err(|e| spec_err(input, e))?;
     for (host, dest) in &input.bind_files {
         mounts.push(
             MountBuilder::default()
@@ -166,7 +230,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
 
     let root = RootBuilder::default()
         .path(input.rootfs.clone())
-        .readonly(false)
+        .readonly(conf.read_only_root)
         .build()
         .map_err(|e| spec_err(input, e))?;
 
@@ -178,6 +242,83 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .set_linux(Some(linux))
         .set_annotations(Some(input.annotations.clone()));
     Ok(spec)
+}
+
+/// containerd's standard mounts: /proc, a small /dev tmpfs with devpts and mqueue,
+/// /sys and the cgroup filesystem read-only (read-write when privileged), and the
+/// pod's shm at /dev/shm.
+fn standard_mounts(privileged: bool, shm: &Path) -> Result<Vec<Mount>, String> {
+    let opts = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let ro_unless_privileged = if privileged { "rw" } else { "ro" };
+    let table: [(&str, &str, PathBuf, Vec<String>); 7] = [
+        (
+            "/proc",
+            "proc",
+            "proc".into(),
+            opts(&["nosuid", "noexec", "nodev"]),
+        ),
+        (
+            "/dev",
+            "tmpfs",
+            "tmpfs".into(),
+            opts(&["nosuid", "strictatime", "mode=755", "size=65536k"]),
+        ),
+        (
+            "/dev/pts",
+            "devpts",
+            "devpts".into(),
+            opts(&[
+                "nosuid",
+                "noexec",
+                "newinstance",
+                "ptmxmode=0666",
+                "mode=0620",
+                "gid=5",
+            ]),
+        ),
+        (
+            "/dev/mqueue",
+            "mqueue",
+            "mqueue".into(),
+            opts(&["nosuid", "noexec", "nodev"]),
+        ),
+        (
+            "/sys",
+            "sysfs",
+            "sysfs".into(),
+            opts(&["nosuid", "noexec", "nodev", ro_unless_privileged]),
+        ),
+        (
+            "/sys/fs/cgroup",
+            "cgroup",
+            "cgroup".into(),
+            opts(&[
+                "nosuid",
+                "noexec",
+                "nodev",
+                "relatime",
+                ro_unless_privileged,
+            ]),
+        ),
+        (
+            "/dev/shm",
+            "bind",
+            shm.to_path_buf(),
+            opts(&["rbind", "nosuid", "nodev", "noexec"]),
+        ),
+    ];
+    table
+        .into_iter()
+        .map(|(dest, typ, source, options)| {
+            MountBuilder::default()
+                .destination(PathBuf::from(dest))
+                .typ(typ)
+                .source(source)
+                .options(options)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// Writes `config.json` into the bundle dir.
@@ -192,6 +333,7 @@ pub fn write_bundle_config(bundle: &Path, spec: &Spec) -> Result<(), RuntimeErro
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::sandbox::HostNamespaces;
 
     fn input(host_network: bool) -> ContainerSpecInput {
         ContainerSpecInput {
@@ -199,17 +341,96 @@ mod tests {
             args: vec!["sh".into()],
             env: vec!["A=1".into()],
             cwd: String::new(),
-            uid: 0,
-            gid: 0,
             hostname: (!host_network).then(|| "pod-node".to_string()),
-            sandbox: SandboxPaths::new(Path::new("/p/ns"), host_network),
+            sandbox: SandboxPaths::new(
+                Path::new("/p/ns"),
+                HostNamespaces {
+                    network: host_network,
+                    ipc: false,
+                },
+            ),
             rootfs: "/p/rootfs".into(),
             cgroups_path: "/x/kubepods/podu/web".into(),
             bind_files: vec![("/p/hosts".into(), "/etc/hosts".into())],
             rlimits: vec![(PosixRlimitType::RlimitNofile, 1024, 1024)],
             resources: None,
             annotations: HashMap::new(),
+            confinement: Confinement {
+                capabilities: vec![Capability::Chown, Capability::Kill],
+                ..Default::default()
+            },
         }
+    }
+
+    fn mount_options(spec: &Spec, dest: &str) -> Vec<String> {
+        spec.mounts()
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| m.destination() == Path::new(dest))
+            .unwrap()
+            .options()
+            .clone()
+            .unwrap()
+    }
+
+    #[test]
+    fn default_confinement() {
+        let spec = build_spec(&input(false)).unwrap();
+        let process = spec.process().as_ref().unwrap();
+        let caps = process.capabilities().as_ref().unwrap();
+        assert_eq!(caps.bounding().as_ref().unwrap().len(), 2);
+        assert!(caps.inheritable().as_ref().unwrap().is_empty());
+        assert!(caps.ambient().as_ref().unwrap().is_empty());
+        assert_eq!(process.no_new_privileges(), Some(false));
+        let linux = spec.linux().as_ref().unwrap();
+        assert!(
+            linux
+                .masked_paths()
+                .as_ref()
+                .unwrap()
+                .contains(&"/proc/kcore".to_string())
+        );
+        assert!(mount_options(&spec, "/sys").contains(&"ro".to_string()));
+        let shm = spec
+            .mounts()
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| m.destination() == Path::new("/dev/shm"))
+            .unwrap();
+        assert_eq!(shm.source().as_deref(), Some(Path::new("/p/ns/shm")));
+        assert_eq!(spec.root().as_ref().unwrap().readonly(), Some(false));
+    }
+
+    #[test]
+    fn privileged_unmasked_and_read_only_root() {
+        let mut i = input(false);
+        i.confinement.privileged = true;
+        i.confinement.read_only_root = true;
+        i.confinement.host_pid = true;
+        let spec = build_spec(&i).unwrap();
+        let linux = spec.linux().as_ref().unwrap();
+        assert!(linux.masked_paths().as_ref().unwrap().is_empty());
+        assert!(linux.readonly_paths().as_ref().unwrap().is_empty());
+        assert!(mount_options(&spec, "/sys").contains(&"rw".to_string()));
+        assert!(mount_options(&spec, "/sys/fs/cgroup").contains(&"rw".to_string()));
+        assert_eq!(spec.root().as_ref().unwrap().readonly(), Some(true));
+        let ns = linux.namespaces().as_ref().unwrap();
+        assert!(!ns.iter().any(|n| n.typ() == LinuxNamespaceType::Pid));
+
+        let mut i = input(false);
+        i.confinement.proc_unmasked = true;
+        let spec = build_spec(&i).unwrap();
+        let linux = spec.linux().as_ref().unwrap();
+        assert_eq!(
+            linux.masked_paths().as_ref().unwrap(),
+            &vec![
+                "/sys/devices/virtual/powercap".to_string(),
+                "/sys/firmware".to_string()
+            ]
+        );
+        assert!(linux.readonly_paths().as_ref().unwrap().is_empty());
     }
 
     #[test]

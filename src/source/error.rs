@@ -198,6 +198,16 @@ pub enum ManifestError {
         name: String,
     },
 
+    /// A securityContext the API server would refuse (an unknown capability, a
+    /// negative id, a profile type that does not exist…).
+    #[error("manifest {}: {source}", path.display())]
+    SecurityContext {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong, naming the field.
+        source: crate::model::security::SecurityError,
+    },
+
     /// A field has a value outside what the API accepts (an enum value, a negative
     /// duration, a name that is not a DNS label).
     #[error("manifest {}: {field}: invalid value \"{value}\": {reason}", path.display())]
@@ -252,6 +262,7 @@ impl ManifestError {
             | Self::MissingContainerField { path, .. }
             | Self::DuplicateContainer { path, .. }
             | Self::InvalidValue { path, .. }
+            | Self::SecurityContext { path, .. }
             | Self::DuplicatePod { path, .. } => path,
         }
     }

@@ -115,6 +115,14 @@ pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
                 .enumerate()
                 .map(|(i, c)| (format!("spec.initContainers[{i}]"), c)),
         );
+    for (i, c) in spec.containers.iter().enumerate() {
+        crate::model::security::container_security(pod, c, i).map_err(|source| {
+            ManifestError::SecurityContext {
+                path: path.to_path_buf(),
+                source,
+            }
+        })?;
+    }
     let mut seen: HashMap<&str, String> = HashMap::new();
     for (at, c) in all {
         validate_container(&at, c).map_err(|(field, value, why)| invalid(&field, &value, why))?;

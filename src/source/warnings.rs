@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn false_and_zero_still_warn() {
-        let v = json!({"spec": {"hostPID": false, "activeDeadlineSeconds": 0}});
+        let v = json!({"spec": {"setHostnameAsFQDN": false, "activeDeadlineSeconds": 0}});
         assert_eq!(unhonoured_fields(&v).len(), 2);
     }
 }

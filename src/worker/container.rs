@@ -53,6 +53,7 @@ pub async fn supervise(ctx: Arc<Ctx>, pod: Arc<PodInfo>, c: Container, mut term:
         next_attempt: 0,
         backoff: Backoff::default(),
         image_backoff: Backoff::default(),
+        config_backoff: Backoff::default(),
         lease: None,
         ctx,
         pod,
@@ -86,6 +87,8 @@ struct Supervisor {
     next_attempt: u32,
     backoff: Backoff,
     image_backoff: Backoff,
+    /// Between tries of a container that cannot be configured.
+    config_backoff: Backoff,
     /// Keeps the image from image GC while this container may use it.
     lease: Option<crate::image::gc::ImageLease>,
 }
@@ -184,15 +187,25 @@ impl Supervisor {
         let _ = self.ctx.images.touch(&image.reference);
         self.view.image_id = image.manifest_digest.clone();
         let attempt = self.next_attempt;
-        self.next_attempt += 1;
         let id = container_id(&self.pod.uid, &self.c.name, attempt);
-        let prepared = match prepare_attempt(&self.ctx, &self.pod, &self.c, &image, attempt) {
-            Ok(p) => p,
-            Err(e) => {
-                self.event(EventKind::Warning, "Failed", format!("Error: {e}"));
-                return self.start_failed(attempt, "CreateContainerConfigError", e.to_string());
-            }
+        // Off the async threads: it reads the image's files and writes the bundle.
+        let prepared = {
+            let (ctx, pod, c) = (self.ctx.clone(), self.pod.clone(), self.c.clone());
+            tokio::task::spawn_blocking(move || prepare_attempt(&ctx, &pod, &c, &image, attempt))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(crate::runtime::RuntimeError::Spec {
+                        container: self.c.name.clone(),
+                        message: format!("preparing the container panicked: {e}"),
+                    })
+                })
         };
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => return self.config_error(attempt, e.to_string(), term).await,
+        };
+        self.config_backoff = Backoff::default();
+        self.next_attempt += 1;
         match shim_client::spawn(&self.ctx.exe, &prepared.shim).await {
             Ok(handle) => {
                 self.view.restart_count = attempt as i32;
@@ -215,6 +228,44 @@ impl Supervisor {
                 self.event(EventKind::Warning, "Failed", format!("Error: {e}"));
                 self.start_failed(attempt, "StartError", e.to_string())
             }
+        }
+    }
+
+    /// The container cannot be configured (its user, securityContext or image): as the
+    /// kubelet, it stays Waiting with `CreateContainerConfigError` — not an exit, not a
+    /// restart — and the start is tried again after a back-off (10 s doubling to the
+    /// crash-loop maximum), or at once when an image is loaded.
+    async fn config_error(
+        &mut self,
+        attempt: u32,
+        message: String,
+        term: &mut watch::Receiver<Option<Duration>>,
+    ) -> Step {
+        // Nothing ran in it; the number is used by the next try.
+        let dir = self
+            .ctx
+            .layout
+            .attempt_dir(&self.pod.uid, &self.c.name, attempt);
+        if let Err(e) = std::fs::remove_dir_all(&dir)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(error = %e, dir = %dir.display(), "cannot remove an unused attempt dir");
+        }
+        let delay = match self
+            .config_backoff
+            .next_delay(&self.ctx.backoff, Duration::ZERO)
+        {
+            d if d.is_zero() => self.ctx.backoff.initial,
+            d => d,
+        };
+        self.view.state = waiting("CreateContainerConfigError", Some(message.clone()));
+        self.publish();
+        self.event(EventKind::Warning, "Failed", format!("Error: {message}"));
+        let mut images = self.ctx.images_changed.clone();
+        tokio::select! {
+            _ = term.wait_for(|t| t.is_some()) => Step::Done,
+            _ = images.changed() => Step::Start,
+            _ = tokio::time::sleep(delay) => Step::Start,
         }
     }
 

@@ -40,6 +40,8 @@ pub struct Ctx {
     pub oom_victims: Arc<crate::events::OomVictims>,
     /// Bumped whenever an image is loaded, so waiting containers retry at once.
     pub images_changed: tokio::sync::watch::Receiver<u64>,
+    /// The node's security defaults and allowances.
+    pub security: super::security::NodeSecurity,
 }
 
 /// The immutable facts of one pod that its worker needs.
@@ -50,6 +52,10 @@ pub struct PodInfo {
     pub namespace: String,
     pub pod: Pod,
     pub host_network: bool,
+    /// hostIPC: the host's IPC namespace and /dev/shm.
+    pub host_ipc: bool,
+    /// hostPID: every container in the host's pid namespace.
+    pub host_pid: bool,
     pub grace: Duration,
     pub policy: RestartPolicy,
     pub qos: QosClass,
@@ -67,6 +73,8 @@ impl PodInfo {
                 .clone()
                 .unwrap_or_else(|| "default".into()),
             host_network: spec.host_network.unwrap_or(false),
+            host_ipc: spec.host_ipc.unwrap_or(false),
+            host_pid: spec.host_pid.unwrap_or(false),
             grace: pod_grace(spec.termination_grace_period_seconds),
             policy: RestartPolicy::from_spec(spec.restart_policy.as_deref())
                 .unwrap_or(RestartPolicy::Always),
@@ -82,6 +90,14 @@ impl PodInfo {
             h.pop();
         }
         h
+    }
+
+    /// The host namespaces the pod's sandbox uses instead of its own.
+    pub fn host_namespaces(&self) -> crate::runtime::sandbox::HostNamespaces {
+        crate::runtime::sandbox::HostNamespaces {
+            network: self.host_network,
+            ipc: self.host_ipc,
+        }
     }
 
     pub fn object(&self, container: &str) -> String {

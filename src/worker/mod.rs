@@ -10,6 +10,7 @@ mod kill;
 mod limits;
 mod pod;
 mod prepare;
+pub mod security;
 mod state;
 
 pub use context::{Ctx, PodInfo};

@@ -102,6 +102,13 @@ async fn run(
             );
         }
     }
+    if let Err(rejection) = super::security::admit(&ctx.security, &pod) {
+        reject(&ctx, &pod, rejection);
+        let _ = term.wait_for(|t| t.is_some()).await;
+        mark_deleting(&ctx, &pod);
+        finish(&ctx, &pod).await;
+        return;
+    }
     // False only when the pod terminates first; the supervisors still run then, to adopt
     // and stop whatever a previous daemon left running.
     let _sandbox_ready = ensure_sandbox(&ctx, &pod, &mut term).await;
@@ -115,6 +122,25 @@ async fn run(
     mark_deleting(&ctx, &pod);
     while supervisors.join_next().await.is_some() {}
     finish(&ctx, &pod).await;
+}
+
+/// The kubelet's `rejectPod`: phase Failed with the reason, "Pod was rejected: …", a
+/// warning event; nothing of the pod is started.
+fn reject(ctx: &Ctx, pod: &PodInfo, rejection: super::security::Rejection) {
+    tracing::warn!(pod = %pod.name, reason = rejection.reason, message = %rejection.message, "pod rejected");
+    let message = format!("Pod was rejected: {}", rejection.message);
+    ctx.store.update_status(&pod.uid, |s| {
+        s.phase = Some("Failed".into());
+        s.reason = Some(rejection.reason.to_string());
+        s.message = Some(message.clone());
+    });
+    ctx.store.pod_event(
+        &pod.uid,
+        EventKind::Warning,
+        rejection.reason,
+        &format!("pod/{}", pod.name),
+        rejection.message,
+    );
 }
 
 fn mark_deleting(ctx: &Ctx, pod: &PodInfo) {
@@ -137,7 +163,7 @@ async fn ensure_sandbox(
         }
         let result = match write_pod_files(ctx, pod).and_then(|_| setup_pod_cgroup(ctx, pod)) {
             Err(e) => Err(e.to_string()),
-            Ok(()) if SandboxPaths::new(&ns_dir, pod.host_network).exists() => Ok(()),
+            Ok(()) if SandboxPaths::new(&ns_dir, pod.host_namespaces()).exists() => Ok(()),
             Ok(()) => create_sandbox(ctx, pod).await,
         };
         match result {
@@ -180,6 +206,9 @@ async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
         .arg(pod.hostname());
     if pod.host_network {
         cmd.arg("--host-network");
+    }
+    if pod.host_ipc {
+        cmd.arg("--host-ipc");
     }
     let out = cmd
         .stdin(Stdio::null())

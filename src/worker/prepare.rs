@@ -7,15 +7,17 @@ use k8s_openapi::api::core::v1::Container;
 use nix::sys::signal::Signal;
 
 use super::context::{Ctx, PodInfo};
-use crate::image::ResolvedImage;
+use crate::image::{ImageUser, ResolvedImage, UserError, UserRequest, resolve_user};
 use crate::model::command::{expand_env_refs, merge_command};
+use crate::model::security::{
+    ContainerSecurity, ImageUserId, container_security, pod_ref, verify_run_as_non_root,
+};
 use crate::runtime::RuntimeError;
 use crate::runtime::paths::container_id;
 use crate::runtime::records::ShimConfig;
 use crate::runtime::sandbox::SandboxPaths;
 use crate::runtime::signals::parse_signal;
 use crate::runtime::spec::{ContainerSpecInput, build_spec, write_bundle_config};
-use crate::runtime::user::resolve_user;
 
 /// The file in an attempt dir that names the manifest digest of the container's image.
 pub const IMAGE_REF_FILE: &str = "image-digest";
@@ -72,12 +74,33 @@ fn merged_env(image: &ResolvedImage, c: &Container) -> Vec<(String, String)> {
     env
 }
 
-/// The top-most layer that has an /etc/passwd, where the image's User is looked up.
-fn passwd_root(lower_top_first: &[PathBuf]) -> Option<&Path> {
-    lower_top_first
-        .iter()
-        .find(|d| d.join("etc/passwd").exists())
-        .map(|p| p.as_path())
+/// The user the container runs as, and the kubelet's runAsNonRoot check on it. A
+/// named image user that is not in the image's /etc/passwd gets the kubelet's
+/// "non-numeric user" refusal when runAsNonRoot is asked, else a plain error.
+fn container_user(
+    pod: &PodInfo,
+    c: &Container,
+    sec: &ContainerSecurity,
+    image_user: &str,
+    layers: &[PathBuf],
+) -> Result<ImageUser, String> {
+    let req = UserRequest {
+        image_user: image_user.to_string(),
+        run_as_user: sec.run_as_user,
+        run_as_group: sec.run_as_group,
+    };
+    let who = pod_ref(&pod.pod);
+    match resolve_user(layers, &req) {
+        Ok(user) => {
+            verify_run_as_non_root(sec, &ImageUserId::Uid(user.uid), &who, &c.name)?;
+            Ok(user)
+        }
+        Err(UserError::UnknownUser { user }) if sec.run_as_non_root => {
+            verify_run_as_non_root(sec, &ImageUserId::Unresolved(user.clone()), &who, &c.name)?;
+            Err(UserError::UnknownUser { user }.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Builds attempt `attempt` of container `c`: bundle dir, config.json and shim config.
@@ -119,12 +142,17 @@ pub fn prepare_attempt(
                 .into(),
         ));
     }
-    let user = img.user().clone().unwrap_or_default();
-    let (uid, gid) = match passwd_root(&lower_dirs) {
-        Some(root) => resolve_user(root, &user),
-        None => resolve_user(Path::new("/nonexistent"), &user),
-    }
-    .map_err(spec_err)?;
+    let index = pod
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.iter().position(|x| x.name == c.name))
+        .unwrap_or(0);
+    let sec = container_security(&pod.pod, c, index).map_err(|e| spec_err(e.to_string()))?;
+    let image_user = img.user().clone().unwrap_or_default();
+    let user = container_user(pod, c, &sec, &image_user, &lower_dirs).map_err(spec_err)?;
+    let (confinement, confinement_warnings) =
+        super::security::confinement(&ctx.security, pod, &sec, &user).map_err(spec_err)?;
     let cwd = c
         .working_dir
         .clone()
@@ -147,18 +175,26 @@ pub fn prepare_attempt(
         args: argv,
         env: env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         cwd,
-        uid,
-        gid,
         hostname: (!pod.host_network).then(|| pod.hostname()),
-        sandbox: SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.host_network),
+        sandbox: SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.host_namespaces()),
         rootfs: rootfs.clone(),
         cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
         bind_files,
         rlimits: settings.rlimits,
         resources: settings.resources,
         annotations,
+        confinement,
     };
     let spec = build_spec(&input)?;
+    for w in &confinement_warnings {
+        ctx.store.pod_event(
+            &pod.uid,
+            crate::status::EventKind::Warning,
+            "CapabilityUnavailable",
+            &pod.object(&c.name),
+            w.clone(),
+        );
+    }
     for w in &settings.warnings {
         ctx.store.pod_event(
             &pod.uid,

@@ -44,13 +44,14 @@ pub fn busybox_layout() -> &'static Path {
     })
 }
 
+/// Fails the test unless it runs as root: these tests create namespaces, mounts and
+/// cgroups, and a skipped test must never look like a passed one.
 pub fn require_root() -> bool {
-    if nix::unistd::geteuid().is_root() {
-        true
-    } else {
-        eprintln!("skipping: this test needs root (namespaces, mounts)");
-        false
-    }
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (namespaces, mounts, cgroups): run it as root"
+    );
+    true
 }
 
 static SEQ: AtomicU32 = AtomicU32::new(0);

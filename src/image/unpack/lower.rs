@@ -273,6 +273,115 @@ fn resolve(
     }
 }
 
+/// Why [`read_merged_file`] gave no content.
+#[derive(Debug, thiserror::Error)]
+pub enum MergedReadError {
+    #[error("it is not a regular file")]
+    NotRegular,
+    #[error("it is larger than {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("its symlinks loop or go more than {MAX_HOPS} deep")]
+    Loop,
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// Reads the regular file at `path` (relative to the image root) in the merged view
+/// of `layers` (snapshot dirs, top first), as a container would see it: symlinks
+/// (absolute or climbing) are followed inside the image's root by this module, never
+/// by the kernel, so a link to `/dev/zero` or `/etc/shadow` names the image's own
+/// file. `Ok(None)` when nothing is there (or a whiteout hides it). Only a regular
+/// file of at most `limit` bytes is read: a device, FIFO or socket is refused before
+/// it is opened for reading, and the file is opened `O_NONBLOCK | O_NOFOLLOW`.
+pub fn read_merged_file(
+    layers: &[PathBuf],
+    path: &Path,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, MergedReadError> {
+    let roots = layers
+        .iter()
+        .map(|l| open_path(None, l.as_os_str()))
+        .collect::<io::Result<Vec<_>>>()?;
+    let mut pending: Vec<OsString> = Vec::new();
+    push_normalized(&mut pending, path);
+    let mut hops = 0;
+    'restart: loop {
+        let mut dirs: Vec<OwnedFd> = roots
+            .iter()
+            .map(|r| r.try_clone())
+            .collect::<io::Result<_>>()?;
+        let Some((leaf, parents)) = pending.split_last() else {
+            return Err(MergedReadError::NotRegular);
+        };
+        for (i, name) in parents.iter().enumerate() {
+            let borrowed: Vec<BorrowedFd<'_>> = dirs.iter().map(AsFd::as_fd).collect();
+            match step(&borrowed, name)? {
+                Step::Dir(next, _) => dirs = next,
+                Step::Missing => return Ok(None),
+                Step::Other => return Err(MergedReadError::NotRegular),
+                Step::Symlink(target) => {
+                    hops += 1;
+                    if hops > MAX_HOPS {
+                        return Err(MergedReadError::Loop);
+                    }
+                    let mut next = join_target(&pending[..i], &target);
+                    next.extend(pending[i + 1..].iter().cloned());
+                    pending = next;
+                    continue 'restart;
+                }
+            }
+        }
+        for dir in &dirs {
+            let st = match fstatat(dir.as_fd(), leaf.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Ok(st) => st,
+                Err(Errno::ENOENT) => continue,
+                Err(e) => return Err(io::Error::from(e).into()),
+            };
+            let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+            if kind == SFlag::S_IFLNK {
+                hops += 1;
+                if hops > MAX_HOPS {
+                    return Err(MergedReadError::Loop);
+                }
+                let target = readlinkat(dir.as_fd(), leaf.as_os_str()).map_err(io::Error::from)?;
+                pending = join_target(parents, &target);
+                continue 'restart;
+            }
+            if kind == SFlag::S_IFCHR && st.st_rdev == 0 {
+                return Ok(None); // a whiteout
+            }
+            if kind != SFlag::S_IFREG {
+                return Err(MergedReadError::NotRegular);
+            }
+            return read_regular(dir.as_fd(), leaf, limit).map(Some);
+        }
+        return Ok(None);
+    }
+}
+
+/// Reads regular file `name` of `dir`, at most `limit` bytes; checked again on the
+/// open fd, since only the fd is what gets read.
+fn read_regular(dir: BorrowedFd<'_>, name: &OsStr, limit: u64) -> Result<Vec<u8>, MergedReadError> {
+    use std::io::Read;
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let fd = openat(dir, name, flags, Mode::empty()).map_err(io::Error::from)?;
+    let st = nix::sys::stat::fstat(&fd).map_err(io::Error::from)?;
+    if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
+        return Err(MergedReadError::NotRegular);
+    }
+    if st.st_size as u64 > limit {
+        return Err(MergedReadError::TooLarge { limit });
+    }
+    let mut out = Vec::with_capacity(st.st_size as usize);
+    std::fs::File::from(fd)
+        .take(limit + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > limit {
+        return Err(MergedReadError::TooLarge { limit });
+    }
+    Ok(out)
+}
+
 /// Opens (creating what is missing) the directory `comps` of the layer's own
 /// snapshot; a directory created here takes the owner and mode of the lower
 /// directory it stands for.

@@ -1,0 +1,195 @@
+//! The node's side of confinement: its defaults (seccomp), its allowances (unsafe
+//! sysctls), what the host can enforce (AppArmor), the pod admission that follows
+//! from them (the kubelet's `SysctlForbidden` and `AppArmor` rejections), and the
+//! [`Confinement`] of each container.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use oci_spec::runtime::Capability;
+
+use super::context::PodInfo;
+use crate::image::ImageUser;
+use crate::model::security::{ContainerSecurity, GroupsPolicy, ProfileChoice, container_security};
+use crate::model::sysctl::{FORBIDDEN_REASON, SysctlAllowlist, normalize};
+use crate::runtime::spec::Confinement;
+
+/// The node's security settings (daemon flags and host facts).
+#[derive(Debug, Clone)]
+pub struct NodeSecurity {
+    /// RuntimeDefault seccomp for containers that say nothing (`--seccomp-default`).
+    pub seccomp_default: bool,
+    /// Where Localhost seccomp profiles live: `<root-dir>/seccomp/`.
+    pub seccomp_dir: PathBuf,
+    pub sysctls: SysctlAllowlist,
+    /// The host enforces AppArmor.
+    pub apparmor_enabled: bool,
+    /// The capabilities podhost itself may hand out (its bounding set): a container
+    /// cannot get more than its runtime has.
+    pub host_capabilities: u64,
+}
+
+impl NodeSecurity {
+    /// A node with podhost's defaults: RuntimeDefault seccomp, the safe sysctls only.
+    pub fn new(root_dir: &std::path::Path) -> Self {
+        Self {
+            seccomp_default: true,
+            seccomp_dir: root_dir.join("seccomp"),
+            sysctls: SysctlAllowlist::default_safe(),
+            apparmor_enabled: crate::runtime::apparmor::host_enabled(),
+            host_capabilities: own_bounding_set(),
+        }
+    }
+}
+
+/// `CapBnd` of this process (all bits when it cannot be read).
+fn own_bounding_set() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapBnd:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(u64::MAX)
+}
+
+/// A pod the node refuses to run: its phase becomes Failed with this reason, and the
+/// message reads "Pod was rejected: {message}" (the kubelet's wording).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The kubelet's admission checks that depend on the node: sysctls, AppArmor; and the
+/// pod features podhost does not run yet but must not ignore (they would loosen or
+/// change isolation silently).
+pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
+    let spec = pod.pod.spec.clone().unwrap_or_default();
+    let sysctls: Vec<String> = spec
+        .security_context
+        .as_ref()
+        .and_then(|s| s.sysctls.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    node.sysctls
+        .admit(
+            sysctls.iter().map(String::as_str),
+            pod.host_network,
+            pod.host_ipc,
+        )
+        .map_err(|message| Rejection {
+            reason: FORBIDDEN_REASON,
+            message,
+        })?;
+    for (i, c) in spec.containers.iter().enumerate() {
+        let Ok(sec) = container_security(&pod.pod, c, i) else {
+            continue; // refused when the manifest was loaded
+        };
+        let asks_apparmor = matches!(
+            sec.apparmor,
+            Some(ProfileChoice::RuntimeDefault | ProfileChoice::Localhost(_))
+        );
+        if asks_apparmor && !node.apparmor_enabled {
+            return Err(Rejection {
+                reason: "AppArmor",
+                message: "Cannot enforce AppArmor: AppArmor is not enabled on the host".into(),
+            });
+        }
+    }
+    if spec.host_users == Some(false) {
+        return Err(Rejection {
+            reason: "UserNamespacesUnsupported",
+            message: "spec.hostUsers: false (a user namespace per pod) is not supported by this podhost yet; remove it to run the pod with the host's users".into(),
+        });
+    }
+    if spec.share_process_namespace == Some(true) {
+        return Err(Rejection {
+            reason: "ShareProcessNamespaceUnsupported",
+            message: "spec.shareProcessNamespace: true is not supported by this podhost yet; remove it to give each container its own pid namespace".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The confinement of a container with settings `sec` running as `user`, and the
+/// warnings about what the host cannot give it (a `CapabilityUnavailable` event
+/// each). Errors are `CreateContainerConfigError` messages.
+pub fn confinement(
+    node: &NodeSecurity,
+    pod: &PodInfo,
+    sec: &ContainerSecurity,
+    user: &ImageUser,
+) -> Result<(Confinement, Vec<String>), String> {
+    let mut groups: Vec<u32> = Vec::new();
+    if sec.groups_policy == GroupsPolicy::Merge {
+        groups.extend(&user.member_of);
+    }
+    groups.extend(&sec.pod_groups);
+    let mut seen = std::collections::BTreeSet::new();
+    groups.retain(|g| seen.insert(*g));
+    let mut warnings = Vec::new();
+    let mut capabilities = Vec::new();
+    for name in &sec.capabilities {
+        let bit = crate::model::security::ALL_CAPABILITIES
+            .iter()
+            .position(|c| c == name)
+            .unwrap_or(0);
+        if node.host_capabilities & (1u64 << bit) == 0 {
+            warnings.push(format!(
+                "{name} is not in podhost's own capability bounding set on this host; the container runs without it"
+            ));
+            continue;
+        }
+        capabilities
+            .push(Capability::from_str(name).map_err(|e| format!("capability {name}: {e}"))?);
+    }
+    let sysctls: HashMap<String, String> = pod
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.as_ref())
+        .and_then(|s| s.sysctls.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| (normalize(&s.name), s.value))
+        .collect();
+    let apparmor_profile = match (&sec.apparmor, sec.privileged) {
+        (Some(ProfileChoice::Localhost(name)), _) => {
+            if !crate::runtime::apparmor::profile_loaded(name) {
+                return Err(format!(
+                    "AppArmor profile {name:?} is not loaded on this host (appArmorProfile.localhostProfile); load it with apparmor_parser first"
+                ));
+            }
+            Some(name.clone())
+        }
+        (Some(ProfileChoice::RuntimeDefault), false) => {
+            Some(crate::runtime::apparmor::ensure_default_profile().map_err(|e| e.to_string())?)
+        }
+        _ => None,
+    };
+    let confinement = Confinement {
+        uid: user.uid,
+        gid: user.gid,
+        additional_gids: groups,
+        capabilities,
+        no_new_privileges: sec.no_new_privileges,
+        read_only_root: sec.read_only_root,
+        privileged: sec.privileged,
+        proc_unmasked: sec.proc_unmasked,
+        sysctls,
+        host_pid: pod.host_pid,
+        seccomp: None,
+        apparmor_profile,
+        devices: if sec.privileged {
+            crate::runtime::host_devices::host_devices()
+        } else {
+            Vec::new()
+        },
+    };
+    Ok((confinement, warnings))
+}
