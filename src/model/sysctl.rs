@@ -130,8 +130,7 @@ impl SysctlAllowlist {
                 ns.as_str()
             ));
         }
-        if self.exact.contains(&name)
-            || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+        if self.exact.contains(&name) || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
         {
             return Ok(());
         }

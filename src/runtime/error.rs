@@ -30,6 +30,11 @@ pub enum RuntimeError {
     /// The OCI runtime spec could not be built.
     #[error("container {container}: cannot build the OCI spec: {message}")]
     Spec { container: String, message: String },
+    /// The container's settings cannot be applied (its user, securityContext,
+    /// profiles): the message as the kubelet words it, shown as the container's
+    /// `CreateContainerConfigError`.
+    #[error("{0}")]
+    ContainerConfig(String),
     /// libcontainer failed to create, start, exec into or delete a container.
     #[error("{0}")]
     Libcontainer(String),

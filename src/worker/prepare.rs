@@ -148,11 +148,12 @@ pub fn prepare_attempt(
         .as_ref()
         .and_then(|s| s.containers.iter().position(|x| x.name == c.name))
         .unwrap_or(0);
-    let sec = container_security(&pod.pod, c, index).map_err(|e| spec_err(e.to_string()))?;
+    let config_err = |message: String| RuntimeError::ContainerConfig(message);
+    let sec = container_security(&pod.pod, c, index).map_err(|e| config_err(e.to_string()))?;
     let image_user = img.user().clone().unwrap_or_default();
-    let user = container_user(pod, c, &sec, &image_user, &lower_dirs).map_err(spec_err)?;
+    let user = container_user(pod, c, &sec, &image_user, &lower_dirs).map_err(config_err)?;
     let (confinement, confinement_warnings) =
-        super::security::confinement(&ctx.security, pod, &sec, &user).map_err(spec_err)?;
+        super::security::confinement(&ctx.security, pod, &sec, &user).map_err(config_err)?;
     let cwd = c
         .working_dir
         .clone()

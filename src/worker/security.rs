@@ -145,8 +145,10 @@ pub fn confinement(
             ));
             continue;
         }
+        // oci-spec parses the name without its CAP_ prefix.
+        let bare = name.strip_prefix("CAP_").unwrap_or(name);
         capabilities
-            .push(Capability::from_str(name).map_err(|e| format!("capability {name}: {e}"))?);
+            .push(Capability::from_str(bare).map_err(|e| format!("capability {name}: {e}"))?);
     }
     let sysctls: HashMap<String, String> = pod
         .pod
