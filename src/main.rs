@@ -102,7 +102,14 @@ enum Command {
         host_network: bool,
         #[arg(long)]
         host_ipc: bool,
+        #[arg(long)]
+        shared_pid: bool,
+        #[arg(long)]
+        pause_cgroup: Option<PathBuf>,
     },
+    /// (internal) PID 1 of a pod's shared pid namespace.
+    #[command(hide = true)]
+    Pause,
     /// (internal) run a command in a container (hooks).
     #[command(hide = true)]
     ExecHelper {
@@ -207,6 +214,7 @@ fn default_sigpipe_for_cli(command: &Command) {
         Command::Daemon(_)
             | Command::Shim { .. }
             | Command::Sandbox { .. }
+            | Command::Pause
             | Command::ExecHelper { .. }
     ) {
         return;
@@ -280,17 +288,28 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Shim { config } => Ok(podhost::shim::run(&config)),
+        Command::Pause => Ok(podhost::runtime::pause::run()),
         Command::Sandbox {
             ns_dir,
             hostname,
             host_network,
             host_ipc,
+            shared_pid,
+            pause_cgroup,
         } => {
-            let host = podhost::runtime::sandbox::HostNamespaces {
-                network: host_network,
-                ipc: host_ipc,
+            let shape = podhost::runtime::sandbox::SandboxShape {
+                host_network,
+                host_ipc,
+                shared_pid,
             };
-            podhost::runtime::sandbox::create_in_helper(&ns_dir, &hostname, host)?;
+            let exe = std::env::current_exe().context("locating the podhost binary")?;
+            podhost::runtime::sandbox::create_in_helper(
+                &ns_dir,
+                &hostname,
+                shape,
+                &exe,
+                pause_cgroup.as_deref(),
+            )?;
             Ok(0)
         }
         Command::ExecHelper {

@@ -423,3 +423,35 @@ fn an_unknown_node_wide_sysctl_allowance_stops_the_daemon() {
         "{err}"
     );
 }
+
+/// shareProcessNamespace: the containers see each other's processes; PID 1 is
+/// `podhost pause`, which goes away with the pod.
+#[test]
+fn shared_process_namespace() {
+    assert!(require_root());
+    let d = TestDaemon::start();
+    d.write_manifest(
+        "share.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: share\nspec:\n  terminationGracePeriodSeconds: 1\n  shareProcessNamespace: true\n  containers:\n  - name: a\n    image: localhost/busybox:latest\n    imagePullPolicy: Never\n    command: [\"sleep\", \"1001\"]\n  - name: b\n    image: localhost/busybox:latest\n    imagePullPolicy: Never\n    command: [\"sh\", \"-c\", \"sleep 1; echo pid1=$(tr '\\\\0' ' ' < /proc/1/cmdline); echo peers=$(ps -o args | grep -c '^sleep 1001'); echo done; sleep 1000\"]\n",
+    );
+    let logs = logs_when_done(&d, "share", "b");
+    assert!(field(&logs, "pid1").ends_with("pause"), "{logs}");
+    assert_eq!(field(&logs, "peers"), "1", "b sees a's process: {logs}");
+    let uid = d.pod("share").unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pause_pid_file = d.root.join(format!("pods/{uid}/ns/pause.pid"));
+    let pause: i32 = std::fs::read_to_string(&pause_pid_file)
+        .unwrap_or_else(|e| panic!("{}: {e}", pause_pid_file.display()))
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{pause}")).exists());
+    d.remove_manifest("share.yaml");
+    d.wait_gone("share", 30);
+    wait_until(Duration::from_secs(10), "the pause process is gone", || {
+        (!std::path::Path::new(&format!("/proc/{pause}")).exists()).then_some(())
+    })
+    .expect("pause process stopped with the pod");
+}

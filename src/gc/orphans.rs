@@ -51,6 +51,8 @@ pub fn remove_orphans_older_than(
             continue;
         }
         let logs = pod_log_dir(layout, &uid);
+        // A shared pid namespace's PID 1 would outlive the directory otherwise.
+        crate::runtime::pause::stop(&layout.pod_ns_dir(&uid));
         match remove_tree(&dir) {
             Ok(()) => {
                 tracing::info!(pod_uid = %uid, "container GC: removed the dir of a pod that is gone");

@@ -14,6 +14,7 @@ pub mod host_devices;
 pub mod node_cgroups;
 pub mod overlay;
 pub mod paths;
+pub mod pause;
 pub mod records;
 pub mod rlimit_host;
 pub mod sandbox;

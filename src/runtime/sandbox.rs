@@ -16,16 +16,19 @@ use nix::sched::{CloneFlags, unshare};
 use super::RuntimeError;
 
 /// The shared namespaces, in the order the helper creates them.
-pub const SHARED_NAMESPACES: [&str; 3] = ["ipc", "uts", "net"];
+pub const SHARED_NAMESPACES: [&str; 4] = ["ipc", "uts", "net", "pid"];
 
 /// The size of a pod's /dev/shm (containerd's and Docker's default).
 pub const POD_SHM_SIZE: &str = "65536k";
 
-/// Which host namespaces a pod uses instead of its own.
+/// Which namespaces a pod's sandbox holds: the host's network and IPC namespaces
+/// replace the pod's own with hostNetwork and hostIPC; a pid namespace shared by its
+/// containers is added with shareProcessNamespace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HostNamespaces {
-    pub network: bool,
-    pub ipc: bool,
+pub struct SandboxShape {
+    pub host_network: bool,
+    pub host_ipc: bool,
+    pub shared_pid: bool,
 }
 
 /// Paths of a pod's namespace handles and its /dev/shm.
@@ -34,26 +37,31 @@ pub struct SandboxPaths {
     pub ipc: Option<PathBuf>,
     pub uts: Option<PathBuf>,
     pub net: Option<PathBuf>,
+    /// The shared pid namespace (shareProcessNamespace), held by `podhost pause`.
+    pub pid: Option<PathBuf>,
     /// What every container mounts at /dev/shm: the pod's tmpfs, or the host's
     /// /dev/shm with hostIPC.
     pub shm: PathBuf,
-    host: HostNamespaces,
+    shape: SandboxShape,
+    ns_dir: PathBuf,
 }
 
 impl SandboxPaths {
     /// With `host_network`, the pod uses the host's net and uts namespaces (as the
     /// kubelet); with hostIPC the host's IPC namespace and /dev/shm.
-    pub fn new(ns_dir: &Path, host: HostNamespaces) -> Self {
+    pub fn new(ns_dir: &Path, shape: SandboxShape) -> Self {
         Self {
-            ipc: (!host.ipc).then(|| ns_dir.join("ipc")),
-            uts: (!host.network).then(|| ns_dir.join("uts")),
-            net: (!host.network).then(|| ns_dir.join("net")),
-            shm: if host.ipc {
+            ipc: (!shape.host_ipc).then(|| ns_dir.join("ipc")),
+            uts: (!shape.host_network).then(|| ns_dir.join("uts")),
+            net: (!shape.host_network).then(|| ns_dir.join("net")),
+            pid: shape.shared_pid.then(|| super::pause::pid_ns_path(ns_dir)),
+            shm: if shape.host_ipc {
                 PathBuf::from("/dev/shm")
             } else {
                 ns_dir.join("shm")
             },
-            host,
+            shape,
+            ns_dir: ns_dir.to_path_buf(),
         }
     }
 
@@ -62,7 +70,9 @@ impl SandboxPaths {
             .into_iter()
             .flatten()
             .all(|p| is_ns_mount(p));
-        handles && (self.host.ipc || is_tmpfs(&self.shm))
+        handles
+            && (self.shape.host_ipc || is_tmpfs(&self.shm))
+            && (!self.shape.shared_pid || super::pause::alive(&self.ns_dir))
     }
 }
 
@@ -86,22 +96,24 @@ pub fn is_ns_mount(path: &Path) -> bool {
 pub fn create_in_helper(
     ns_dir: &Path,
     hostname: &str,
-    host: HostNamespaces,
+    shape: SandboxShape,
+    exe: &Path,
+    pause_cgroup: Option<&Path>,
 ) -> Result<(), RuntimeError> {
     std::fs::create_dir_all(ns_dir).map_err(|e| RuntimeError::io("create directory", ns_dir, e))?;
-    let paths = SandboxPaths::new(ns_dir, host);
-    if !host.ipc {
+    let paths = SandboxPaths::new(ns_dir, shape);
+    if !shape.host_ipc {
         mount_pod_shm(&paths.shm)?;
     }
     let mut flags = CloneFlags::empty();
-    if !host.ipc {
+    if !shape.host_ipc {
         flags |= CloneFlags::CLONE_NEWIPC;
     }
-    if !host.network {
+    if !shape.host_network {
         flags |= CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET;
     }
     unshare(flags).map_err(|e| RuntimeError::sys("unshare pod namespaces", e))?;
-    if !host.network {
+    if !shape.host_network {
         nix::unistd::sethostname(hostname)
             .map_err(|e| RuntimeError::sys(format!("set hostname {hostname}"), e))?;
         loopback_up()?;
@@ -127,6 +139,9 @@ pub fn create_in_helper(
                 e,
             )
         })?;
+    }
+    if shape.shared_pid {
+        super::pause::start(exe, ns_dir, pause_cgroup)?;
     }
     Ok(())
 }
@@ -179,6 +194,8 @@ fn loopback_up() -> Result<(), RuntimeError> {
 
 /// Releases the namespace handles (the namespaces die with their last process).
 pub fn destroy(ns_dir: &Path) -> Result<(), RuntimeError> {
+    // The pause process first: the pid namespace dies with it.
+    super::pause::stop(ns_dir);
     for name in SHARED_NAMESPACES {
         let p = ns_dir.join(name);
         if p.exists() {

@@ -144,7 +144,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
 
     let mut namespaces = Vec::new();
     let mut own = vec![LinuxNamespaceType::Mount, LinuxNamespaceType::Cgroup];
-    if !conf.host_pid {
+    if !conf.host_pid && input.sandbox.pid.is_none() {
         own.insert(0, LinuxNamespaceType::Pid);
     }
     for typ in own {
@@ -159,6 +159,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         (LinuxNamespaceType::Ipc, input.sandbox.ipc.as_ref()),
         (LinuxNamespaceType::Uts, input.sandbox.uts.as_ref()),
         (LinuxNamespaceType::Network, input.sandbox.net.as_ref()),
+        (LinuxNamespaceType::Pid, input.sandbox.pid.as_ref()),
     ];
     for (typ, path) in shared {
         if let Some(path) = path {
@@ -333,7 +334,7 @@ pub fn write_bundle_config(bundle: &Path, spec: &Spec) -> Result<(), RuntimeErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::sandbox::HostNamespaces;
+    use crate::runtime::sandbox::SandboxShape;
 
     fn input(host_network: bool) -> ContainerSpecInput {
         ContainerSpecInput {
@@ -344,9 +345,9 @@ mod tests {
             hostname: (!host_network).then(|| "pod-node".to_string()),
             sandbox: SandboxPaths::new(
                 Path::new("/p/ns"),
-                HostNamespaces {
-                    network: host_network,
-                    ipc: false,
+                SandboxShape {
+                    host_network,
+                    ..Default::default()
                 },
             ),
             rootfs: "/p/rootfs".into(),

@@ -51,8 +51,9 @@ pub const HONOURED_FIELDS: &[&str] = &[
     "spec.hostNetwork",
     "spec.hostPID",
     "spec.hostIPC",
-    // Refused with a clear reason until they are supported (never ignored).
+    // One pid namespace for the pod, held by `podhost pause` as its PID 1.
     "spec.shareProcessNamespace",
+    // Refused with a clear reason until it is supported (never ignored).
     "spec.hostUsers",
     // securityContext, pod level (the container's wins where both have a field).
     "spec.securityContext.runAsUser",

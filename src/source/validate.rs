@@ -104,6 +104,14 @@ pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
         ));
     }
 
+    if spec.share_process_namespace == Some(true) && spec.host_pid == Some(true) {
+        return Err(invalid(
+            "spec.shareProcessNamespace",
+            "true",
+            "may not be set together with hostPID: true".to_string(),
+        ));
+    }
+
     let init = spec.init_containers.as_deref().unwrap_or_default();
     let all = spec
         .containers

@@ -56,6 +56,8 @@ pub struct PodInfo {
     pub host_ipc: bool,
     /// hostPID: every container in the host's pid namespace.
     pub host_pid: bool,
+    /// shareProcessNamespace: one pid namespace for all the pod's containers.
+    pub shared_pid: bool,
     pub grace: Duration,
     pub policy: RestartPolicy,
     pub qos: QosClass,
@@ -75,6 +77,8 @@ impl PodInfo {
             host_network: spec.host_network.unwrap_or(false),
             host_ipc: spec.host_ipc.unwrap_or(false),
             host_pid: spec.host_pid.unwrap_or(false),
+            shared_pid: spec.share_process_namespace.unwrap_or(false)
+                && !spec.host_pid.unwrap_or(false),
             grace: pod_grace(spec.termination_grace_period_seconds),
             policy: RestartPolicy::from_spec(spec.restart_policy.as_deref())
                 .unwrap_or(RestartPolicy::Always),
@@ -92,11 +96,12 @@ impl PodInfo {
         h
     }
 
-    /// The host namespaces the pod's sandbox uses instead of its own.
-    pub fn host_namespaces(&self) -> crate::runtime::sandbox::HostNamespaces {
-        crate::runtime::sandbox::HostNamespaces {
-            network: self.host_network,
-            ipc: self.host_ipc,
+    /// The namespaces the pod's sandbox holds.
+    pub fn sandbox_shape(&self) -> crate::runtime::sandbox::SandboxShape {
+        crate::runtime::sandbox::SandboxShape {
+            host_network: self.host_network,
+            host_ipc: self.host_ipc,
+            shared_pid: self.shared_pid,
         }
     }
 

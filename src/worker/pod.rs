@@ -163,7 +163,7 @@ async fn ensure_sandbox(
         }
         let result = match write_pod_files(ctx, pod).and_then(|_| setup_pod_cgroup(ctx, pod)) {
             Err(e) => Err(e.to_string()),
-            Ok(()) if SandboxPaths::new(&ns_dir, pod.host_namespaces()).exists() => Ok(()),
+            Ok(()) if SandboxPaths::new(&ns_dir, pod.sandbox_shape()).exists() => Ok(()),
             Ok(()) => create_sandbox(ctx, pod).await,
         };
         match result {
@@ -209,6 +209,12 @@ async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
     }
     if pod.host_ipc {
         cmd.arg("--host-ipc");
+    }
+    if pod.shared_pid {
+        cmd.arg("--shared-pid");
+        if let Some(leaf) = ctx.cgroups.shims_dir() {
+            cmd.arg("--pause-cgroup").arg(leaf);
+        }
     }
     let out = cmd
         .stdin(Stdio::null())

@@ -177,7 +177,7 @@ pub fn prepare_attempt(
         env: env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         cwd,
         hostname: (!pod.host_network).then(|| pod.hostname()),
-        sandbox: SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.host_namespaces()),
+        sandbox: SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.sandbox_shape()),
         rootfs: rootfs.clone(),
         cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
         bind_files,

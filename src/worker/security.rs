@@ -107,12 +107,6 @@ pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
             message: "spec.hostUsers: false (a user namespace per pod) is not supported by this podhost yet; remove it to run the pod with the host's users".into(),
         });
     }
-    if spec.share_process_namespace == Some(true) {
-        return Err(Rejection {
-            reason: "ShareProcessNamespaceUnsupported",
-            message: "spec.shareProcessNamespace: true is not supported by this podhost yet; remove it to give each container its own pid namespace".into(),
-        });
-    }
     Ok(())
 }
 

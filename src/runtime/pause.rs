@@ -1,0 +1,137 @@
+//! The pod's shared pid namespace (`shareProcessNamespace: true`).
+//!
+//! A pid namespace cannot be kept alive by a bind mount alone: once its PID 1 exits,
+//! the kernel kills every process in it and no new one may enter. So a pod that shares
+//! one gets a PID 1 of its own, `podhost pause` (the kubelet's pause container): the
+//! sandbox helper unshares a pid namespace, forks, and the child execs `podhost pause`,
+//! which only reaps the orphans it inherits and waits for SIGTERM. The namespace is
+//! pinned at `<pod>/ns/pid` and joined by path in every container's spec; the pause
+//! process's pid is kept in `<pod>/ns/pause.pid` so the sandbox's release stops it.
+
+use std::path::{Path, PathBuf};
+
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::{SigHandler, Signal, kill, signal};
+use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::unistd::{ForkResult, Pid, fork};
+
+use super::RuntimeError;
+
+/// The pinned namespace, under the pod's ns dir.
+pub fn pid_ns_path(ns_dir: &Path) -> PathBuf {
+    ns_dir.join("pid")
+}
+
+fn pid_file(ns_dir: &Path) -> PathBuf {
+    ns_dir.join("pause.pid")
+}
+
+/// In the sandbox helper: a new pid namespace whose PID 1 is `exe pause`; returns the
+/// pause process's pid (as the host sees it) once it runs in the namespace.
+pub fn start(exe: &Path, ns_dir: &Path, cgroup_leaf: Option<&Path>) -> Result<i32, RuntimeError> {
+    unshare(CloneFlags::CLONE_NEWPID)
+        .map_err(|e| RuntimeError::sys("unshare a pid namespace", e))?;
+    let exe_c = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes()).map_err(|e| {
+        RuntimeError::sys(
+            "podhost path",
+            nix::Error::from_raw(e.nul_position() as i32),
+        )
+    })?;
+    let args = [exe_c.clone(), c"pause".into()];
+    // SAFETY: the helper is single-threaded here (its netlink runtime is gone), so the
+    // child may run anything; it only execs.
+    match unsafe { fork() }.map_err(|e| RuntimeError::sys("fork the pause process", e))? {
+        ForkResult::Child => {
+            let _ = nix::unistd::setsid();
+            // Never hold the helper's pipes: the daemon reads them to their end.
+            if let Ok(null) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open("/dev/null")
+            {
+                let _ = nix::unistd::dup2_stdin(&null);
+                let _ = nix::unistd::dup2_stdout(&null);
+                let _ = nix::unistd::dup2_stderr(&null);
+            }
+            let _ = nix::unistd::execv(&exe_c, &args);
+            // SAFETY: _exit is always safe; nothing of the parent's state is flushed.
+            unsafe { libc::_exit(127) }
+        }
+        ForkResult::Parent { child } => {
+            if let Some(leaf) = cgroup_leaf {
+                let _ = std::fs::write(leaf.join("cgroup.procs"), child.as_raw().to_string());
+            }
+            let target = pid_ns_path(ns_dir);
+            std::fs::File::create(&target).map_err(|e| RuntimeError::io("create", &target, e))?;
+            let source = PathBuf::from(format!("/proc/{}/ns/pid", child.as_raw()));
+            nix::mount::mount(
+                Some(&source),
+                &target,
+                None::<&str>,
+                nix::mount::MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(|e| {
+                let _ = kill(child, Signal::SIGKILL);
+                RuntimeError::sys(
+                    format!("bind {} to {}", source.display(), target.display()),
+                    e,
+                )
+            })?;
+            super::fsutil::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
+            Ok(child.as_raw())
+        }
+    }
+}
+
+/// Whether the pod's pause process still runs as PID 1 of the pinned namespace.
+pub fn alive(ns_dir: &Path) -> bool {
+    running_pause(ns_dir).is_some()
+}
+
+/// The pause process's pid, if the recorded pid is still the process in the pinned
+/// namespace (a recycled pid is never taken for it).
+fn running_pause(ns_dir: &Path) -> Option<Pid> {
+    let pid: i32 = std::fs::read_to_string(pid_file(ns_dir))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let pinned = nix::sys::stat::stat(&pid_ns_path(ns_dir)).ok()?;
+    let theirs = nix::sys::stat::stat(format!("/proc/{pid}/ns/pid").as_str()).ok()?;
+    (pinned.st_ino == theirs.st_ino && pinned.st_dev == theirs.st_dev).then(|| Pid::from_raw(pid))
+}
+
+/// Stops the pause process (its namespace dies with it) and forgets it.
+pub fn stop(ns_dir: &Path) {
+    if let Some(pid) = running_pause(ns_dir) {
+        let _ = kill(pid, Signal::SIGKILL);
+    }
+    let _ = std::fs::remove_file(pid_file(ns_dir));
+}
+
+/// `podhost pause`: PID 1 of a shared pid namespace. Reaps whatever is reparented to
+/// it and exits on SIGTERM or SIGINT.
+pub fn run() -> i32 {
+    extern "C" fn quit(_: libc::c_int) {
+        // SAFETY: _exit is async-signal-safe.
+        unsafe { libc::_exit(0) }
+    }
+    // SAFETY: the handler only calls _exit, which is async-signal-safe.
+    unsafe {
+        let _ = signal(Signal::SIGTERM, SigHandler::Handler(quit));
+        let _ = signal(Signal::SIGINT, SigHandler::Handler(quit));
+        let _ = signal(Signal::SIGHUP, SigHandler::SigIgn);
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigIgn);
+    }
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::__WALL)) {
+            Ok(_) => continue,
+            Err(nix::Error::EINTR) => continue,
+            // No children: sleep until a signal (an orphan's SIGCHLD or SIGTERM).
+            Err(_) => {
+                nix::unistd::pause();
+            }
+        }
+    }
+}
