@@ -72,6 +72,27 @@ pub enum DaemonError {
     },
 }
 
+/// The node's security settings; on an AppArmor host, podhost's default profile is
+/// loaded for containers that name none (a node event says so when it cannot be).
+fn node_security(cfg: &DaemonConfig, store: &StatusStore) -> crate::worker::security::NodeSecurity {
+    let mut node = crate::worker::security::NodeSecurity {
+        seccomp_default: cfg.seccomp_default,
+        sysctls: cfg.sysctls.clone(),
+        ..crate::worker::security::NodeSecurity::new(&cfg.root_dir)
+    };
+    if node.apparmor_enabled {
+        match crate::runtime::apparmor::ensure_default_profile() {
+            Ok(_) => node.apparmor_default = true,
+            Err(e) => store.node_event(
+                crate::status::EventKind::Warning,
+                "AppArmorDefaultUnavailable",
+                format!("{e}; containers that name no AppArmor profile run without one"),
+            ),
+        }
+    }
+    node
+}
+
 /// Runs the daemon until SIGTERM/SIGINT. Containers keep running when it stops.
 pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     for dir in [&cfg.root_dir, &cfg.log_dir] {
@@ -117,11 +138,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         puller: puller.clone(),
         leases: leases.clone(),
         images_changed: images_rx,
-        security: crate::worker::security::NodeSecurity {
-            seccomp_default: cfg.seccomp_default,
-            sysctls: cfg.sysctls.clone(),
-            ..crate::worker::security::NodeSecurity::new(&cfg.root_dir)
-        },
+        security: node_security(&cfg, &store),
     });
     let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
     gc.spawn_loops();

@@ -25,6 +25,9 @@ pub struct NodeSecurity {
     pub sysctls: SysctlAllowlist,
     /// The host enforces AppArmor.
     pub apparmor_enabled: bool,
+    /// podhost's default AppArmor profile is loaded: containers that name no profile
+    /// get it, as containerd gives its own on AppArmor hosts.
+    pub apparmor_default: bool,
     /// The capabilities podhost itself may hand out (its bounding set): a container
     /// cannot get more than its runtime has.
     pub host_capabilities: u64,
@@ -38,6 +41,7 @@ impl NodeSecurity {
             seccomp_dir: root_dir.join("seccomp"),
             sysctls: SysctlAllowlist::default_safe(),
             apparmor_enabled: crate::runtime::apparmor::host_enabled(),
+            apparmor_default: false,
             host_capabilities: own_bounding_set(),
         }
     }
@@ -165,6 +169,9 @@ pub fn confinement(
         }
         (Some(ProfileChoice::RuntimeDefault), false) => {
             Some(crate::runtime::apparmor::ensure_default_profile().map_err(|e| e.to_string())?)
+        }
+        (None, false) if node.apparmor_default => {
+            Some(crate::runtime::apparmor::DEFAULT_PROFILE.to_string())
         }
         _ => None,
     };
