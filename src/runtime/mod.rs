@@ -12,6 +12,7 @@ pub mod fsutil;
 pub mod node_cgroups;
 pub mod overlay;
 pub mod paths;
+pub mod peer_cred;
 pub mod records;
 pub mod rlimit_host;
 pub mod sandbox;
