@@ -98,7 +98,7 @@ async fn serve_connection(stream: UnixStream, state: Arc<ApiState>, access: &Soc
         Err(e) => {
             tracing::warn!(error = %e, "API connection refused: cannot read the peer's credentials");
             Err(format!(
-                "cannot read your credentials ({e}); only root may use the podhost API"
+                "the daemon cannot read your credentials ({e}), and serves only peers it can identify"
             ))
         }
     };
