@@ -130,9 +130,14 @@ struct DaemonArgs {
     root_dir: PathBuf,
     #[arg(long, default_value = "/var/log/pods")]
     log_dir: PathBuf,
-    /// Defaults to the host name.
+    /// Defaults to the host name; trimmed and lowercased, then it must be a DNS-1123
+    /// subdomain (as the kubelet's node name).
     #[arg(long)]
     node_name: Option<String>,
+    /// A group (name or GID) whose members may use the API socket besides root; the
+    /// socket is then 0660 root:GROUP instead of 0600 root:root.
+    #[arg(long)]
+    socket_group: Option<String>,
     /// Parent cgroup for every cgroup podhost creates (default: the daemon's own; the
     /// daemon then moves itself into its `daemon` leaf).
     #[arg(long)]
@@ -339,12 +344,13 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let node_name = match args.node_name {
-        Some(n) => n,
-        None => nix::unistd::gethostname()
-            .context("reading the host name (give --node-name)")?
-            .to_string_lossy()
-            .into_owned(),
+    let node_name = podhost::daemon::resolve_node_name(args.node_name.as_deref())?;
+    let socket_access = podhost::api::SocketAccess {
+        group: args
+            .socket_group
+            .as_deref()
+            .map(podhost::api::resolve_socket_group)
+            .transpose()?,
     };
     let secs = |s: f64, flag: &str| {
         Duration::try_from_secs_f64(s)
@@ -356,6 +362,7 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         log_dir: args.log_dir,
         node_name,
         socket,
+        socket_access,
         cgroup_root: args.cgroup_root,
         pod_pids_limit: (args.pod_pids_limit > 0).then_some(args.pod_pids_limit),
         default_rlimits: podhost::model::rlimits::parse_rlimits(&args.default_rlimits)

@@ -1,11 +1,16 @@
-//! The daemon's HTTP/JSON API on a root-only unix socket (the CLI's only way in; `curl
-//! --unix-socket` works too), and the small blocking client the CLI uses.
+//! The daemon's HTTP/JSON API on a unix socket only root (and `--socket-group`) may use
+//! (the CLI's only way in; `curl --unix-socket` works too), and the small blocking
+//! client the CLI uses.
 
+mod access;
 pub mod client;
 mod query;
 mod routes;
 mod server;
+mod socket;
 pub mod types;
 
+pub use access::{AccessError, SocketAccess, SocketGroup, resolve_socket_group};
 pub use query::{percent_decode, percent_encode};
-pub use server::{ApiState, serve};
+pub use server::{ApiServer, ApiState, serve};
+pub use socket::{ClaimedSocket, SocketError};

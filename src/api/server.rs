@@ -1,8 +1,7 @@
 //! The HTTP server on the unix socket.
 
 use std::convert::Infallible;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,10 +11,13 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use tokio::net::UnixListener;
+use tokio::net::{UnixListener, UnixStream};
 
+use super::access::SocketAccess;
+use super::socket::ClaimedSocket;
 use crate::image::ImageStore;
 use crate::runtime::paths::Layout;
+use crate::runtime::peer_cred::peer_cred;
 use crate::status::StatusStore;
 
 /// What the handlers read (and the one thing they change: the image store, via load).
@@ -32,47 +34,98 @@ pub struct ApiState {
 
 pub type Body = BoxBody<Bytes, Infallible>;
 
-/// Binds the socket (mode 0600, replacing a stale one) and serves until the task ends.
-pub async fn serve(
-    socket: &Path,
-    state: Arc<ApiState>,
-) -> std::io::Result<tokio::task::JoinHandle<()>> {
-    if let Some(dir) = socket.parent() {
-        std::fs::create_dir_all(dir)?;
+/// The running API server; [`ApiServer::stop`] ends it and removes its socket.
+#[derive(Debug)]
+pub struct ApiServer {
+    task: tokio::task::JoinHandle<()>,
+    path: PathBuf,
+    identity: (u64, u64),
+}
+
+impl ApiServer {
+    /// Stops accepting and removes the socket, unless someone replaced it meanwhile.
+    pub fn stop(self) {
+        self.task.abort();
+        super::socket::remove_if_ours(&self.path, self.identity);
     }
-    match std::fs::remove_file(socket) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    let listener = UnixListener::bind(socket)?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
-    let socket: PathBuf = socket.to_path_buf();
-    Ok(tokio::spawn(async move {
+}
+
+/// Serves on a claimed socket until stopped. Every connection's peer (as the kernel
+/// recorded it at connect time) is checked first; one that may not use the API gets a
+/// 403 and the connection is closed.
+pub fn serve(socket: ClaimedSocket, state: Arc<ApiState>) -> std::io::Result<ApiServer> {
+    let path = socket.path.clone();
+    let identity = socket.identity;
+    let access = Arc::new(socket.access);
+    let listener = UnixListener::from_std(socket.listener)?;
+    // The lock keeps other daemons off the socket for as long as this task runs.
+    let lock = socket.lock;
+    let socket_path = path.clone();
+    let task = tokio::spawn(async move {
+        let _lock = lock;
         loop {
-            let (stream, _) = match listener.accept().await {
-                Ok(s) => s,
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
                 Err(e) => {
-                    tracing::warn!(error = %e, socket = %socket.display(), "accept failed");
+                    tracing::warn!(error = %e, socket = %socket_path.display(), "accept failed");
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                     continue;
                 }
             };
             let state = state.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<Incoming>| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(super::routes::handle(state, req).await) }
-                });
-                if let Err(e) = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await
-                {
-                    tracing::debug!(error = %e, "API connection ended");
-                }
-            });
+            let access = access.clone();
+            tokio::spawn(async move { serve_connection(stream, state, &access).await });
         }
-    }))
+    });
+    Ok(ApiServer {
+        task,
+        path,
+        identity,
+    })
+}
+
+async fn serve_connection(stream: UnixStream, state: Arc<ApiState>, access: &SocketAccess) {
+    let verdict = match peer_cred(&stream) {
+        Ok(peer) => access.check(&peer).map_err(|why| {
+            tracing::warn!(
+                pid = peer.pid,
+                uid = peer.uid,
+                gid = peer.gid,
+                "API connection refused: {why}"
+            );
+            why
+        }),
+        Err(e) => {
+            tracing::warn!(error = %e, "API connection refused: cannot read the peer's credentials");
+            Err(format!(
+                "the daemon cannot read your credentials ({e}), and serves only peers it can identify"
+            ))
+        }
+    };
+    let io = TokioIo::new(stream);
+    let result = match verdict {
+        Ok(()) => {
+            let service = service_fn(move |req: Request<Incoming>| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(super::routes::handle(state, req).await) }
+            });
+            http1::Builder::new().serve_connection(io, service).await
+        }
+        Err(why) => {
+            // One answer, then the connection is closed.
+            let service = service_fn(move |_req: Request<Incoming>| {
+                let why = why.clone();
+                async move { Ok::<_, Infallible>(error(403, why)) }
+            });
+            http1::Builder::new()
+                .keep_alive(false)
+                .serve_connection(io, service)
+                .await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "API connection ended");
+    }
 }
 
 pub fn ok_json<T: serde::Serialize>(value: &T) -> Response<Body> {

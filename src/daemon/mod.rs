@@ -2,13 +2,16 @@
 
 mod host;
 mod manager;
+mod node_name;
 mod oom;
+
+pub use node_name::{NodeNameError, NodeNameOrigin, normalize_node_name, resolve_node_name};
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{ApiState, serve};
+use crate::api::{ApiState, ClaimedSocket, SocketAccess, serve};
 use crate::image::ImageStore;
 use crate::model::backoff::BackoffPolicy;
 use crate::runtime::paths::Layout;
@@ -23,6 +26,8 @@ pub struct DaemonConfig {
     pub log_dir: PathBuf,
     pub node_name: String,
     pub socket: PathBuf,
+    /// Who besides root may use the API socket (`--socket-group`).
+    pub socket_access: SocketAccess,
     /// Overrides the cgroup parent (default: the daemon's own cgroup on cgroup v2, a
     /// `podhost` child of it on v1/hybrid hosts).
     pub cgroup_root: Option<String>,
@@ -63,7 +68,10 @@ pub enum DaemonError {
     /// The image store could not be opened.
     #[error(transparent)]
     Images(#[from] crate::image::ImageError),
-    /// The API socket could not be bound.
+    /// The API socket path is taken, or could not be bound.
+    #[error(transparent)]
+    SocketPath(#[from] crate::api::SocketError),
+    /// The API could not be served on the bound socket.
     #[error("cannot serve the API on {path}: {source}")]
     Socket {
         path: PathBuf,
@@ -102,6 +110,8 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         })?;
     }
     let _lock = host::lock_root(&cfg.root_dir)?;
+    // Before anything with side effects: a second daemon on this socket stops here.
+    let socket = ClaimedSocket::claim(&cfg.socket, cfg.socket_access.clone())?;
     host::tune_daemon_process();
     let cgroups = Arc::new(host::node_cgroups(
         cfg.cgroup_root.clone(),
@@ -151,12 +161,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         gc,
         leases,
     });
-    let server = serve(&cfg.socket, api)
-        .await
-        .map_err(|source| DaemonError::Socket {
-            path: cfg.socket.clone(),
-            source,
-        })?;
+    let server = serve(socket, api).map_err(|source| DaemonError::Socket {
+        path: cfg.socket.clone(),
+        source,
+    })?;
     tracing::info!(
         manifests = %cfg.manifest_dir.display(),
         root = %cfg.root_dir.display(),
@@ -179,7 +187,6 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     host::wait_for_stop_signal().await;
     tracing::info!("stopping the daemon; containers keep running");
     manager.abort();
-    server.abort();
-    let _ = std::fs::remove_file(&cfg.socket);
+    server.stop();
     Ok(())
 }

@@ -15,6 +15,7 @@ pub mod node_cgroups;
 pub mod overlay;
 pub mod paths;
 pub mod pause;
+pub mod peer_cred;
 pub mod records;
 pub mod rlimit_host;
 pub mod sandbox;

@@ -10,7 +10,7 @@ use super::decode::{check_kind, decode_pod, parse_document, read_manifest};
 use super::defaults::apply_api_defaults;
 use super::error::ManifestError;
 use super::identity::{apply_identity, static_pod_uid};
-use super::validate::{check_required, validate};
+use super::validate::{check_required, dns1123_subdomain, validate};
 use super::warnings::unhonoured_fields;
 
 /// Loads the static pod defined by the manifest at `path` for node `node_name`.
@@ -43,6 +43,19 @@ pub fn load_manifest(path: &Path, node_name: &str) -> Result<StaticPod, Manifest
     apply_api_defaults(&mut pod);
     let seen = chrono::Utc::now().to_rfc3339_opts(SecondsFormat::Nanos, true);
     apply_identity(&mut pod, &uid, node_name, &seen);
+    // As the kubelet, which validates the pod under its final name: a manifest name
+    // that is valid alone can be too long once the node name is appended.
+    let full_name = pod.metadata.name.clone().unwrap_or_default();
+    if let Err(why) = dns1123_subdomain(&full_name) {
+        return Err(ManifestError::InvalidValue {
+            path: path.to_path_buf(),
+            field: "metadata.name".to_string(),
+            value: full_name,
+            reason: format!(
+                "the pod's name with the node name appended (<name>-<node>) {why}; shorten metadata.name"
+            ),
+        });
+    }
 
     Ok(StaticPod {
         name: pod.metadata.name.clone().unwrap_or_default(),

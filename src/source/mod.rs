@@ -42,6 +42,8 @@ pub use scan::scan_dir;
 pub use warnings::unhonoured_fields;
 pub use watch::watch;
 
+pub(crate) use validate::dns1123_subdomain;
+
 /// A pod read from a manifest file, defaulted and with its static-pod identity.
 #[derive(Debug, Clone)]
 pub struct StaticPod {

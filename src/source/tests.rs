@@ -590,3 +590,27 @@ async fn watch_waits_for_missing_dir_and_survives_its_removal() {
     let r = next(&mut rx, Duration::from_secs(3)).await;
     assert_eq!(r.pods.len(), 1);
 }
+
+#[test]
+fn a_name_too_long_with_the_node_appended_is_rejected() {
+    // Dot-separated labels of at most 63: 192 + 54 + "-node-1" = 253.
+    let name = format!(
+        "{}.{}.{}.{}",
+        "a".repeat(63),
+        "b".repeat(63),
+        "c".repeat(63),
+        "d".repeat(54)
+    );
+    let fits = WEB.replace("name: web\n", &format!("name: {name}\n"));
+    let (_d, r) = load_str(&fits);
+    assert_eq!(r.unwrap().name.len(), 253);
+
+    let long = WEB.replace("name: web\n", &format!("name: {name}b\n"));
+    let (msg, file) = err_of(&long);
+    assert!(msg.contains(&file), "{msg}");
+    assert!(
+        msg.contains("with the node name appended (<name>-<node>)"),
+        "{msg}"
+    );
+    assert!(msg.contains("shorten metadata.name"), "{msg}");
+}
