@@ -6,6 +6,7 @@
 
 pub mod cgroup_root;
 pub mod cgroup_v2;
+pub mod devices;
 pub mod error;
 pub mod exec;
 pub mod fsutil;
