@@ -134,10 +134,10 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
             );
         }
     }
-    let mut linux = LinuxBuilder::default();
-    if let Some(r) = &input.resources {
-        linux = linux.resources(r.clone());
-    }
+    // Device rules in every cgroup mode (the shim enforces them itself; see devices/).
+    let mut resources = input.resources.clone().unwrap_or_default();
+    resources.set_devices(Some(super::devices::default_rules()));
+    let linux = LinuxBuilder::default().resources(resources);
     let linux = linux
         .namespaces(namespaces)
         .cgroups_path(PathBuf::from(&input.cgroups_path))
@@ -234,6 +234,21 @@ mod tests {
         assert!(pid.path().is_none());
         assert_eq!(spec.hostname().as_deref(), Some("pod-node"));
         assert_eq!(spec.process().as_ref().unwrap().cwd(), Path::new("/"));
+    }
+
+    #[test]
+    fn every_container_carries_the_default_device_rules() {
+        for resources in [None, Some(oci_spec::runtime::LinuxResources::default())] {
+            let mut i = input(false);
+            i.resources = resources;
+            let spec = build_spec(&i).unwrap();
+            let devices = spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.resources().as_ref())
+                .and_then(|r| r.devices().clone());
+            assert_eq!(devices, Some(crate::runtime::devices::default_rules()));
+        }
     }
 
     #[test]
