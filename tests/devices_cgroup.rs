@@ -1,20 +1,35 @@
-//! The generated eBPF device program on the real kernel: a test cgroup in this host's
-//! cgroup2 hierarchy (/sys/fs/cgroup/unified on a hybrid host, /sys/fs/cgroup on a
-//! unified one) gets the program; a shell moved into it creates device nodes and opens
-//! them. Device programs apply by cgroup2 membership, whatever v1 controllers exist.
+//! Device rules on the real kernel, without the daemon.
+//!
+//! eBPF: a test cgroup in this host's cgroup2 hierarchy (/sys/fs/cgroup/unified on a
+//! hybrid host, /sys/fs/cgroup on a unified one) gets the program; a shell moved into it
+//! creates device nodes and opens them. Device programs apply by cgroup2 membership,
+//! whatever v1 controllers exist.
+//!
+//! cgroup v1: the same probe in a test cgroup of the v1 devices controller.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use podhost::runtime::devices::{confine_v2_dir, default_rules, privileged_rules};
+use podhost::runtime::devices::cgroup_v1::{devices_mount, read_list};
+use podhost::runtime::devices::{confine_v1_dir, confine_v2_dir, default_rules, privileged_rules};
 
 /// A cgroup2 directory of its own, emptied and removed on drop (even after a failure).
 struct TestCgroup(PathBuf);
 
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+fn test_cgroup_name() -> String {
+    format!(
+        "podhost-devtest-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
 impl TestCgroup {
+    /// A cgroup in the cgroup2 hierarchy.
     fn new() -> Self {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
         assert!(
             nix::unistd::geteuid().is_root(),
             "this test needs root (cgroups, bpf, mknod)"
@@ -27,11 +42,17 @@ impl TestCgroup {
                     .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC)
             })
             .expect("no cgroup2 hierarchy at /sys/fs/cgroup/unified or /sys/fs/cgroup");
-        let dir = root.join(format!(
-            "podhost-devtest-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        ));
+        Self::make(root.join(test_cgroup_name()))
+    }
+
+    /// A cgroup of the v1 devices controller.
+    fn v1_devices() -> Self {
+        assert!(nix::unistd::geteuid().is_root(), "this test needs root");
+        let mount = devices_mount().expect("this host has a v1 devices controller");
+        Self::make(mount.join(test_cgroup_name()))
+    }
+
+    fn make(dir: PathBuf) -> Self {
         std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
         Self(dir)
     }
@@ -39,7 +60,19 @@ impl TestCgroup {
 
 impl Drop for TestCgroup {
     fn drop(&mut self) {
+        // cgroup2 kills by cgroup.kill; a v1 cgroup by each of its tasks.
         let _ = std::fs::write(self.0.join("cgroup.kill"), "1");
+        for pid in std::fs::read_to_string(self.0.join("tasks"))
+            .unwrap_or_default()
+            .lines()
+        {
+            if let Ok(pid) = pid.parse() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
         for _ in 0..100 {
             if std::fs::remove_dir(&self.0).is_ok() {
                 return;
@@ -135,4 +168,46 @@ fn attaching_to_a_missing_cgroup_names_it() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("not-there"), "{err}");
+}
+
+#[test]
+fn v1_rules_replace_what_was_there_and_confine_a_process() {
+    let cg = TestCgroup::v1_devices();
+    // What libcontainer leaves: its looser defaults, console and tun included.
+    std::fs::write(cg.0.join("devices.deny"), "a").unwrap();
+    for line in ["c 5:1 rwm", "c 10:200 rwm", "c 1:3 rwm"] {
+        std::fs::write(cg.0.join("devices.allow"), line).unwrap();
+    }
+    confine_v1_dir(&cg.0, &default_rules()).unwrap();
+    assert_eq!(
+        read_list(&cg.0).unwrap(),
+        [
+            "c *:* m",
+            "b *:* m",
+            "c 1:3 rwm",
+            "c 1:5 rwm",
+            "c 1:7 rwm",
+            "c 1:8 rwm",
+            "c 1:9 rwm",
+            "c 5:0 rwm",
+            "c 5:2 rwm",
+            "c 136:* rwm",
+        ]
+    );
+    let lines = probe(&cg);
+    for dev in ["console", "kmsg", "loop"] {
+        assert_eq!(
+            line(&lines, &format!("mknod {dev} ")),
+            format!("mknod {dev} ok")
+        );
+        let l = line(&lines, &format!("open {dev} "));
+        assert!(l.contains("Operation not permitted"), "{l}");
+    }
+    assert_eq!(line(&lines, "open null "), "open null ok");
+    assert_eq!(line(&lines, "write null"), "write null ok");
+
+    confine_v1_dir(&cg.0, &privileged_rules()).unwrap();
+    assert_eq!(read_list(&cg.0).unwrap(), ["a *:* rwm"]);
+    let lines = probe(&cg);
+    assert_eq!(line(&lines, "open kmsg "), "open kmsg ok");
 }
