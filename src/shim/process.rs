@@ -163,7 +163,8 @@ fn confine_devices(cfg: &ShimConfig) -> Result<(), String> {
     let started = std::time::Instant::now();
     let confinement = crate::runtime::devices::confine_container(&cfg.bundle.join("config.json"))
         .map_err(|e| format!("confine devices: {e}"))?;
-    tracing::debug!(
+    // One line per start: how the container was confined and what it cost.
+    tracing::info!(
         container = %cfg.container_id,
         ?confinement,
         micros = started.elapsed().as_micros() as u64,
