@@ -144,6 +144,14 @@ fn default_devices_only_and_devices_list_is_the_allow_list() {
         "{}",
         list_file.display()
     );
+    // The shim took the v1 path and says what it cost.
+    let shim_log = std::fs::read_to_string(bundle.join("shim.log")).unwrap_or_default();
+    let applied = shim_log
+        .lines()
+        .find(|l| l.contains("device rules applied"))
+        .unwrap_or_else(|| panic!("no 'device rules applied' in shim.log:\n{shim_log}"));
+    eprintln!("{applied}");
+    assert!(applied.contains("CgroupV1"), "{applied}");
     // podhost exec joins the same cgroup: it is confined too.
     let out = d.cli(&[
         "exec",
