@@ -211,3 +211,13 @@ fn v1_rules_replace_what_was_there_and_confine_a_process() {
     let lines = probe(&cg);
     assert_eq!(line(&lines, "open kmsg "), "open kmsg ok");
 }
+
+#[test]
+fn v1_errors_name_the_cgroup_file() {
+    let cg = TestCgroup::v1_devices();
+    let missing = cg.0.join("not-there");
+    let err = confine_v1_dir(&missing, &default_rules())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not-there/devices.deny"), "{err}");
+}
