@@ -14,7 +14,7 @@
 #   EXTRA_BINS  host binaries copied in with their libraries (into /usr/local/bin)
 #   BOOT_MODS   modules /init loads at boot (default: virtio_pci 9pnet_virtio 9p overlay)
 #   EXTRA_MODS  more modules copied in; the kernel loads them on demand through busybox
-#               modprobe (default: veth bridge br_netfilter dummy)
+#               modprobe (default: veth bridge br_netfilter dummy loop)
 # Needs: busybox-static, kmod (depmod, modprobe), cpio, gzip, xz-utils. ~1 s.
 set -euo pipefail
 
@@ -48,7 +48,7 @@ BUSYBOX=/bin/busybox
 if ldd "$BUSYBOX" >/dev/null 2>&1; then die "$BUSYBOX is dynamically linked: apt-get install busybox-static"; fi
 
 BOOT_MODS=${BOOT_MODS:-virtio_pci 9pnet_virtio 9p overlay}
-EXTRA_MODS=${EXTRA_MODS-veth bridge br_netfilter dummy}
+EXTRA_MODS=${EXTRA_MODS-veth bridge br_netfilter dummy loop}
 
 # Relative paths are taken from the caller's directory.
 abs_list() { for f in "$@"; do realpath -m -- "$f"; done | tr '\n' ' '; }

@@ -7,6 +7,7 @@
 pub mod apparmor;
 pub mod cgroup_root;
 pub mod cgroup_v2;
+pub mod devices;
 pub mod error;
 pub mod exec;
 pub mod fsutil;

@@ -172,10 +172,15 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
             );
         }
     }
-    let mut linux = LinuxBuilder::default();
-    if let Some(r) = &input.resources {
-        linux = linux.resources(r.clone());
-    }
+    // Device rules in every cgroup mode (the shim enforces them itself; see devices/):
+    // the standard set, or every device for a privileged container.
+    let mut resources = input.resources.clone().unwrap_or_default();
+    resources.set_devices(Some(if conf.privileged {
+        super::devices::privileged_rules()
+    } else {
+        super::devices::default_rules()
+    }));
+    let mut linux = LinuxBuilder::default().resources(resources);
     let (masked, readonly): (Vec<String>, Vec<String>) = if conf.privileged {
         (Vec::new(), Vec::new())
     } else {
@@ -456,6 +461,21 @@ mod tests {
         assert!(pid.path().is_none());
         assert_eq!(spec.hostname().as_deref(), Some("pod-node"));
         assert_eq!(spec.process().as_ref().unwrap().cwd(), Path::new("/"));
+    }
+
+    #[test]
+    fn every_container_carries_the_default_device_rules() {
+        for resources in [None, Some(oci_spec::runtime::LinuxResources::default())] {
+            let mut i = input(false);
+            i.resources = resources;
+            let spec = build_spec(&i).unwrap();
+            let devices = spec
+                .linux()
+                .as_ref()
+                .and_then(|l| l.resources().as_ref())
+                .and_then(|r| r.devices().clone());
+            assert_eq!(devices, Some(crate::runtime::devices::default_rules()));
+        }
     }
 
     #[test]

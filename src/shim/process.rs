@@ -136,7 +136,9 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
         .pid()
         .map(|p| p.as_raw())
         .ok_or_else(|| "libcontainer reported no init pid".to_string())?;
-    // The init waits for start(): its score and the OOM baseline are set before it runs.
+    // The init waits for start(): its device rules, score and OOM baseline are set
+    // before it runs. Without its device rules it must not run at all.
+    confine_devices(cfg)?;
     if let Some(adj) = cfg.oom_score_adj {
         kernel::write_oom_score_adj(&init_pid.to_string(), adj);
     }
@@ -154,6 +156,21 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
         stderr_r,
         oom_baseline,
     ))
+}
+
+/// Applies the container's device rules to its cgroup (see runtime/devices).
+fn confine_devices(cfg: &ShimConfig) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let confinement = crate::runtime::devices::confine_container(&cfg.bundle.join("config.json"))
+        .map_err(|e| format!("confine devices: {e}"))?;
+    // One line per start: how the container was confined and what it cost.
+    tracing::info!(
+        container = %cfg.container_id,
+        ?confinement,
+        micros = started.elapsed().as_micros() as u64,
+        "device rules applied"
+    );
+    Ok(())
 }
 
 /// Reaps every child (we are the subreaper) until the init process's status is known.
