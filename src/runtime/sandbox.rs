@@ -71,16 +71,21 @@ impl SandboxPaths {
             .flatten()
             .all(|p| is_ns_mount(p));
         handles
-            && (self.shape.host_ipc || is_tmpfs(&self.shm))
+            && (self.shape.host_ipc || is_mount_point(&self.shm))
             && (!self.shape.shared_pid || super::pause::alive(&self.ns_dir))
     }
 }
 
-/// Whether `path` is a tmpfs (the pod's /dev/shm, mounted).
-fn is_tmpfs(path: &Path) -> bool {
-    nix::sys::statfs::statfs(path)
-        .map(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
-        .unwrap_or(false)
+/// Whether a filesystem is mounted at `path` (the pod's /dev/shm): its device differs
+/// from its parent's. Not the filesystem type: the root dir may itself be on a tmpfs.
+fn is_mount_point(path: &Path) -> bool {
+    let (Ok(here), Ok(parent)) = (
+        nix::sys::stat::stat(path),
+        nix::sys::stat::stat(&path.join("..")),
+    ) else {
+        return false;
+    };
+    here.st_dev != parent.st_dev
 }
 
 /// Whether `path` is a bind mount of a namespace (nsfs), i.e. a live handle.
@@ -150,7 +155,7 @@ pub fn create_in_helper(
 /// /dev/shm is, never executable or holding devices.
 fn mount_pod_shm(dir: &Path) -> Result<(), RuntimeError> {
     std::fs::create_dir_all(dir).map_err(|e| RuntimeError::io("create directory", dir, e))?;
-    if is_tmpfs(dir) {
+    if is_mount_point(dir) {
         return Ok(());
     }
     mount(

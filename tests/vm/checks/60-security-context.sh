@@ -54,13 +54,16 @@ spec:
   containers:
   - name: plain
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", $probe_json]
   - name: user
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", $probe_json]
     securityContext: {runAsUser: 1000, runAsGroup: 3000}
   - name: locked
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", $probe_json]
     securityContext:
       capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}
@@ -68,6 +71,7 @@ spec:
       readOnlyRootFilesystem: true
   - name: priv
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", $probe_json]
     securityContext: {privileged: true}
 YAML
@@ -118,9 +122,11 @@ spec:
   containers:
   - name: a
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sleep", "1001"]
   - name: b
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "sleep 1; echo pid1=$(tr '\\0' ' ' < /proc/1/cmdline); echo peers=$(ps -o args | grep -c '^sleep 1001'); echo done; sleep 1000"]
 YAML
 apply_manifest hostpid.yaml <<'YAML'
@@ -134,6 +140,7 @@ spec:
   containers:
   - name: main
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "echo pidns=$(readlink /proc/self/ns/pid); echo done; sleep 1000"]
 YAML
 shared=$(logs_done "pids-$NODE" b)
@@ -156,6 +163,7 @@ spec:
   containers:
   - name: main
     image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
     command: ["sleep", "1000"]
 YAML
 nonroot=nonroot-$NODE
@@ -174,7 +182,7 @@ podhost_cli describe pod "$nonroot" | grep -q 'container has runAsNonRoot and im
 
 for f in sec pids hostpid nonroot; do delete_manifest "$f.yaml"; done
 for p in "$pod" "pids-$NODE" "hostpid-$NODE" "$nonroot"; do wait_pod_gone "$p" 60; done
-pgrep -f 'podhost pause' >/dev/null && problems+=("a podhost pause process outlived its pod")
+ps -o args | grep -q '[p]odhost pause' && problems+=("a podhost pause process outlived its pod")
 
 if [ "${#problems[@]}" -gt 0 ]; then
   fail "$(printf '%s; ' "${problems[@]}")"
