@@ -15,6 +15,7 @@ pub mod paths;
 pub mod records;
 pub mod rlimit_host;
 pub mod sandbox;
+pub mod seccomp;
 pub mod shim_client;
 pub mod signals;
 pub mod spec;
