@@ -30,6 +30,13 @@ pub enum RuntimeError {
     /// The OCI runtime spec could not be built.
     #[error("container {container}: cannot build the OCI spec: {message}")]
     Spec { container: String, message: String },
+    /// The container's seccomp profile could not be had.
+    #[error("container {container}: {source}")]
+    Seccomp {
+        container: String,
+        #[source]
+        source: super::seccomp::SeccompError,
+    },
     /// libcontainer failed to create, start, exec into or delete a container.
     #[error("{0}")]
     Libcontainer(String),

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{
     Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxNamespaceBuilder, LinuxNamespaceType,
-    MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec,
-    UserBuilder, get_default_maskedpaths, get_default_mounts, get_default_readonly_paths,
+    LinuxSeccomp, MountBuilder, PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder,
+    Spec, UserBuilder, get_default_maskedpaths, get_default_mounts, get_default_readonly_paths,
 };
 
 use super::RuntimeError;
@@ -34,6 +34,8 @@ pub struct ContainerSpecInput {
     /// cgroup resources (full cgroup v2 mode only).
     pub resources: Option<oci_spec::runtime::LinuxResources>,
     pub annotations: HashMap<String, String>,
+    /// The seccomp filter (`linux.seccomp`); `None` is Unconfined.
+    pub seccomp: Option<LinuxSeccomp>,
 }
 
 /// The capabilities a container gets by default (the container runtimes' default set).
@@ -100,7 +102,10 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .user(user)
         .capabilities(capabilities)
         .rlimits(rlimits)
-        .no_new_privileges(false)
+        // no_new_privileges stays unset (false): libcontainer 0.7 loads the seccomp
+        // filter before dropping capabilities only when it is unset; when it is set,
+        // even to false, it loads it after, without CAP_SYS_ADMIN, and the kernel
+        // refuses the filter (EACCES).
         .build()
         .map_err(|e| spec_err(input, e))?;
 
@@ -137,6 +142,9 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
     let mut linux = LinuxBuilder::default();
     if let Some(r) = &input.resources {
         linux = linux.resources(r.clone());
+    }
+    if let Some(seccomp) = &input.seccomp {
+        linux = linux.seccomp(seccomp.clone());
     }
     let linux = linux
         .namespaces(namespaces)
@@ -209,6 +217,7 @@ mod tests {
             rlimits: vec![(PosixRlimitType::RlimitNofile, 1024, 1024)],
             resources: None,
             annotations: HashMap::new(),
+            seccomp: None,
         }
     }
 
@@ -249,5 +258,24 @@ mod tests {
         assert!(!ns.iter().any(|n| n.typ() == LinuxNamespaceType::Network));
         assert!(!ns.iter().any(|n| n.typ() == LinuxNamespaceType::Uts));
         assert!(spec.hostname().is_none());
+    }
+
+    #[test]
+    fn seccomp_goes_to_linux_and_no_new_privileges_stays_unset() {
+        let mut with_filter = input(false);
+        let caps = DEFAULT_CAPABILITIES.into_iter().collect();
+        with_filter.seccomp = crate::runtime::seccomp::linux_seccomp(
+            &crate::runtime::seccomp::SeccompProfile::RuntimeDefault,
+            &caps,
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let spec = build_spec(&with_filter).unwrap();
+        let seccomp = spec.linux().as_ref().unwrap().seccomp().as_ref().unwrap();
+        assert!(!seccomp.syscalls().as_ref().unwrap().is_empty());
+        // Set (even to false), it makes libcontainer load the filter too late.
+        assert_eq!(spec.process().as_ref().unwrap().no_new_privileges(), None);
+        let unconfined = build_spec(&input(false)).unwrap();
+        assert!(unconfined.linux().as_ref().unwrap().seccomp().is_none());
     }
 }

@@ -13,6 +13,7 @@ use crate::runtime::RuntimeError;
 use crate::runtime::paths::container_id;
 use crate::runtime::records::ShimConfig;
 use crate::runtime::sandbox::SandboxPaths;
+use crate::runtime::seccomp::{SeccompProfile, linux_seccomp};
 use crate::runtime::signals::parse_signal;
 use crate::runtime::spec::{ContainerSpecInput, build_spec, write_bundle_config};
 use crate::runtime::user::resolve_user;
@@ -142,6 +143,19 @@ pub fn prepare_attempt(
     annotations.insert("io.kubernetes.pod.namespace".into(), pod.namespace.clone());
     annotations.insert("io.kubernetes.pod.uid".into(), pod.uid.clone());
     annotations.insert("io.kubernetes.container.name".into(), c.name.clone());
+    // RuntimeDefault for every container until securityContext.seccompProfile is read.
+    let caps = crate::runtime::spec::DEFAULT_CAPABILITIES
+        .into_iter()
+        .collect();
+    let seccomp = linux_seccomp(
+        &SeccompProfile::RuntimeDefault,
+        &caps,
+        &ctx.layout.seccomp_dir(),
+    )
+    .map_err(|source| RuntimeError::Seccomp {
+        container: c.name.clone(),
+        source,
+    })?;
     let input = ContainerSpecInput {
         container_name: c.name.clone(),
         args: argv,
@@ -157,6 +171,7 @@ pub fn prepare_attempt(
         rlimits: settings.rlimits,
         resources: settings.resources,
         annotations,
+        seccomp,
     };
     let spec = build_spec(&input)?;
     for w in &settings.warnings {
