@@ -90,7 +90,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .gid(input.gid)
         .build()
         .map_err(|e| spec_err(input, e))?;
-    let process = ProcessBuilder::default()
+    let mut process = ProcessBuilder::default()
         .terminal(false)
         .args(input.args.clone())
         .env(input.env.clone())
@@ -102,12 +102,14 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .user(user)
         .capabilities(capabilities)
         .rlimits(rlimits)
-        // no_new_privileges stays unset (false): libcontainer 0.7 loads the seccomp
-        // filter before dropping capabilities only when it is unset; when it is set,
-        // even to false, it loads it after, without CAP_SYS_ADMIN, and the kernel
-        // refuses the filter (EACCES).
         .build()
         .map_err(|e| spec_err(input, e))?;
+    // no_new_privileges unset means false, as allowPrivilegeEscalation's default wants
+    // (the builder's default is true). Unset, not Some(false): libcontainer 0.7 loads the
+    // seccomp filter before dropping capabilities only when it is unset; when it is set,
+    // even to false, it loads it after, without CAP_SYS_ADMIN and without
+    // no_new_privs, and the kernel refuses the filter (EACCES).
+    process.set_no_new_privileges(None);
 
     let mut namespaces = Vec::new();
     let own = [
@@ -144,7 +146,8 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         linux = linux.resources(r.clone());
     }
     if let Some(seccomp) = &input.seccomp {
-        linux = linux.seccomp(seccomp.clone());
+        // In the order libcontainer reads masked comparisons (see the function).
+        linux = linux.seccomp(super::seccomp::for_libcontainer(seccomp));
     }
     let linux = linux
         .namespaces(namespaces)

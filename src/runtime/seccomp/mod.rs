@@ -11,6 +11,7 @@
 //!   directory (`<root-dir>/seccomp/`), read without ever leaving it.
 
 mod error;
+mod libcontainer;
 mod localhost;
 mod profile;
 #[cfg(test)]
@@ -22,6 +23,7 @@ use std::path::Path;
 use oci_spec::runtime::{Capability, LinuxSeccomp};
 
 pub use error::SeccompError;
+pub use libcontainer::for_libcontainer;
 pub use localhost::MAX_PROFILE_BYTES;
 
 /// podhost's RuntimeDefault profile, in podhost's format (oci/seccomp/README.md).
