@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -69,44 +68,36 @@ fn a_pod_runs_under_the_runtime_default_filter() {
     let terminated = &container_status(&pod, "main").unwrap()["state"]["terminated"];
     assert_eq!(terminated["exitCode"], 0, "{terminated}");
 
+    // The whole log is the probe's output: nothing libcontainer logs in the container's
+    // init before the exec (e.g. syscalls libseccomp does not know) may land in it.
     let log = d.logs_of("probe", "main");
-    let results: BTreeMap<&str, &str> = log
+    let got: Vec<String> = log
         .lines()
-        .filter_map(|l| l.split_once([' ', '\t']))
-        .map(|(k, v)| (k.trim_end_matches(':'), v.trim()))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
     let expected = [
         // Allowed by the filter.
-        ("getpid", "ok"),
-        ("socket_inet", "ok"),
-        ("socket_unix", "ok"),
-        ("clone_fork", "ok"),
-        ("personality_linux", "ok"),
+        "getpid ok",
+        "socket_inet ok",
+        "socket_unix ok",
         // Refused by it (each succeeds for root in a container without the filter).
-        ("socket_vsock", "EPERM"),
-        ("socket_alg", "EPERM"),
-        ("clone_newuser", "EPERM"),
-        ("unshare_newuser", "EPERM"),
-        ("personality_no_randomize", "EPERM"),
-        ("add_key", "EPERM"),
-        ("keyctl", "EPERM"),
-        ("mount", "EPERM"),
+        "socket_vsock EPERM",
+        "socket_alg EPERM",
+        "clone_fork ok",
+        "clone_newuser EPERM",
         // ENOSYS, so that libcs fall back to clone(2).
-        ("clone3", "ENOSYS"),
-        // Mode 2: filter; one filter, podhost's (libcontainer loads nothing else).
-        ("Seccomp", "2"),
-        ("Seccomp_filters", "1"),
+        "clone3 ENOSYS",
+        "unshare_newuser EPERM",
+        "personality_linux ok",
+        "personality_no_randomize EPERM",
+        "add_key EPERM",
+        "keyctl EPERM",
+        "mount EPERM",
+        // Mode 2: filter; one filter, podhost's.
+        "Seccomp: 2",
+        "Seccomp_filters: 1",
     ];
-    let mismatches: Vec<String> = expected
-        .iter()
-        .filter(|(k, v)| results.get(k) != Some(v))
-        .map(|(k, v)| format!("{k}: expected {v}, got {:?}", results.get(k)))
-        .collect();
-    assert!(
-        mismatches.is_empty(),
-        "{}\nprobe output:\n{log}",
-        mismatches.join("\n")
-    );
+    assert_eq!(got, expected, "probe output:\n{log}");
     // The filter is in the bundle's spec, as the OCI runtime spec has it.
     let uid = pod["metadata"]["uid"].as_str().unwrap();
     let config: serde_json::Value = serde_json::from_slice(
