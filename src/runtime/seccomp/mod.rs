@@ -11,8 +11,8 @@
 //!   directory (`<root-dir>/seccomp/`), read without ever leaving it.
 
 mod error;
-mod libcontainer;
 mod localhost;
+mod masked_order;
 mod profile;
 #[cfg(test)]
 mod tests;
@@ -23,8 +23,8 @@ use std::path::Path;
 use oci_spec::runtime::{Capability, LinuxSeccomp};
 
 pub use error::SeccompError;
-pub use libcontainer::for_libcontainer;
 pub use localhost::MAX_PROFILE_BYTES;
+pub use masked_order::for_libcontainer;
 
 /// podhost's RuntimeDefault profile, in podhost's format (oci/seccomp/README.md).
 pub const RUNTIME_DEFAULT_PROFILE: &str = include_str!("../../../oci/seccomp/runtime-default.json");
