@@ -128,6 +128,15 @@ bash oci/busybox/build.sh "$SHARE/busybox-oci" >/dev/null 2>"$VM_DIR/busybox-oci
   cat "$VM_DIR/busybox-oci.log" >&2
   exit 1
 }
+# The seccomp probe (55-seccomp) in an image of its own: a static binary built here,
+# since the guest has no compiler.
+gcc -static -O2 -o "$VM_DIR/seccomp-probe" tests/vm/seccomp-probe.c ||
+  { echo "vm-test: gcc -static failed (apt-get install gcc libc6-dev)" >&2; exit 1; }
+bash oci/busybox/build.sh --ref localhost/seccomp-probe:latest --add "$VM_DIR/seccomp-probe" \
+  "$SHARE/seccomp-probe-oci" >/dev/null 2>>"$VM_DIR/busybox-oci.log" || {
+  cat "$VM_DIR/busybox-oci.log" >&2
+  exit 1
+}
 cp -r tests/vm "$SHARE/suite"
 {
   printf 'CHECKS=%q\n' "${CHECKS:-*}"

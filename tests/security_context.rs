@@ -455,3 +455,78 @@ fn shared_process_namespace() {
     })
     .expect("pause process stopped with the pod");
 }
+
+/// seccompProfile at pod and container level: RuntimeDefault by default, Unconfined on
+/// request and for privileged containers, Localhost from `<root-dir>/seccomp/`; a missing
+/// Localhost profile is a CreateContainerConfigError; `--seccomp-default=false` leaves
+/// pods that name none Unconfined.
+#[test]
+fn seccomp_profiles() {
+    assert!(require_root());
+    let d = TestDaemon::start();
+    let profiles = d.root.join("seccomp/profiles");
+    std::fs::create_dir_all(&profiles).unwrap();
+    std::fs::write(
+        profiles.join("no-mkdir.json"),
+        r#"{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}"#,
+    )
+    .unwrap();
+    let probe = "echo seccomp=$(grep '^Seccomp:' /proc/self/status | cut -f2); if mkdir /tmp/d 2>/dev/null; then echo mkdir=ok; else echo mkdir=denied; fi; echo done; sleep 1000";
+    let container = |name: &str, sc: &str| {
+        format!(
+            "  - name: {name}\n    image: localhost/busybox:latest\n    imagePullPolicy: Never\n    command: [\"sh\", \"-c\", {}]\n    securityContext: {sc}\n",
+            serde_json::to_string(probe).unwrap()
+        )
+    };
+    let mut y = String::from(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sc\nspec:\n  terminationGracePeriodSeconds: 1\n  securityContext: {seccompProfile: {type: RuntimeDefault}}\n  containers:\n",
+    );
+    y.push_str(&container("default", "{}"));
+    y.push_str(&container(
+        "unconfined",
+        "{seccompProfile: {type: Unconfined}}",
+    ));
+    y.push_str(&container("privileged", "{privileged: true}"));
+    y.push_str(&container(
+        "localhost",
+        "{seccompProfile: {type: Localhost, localhostProfile: profiles/no-mkdir.json}}",
+    ));
+    d.write_manifest("sc.yaml", &y);
+    let seen = |c: &str| {
+        let l = logs_when_done(&d, "sc", c);
+        (field(&l, "seccomp"), field(&l, "mkdir"))
+    };
+    assert_eq!(seen("default"), ("2".to_string(), "ok".to_string()));
+    assert_eq!(seen("unconfined"), ("0".to_string(), "ok".to_string()));
+    assert_eq!(seen("privileged"), ("0".to_string(), "ok".to_string()));
+    assert_eq!(seen("localhost"), ("2".to_string(), "denied".to_string()));
+
+    d.write_manifest(
+        "missing.yaml",
+        &busybox_pod(
+            "missing",
+            "  securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/nope.json}}\n",
+            "",
+            "sleep 1000",
+        ),
+    );
+    let w = d.wait_pod("missing", "CreateContainerConfigError", 30, |p| {
+        let w = &container_status(p, "main")?["state"]["waiting"];
+        (w["reason"] == "CreateContainerConfigError").then(|| w.clone())
+    });
+    assert!(w["message"].as_str().unwrap().contains("nope.json"), "{w}");
+
+    let off = TestDaemon::start_with(&["--seccomp-default=false"]);
+    off.write_manifest(
+        "plain.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: plain\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n{}{}",
+            container("none", "{}"),
+            container("asked", "{seccompProfile: {type: RuntimeDefault}}")
+        ),
+    );
+    let l = logs_when_done(&off, "plain", "none");
+    assert_eq!(field(&l, "seccomp"), "0");
+    let l = logs_when_done(&off, "plain", "asked");
+    assert_eq!(field(&l, "seccomp"), "2");
+}

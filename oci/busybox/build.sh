@@ -2,7 +2,11 @@
 # Builds a reproducible OCI image layout of busybox from Debian's busybox-static,
 # offline, referenced as "localhost/busybox:latest".
 #
-# usage: oci/busybox/build.sh OUTDIR
+# usage: oci/busybox/build.sh [--ref REF] [--add FILE]... OUTDIR
+#
+# --ref REF   the image's reference (default localhost/busybox:latest)
+# --add FILE  also install FILE as /usr/local/bin/<its name> (mode 0755), e.g. a static
+#             test program; repeatable. Tests use it for images of their own (with --ref).
 #
 # OUTDIR receives oci-layout, index.json and blobs/sha256/... (an existing layout
 # there is replaced; other files are left alone). The manifest digest is printed on
@@ -13,13 +17,27 @@
 # byte with printf. Two builds from the same busybox binary give the same digest.
 set -euo pipefail
 
-if [ "$#" -ne 1 ] || [ -z "$1" ]; then
-  echo "usage: $0 OUTDIR" >&2
+usage() {
+  echo "usage: $0 [--ref REF] [--add FILE]... OUTDIR" >&2
   exit 2
+}
+REF=localhost/busybox:latest
+ADD=()
+while [ "$#" -gt 1 ]; do
+  case "$1" in
+    --ref) REF=$2; shift 2 ;;
+    --add) ADD+=("$2"); shift 2 ;;
+    *) usage ;;
+  esac
+done
+if [ "$#" -ne 1 ] || [ -z "$1" ] || [ "${1#--}" != "$1" ] || [ -z "$REF" ]; then
+  usage
 fi
 OUT=$1
 BUSYBOX=/bin/busybox
-REF=localhost/busybox:latest
+for f in "${ADD[@]}"; do
+  [ -f "$f" ] || { echo "build.sh: --add $f: no such file" >&2; exit 1; }
+done
 CREATED=1970-01-01T00:00:00Z
 export SOURCE_DATE_EPOCH=0
 export LC_ALL=C
@@ -70,6 +88,11 @@ while IFS= read -r applet; do
   [ "$dir" = bin ] && target=busybox
   ln -sfn "$target" "$R/$applet"
 done < <("$BUSYBOX" --list-full | sort -u)
+
+for f in "${ADD[@]}"; do
+  mkdir -p "$R/usr/local/bin"
+  install -m 0755 "$f" "$R/usr/local/bin/$(basename "$f")"
+done
 
 printf '%s\n' \
   'root:x:0:0:root:/root:/bin/sh' \

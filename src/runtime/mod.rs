@@ -20,6 +20,7 @@ pub mod peer_cred;
 pub mod records;
 pub mod rlimit_host;
 pub mod sandbox;
+pub mod seccomp;
 pub mod shim_client;
 pub mod signals;
 pub mod spec;

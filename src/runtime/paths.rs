@@ -17,6 +17,11 @@ impl Layout {
         }
     }
 
+    /// Localhost seccomp profiles (the kubelet's `<root-dir>/seccomp/`).
+    pub fn seccomp_dir(&self) -> PathBuf {
+        self.root_dir.join("seccomp")
+    }
+
     pub fn pods_dir(&self) -> PathBuf {
         self.root_dir.join("pods")
     }

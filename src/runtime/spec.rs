@@ -135,12 +135,16 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         })
         .user(user)
         .capabilities(capabilities)
-        .rlimits(rlimits)
-        .no_new_privileges(conf.no_new_privileges);
+        .rlimits(rlimits);
     if let Some(profile) = &conf.apparmor_profile {
         process = process.apparmor_profile(profile.clone());
     }
-    let process = process.build().map_err(|e| spec_err(input, e))?;
+    let mut process = process.build().map_err(|e| spec_err(input, e))?;
+    // no_new_privs only when asked (allowPrivilegeEscalation: false); otherwise unset,
+    // not Some(false): libcontainer 0.7 loads the seccomp filter before dropping
+    // capabilities only when it is unset; set (even to false) it loads it after, without
+    // CAP_SYS_ADMIN and without no_new_privs, and the kernel refuses the filter.
+    process.set_no_new_privileges(conf.no_new_privileges.then_some(true));
 
     let mut namespaces = Vec::new();
     let mut own = vec![LinuxNamespaceType::Mount, LinuxNamespaceType::Cgroup];
@@ -198,14 +202,15 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
                 .collect(),
         )
     };
-    if let Some(seccomp) = &conf.seccomp {
-        linux = linux.seccomp(seccomp.clone());
-    }
     if !conf.sysctls.is_empty() {
         linux = linux.sysctl(conf.sysctls.clone());
     }
     if !conf.devices.is_empty() {
         linux = linux.devices(conf.devices.clone());
+    }
+    if let Some(seccomp) = &conf.seccomp {
+        // In the order libcontainer reads masked comparisons (see the function).
+        linux = linux.seccomp(super::seccomp::for_libcontainer(seccomp));
     }
     let linux = linux
         .namespaces(namespaces)
@@ -491,5 +496,29 @@ mod tests {
         assert!(!ns.iter().any(|n| n.typ() == LinuxNamespaceType::Network));
         assert!(!ns.iter().any(|n| n.typ() == LinuxNamespaceType::Uts));
         assert!(spec.hostname().is_none());
+    }
+
+    #[test]
+    fn seccomp_goes_to_linux_and_no_new_privileges_stays_unset() {
+        let mut with_filter = input(false);
+        let caps = with_filter
+            .confinement
+            .capabilities
+            .iter()
+            .copied()
+            .collect();
+        with_filter.confinement.seccomp = crate::runtime::seccomp::linux_seccomp(
+            &crate::runtime::seccomp::SeccompProfile::RuntimeDefault,
+            &caps,
+            Path::new("/nonexistent"),
+        )
+        .unwrap();
+        let spec = build_spec(&with_filter).unwrap();
+        let seccomp = spec.linux().as_ref().unwrap().seccomp().as_ref().unwrap();
+        assert!(!seccomp.syscalls().as_ref().unwrap().is_empty());
+        // Set (even to false), it makes libcontainer load the filter too late.
+        assert_eq!(spec.process().as_ref().unwrap().no_new_privileges(), None);
+        let unconfined = build_spec(&input(false)).unwrap();
+        assert!(unconfined.linux().as_ref().unwrap().seccomp().is_none());
     }
 }

@@ -13,6 +13,7 @@ use libcontainer::syscall::syscall::SyscallType;
 use nix::sys::signal::{SigHandler, Signal, signal};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 use super::kernel;
 use crate::runtime::cgroup_v2::MemoryEvents;
@@ -94,15 +95,23 @@ fn detach_from_daemon(cfg: &ShimConfig) {
         let _ = signal(Signal::SIGPIPE, SigHandler::SigIgn);
         let _ = signal(Signal::SIGHUP, SigHandler::SigIgn);
     }
-    if let Ok(f) = std::fs::OpenOptions::new()
+    let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(cfg.bundle.join(SHIM_LOG_FILE))
-    {
-        let _ = nix::unistd::dup2_stderr(&f);
+        .ok();
+    if let Some(f) = &log {
+        let _ = nix::unistd::dup2_stderr(f);
     }
+    // Logs go to the log file's own descriptor, not to fd 2: libcontainer logs from the
+    // container's init too (seccomp warnings, before the exec), where fd 2 is already
+    // the container's stderr, and those lines must not land in the container's log.
+    let writer = match log {
+        Some(f) => BoxMakeWriter::new(std::sync::Mutex::new(f)),
+        None => BoxMakeWriter::new(std::io::stderr),
+    };
     let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_ansi(false)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PODHOST_SHIM_LOG")

@@ -44,6 +44,7 @@ pub const HONOURED_FIELDS: &[&str] = &[
     "spec.containers[*].securityContext.readOnlyRootFilesystem",
     "spec.containers[*].securityContext.procMount",
     "spec.containers[*].securityContext.appArmorProfile",
+    "spec.containers[*].securityContext.seccompProfile",
     // Informational only (nothing is published; with hostNetwork the port is the host's).
     "spec.containers[*].ports",
     "spec.restartPolicy",
@@ -65,6 +66,7 @@ pub const HONOURED_FIELDS: &[&str] = &[
     "spec.securityContext.fsGroup",
     "spec.securityContext.sysctls",
     "spec.securityContext.appArmorProfile",
+    "spec.securityContext.seccompProfile",
     "spec.nodeName",
     "spec.tolerations",
     // Accepted no-op: podhost has no cluster DNS; the host's resolv.conf is used.

@@ -175,6 +175,7 @@ pub fn confinement(
         }
         _ => None,
     };
+    let seccomp = seccomp_filter(node, sec, &capabilities)?;
     let confinement = Confinement {
         uid: user.uid,
         gid: user.gid,
@@ -186,7 +187,7 @@ pub fn confinement(
         proc_unmasked: sec.proc_unmasked,
         sysctls,
         host_pid: pod.host_pid,
-        seccomp: None,
+        seccomp,
         apparmor_profile,
         devices: if sec.privileged {
             crate::runtime::host_devices::host_devices()
@@ -195,4 +196,28 @@ pub fn confinement(
         },
     };
     Ok((confinement, warnings))
+}
+
+/// The container's seccomp filter: its (or its pod's) seccompProfile, else the node's
+/// default (RuntimeDefault unless `--seccomp-default=false`); none for a privileged
+/// container, as containerd does. The capability-conditional groups of RuntimeDefault
+/// follow the capabilities the container really gets.
+fn seccomp_filter(
+    node: &NodeSecurity,
+    sec: &ContainerSecurity,
+    capabilities: &[Capability],
+) -> Result<Option<oci_spec::runtime::LinuxSeccomp>, String> {
+    use crate::runtime::seccomp::{SeccompProfile, linux_seccomp};
+    if sec.privileged {
+        return Ok(None);
+    }
+    let profile = match &sec.seccomp {
+        Some(ProfileChoice::Unconfined) => SeccompProfile::Unconfined,
+        Some(ProfileChoice::RuntimeDefault) => SeccompProfile::RuntimeDefault,
+        Some(ProfileChoice::Localhost(path)) => SeccompProfile::Localhost(path.clone()),
+        None if node.seccomp_default => SeccompProfile::RuntimeDefault,
+        None => SeccompProfile::Unconfined,
+    };
+    let caps = capabilities.iter().copied().collect();
+    linux_seccomp(&profile, &caps, &node.seccomp_dir).map_err(|e| e.to_string())
 }

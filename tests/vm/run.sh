@@ -8,7 +8,8 @@
 #   vm-suite: N passed, M failed
 # Add a check by adding a file to checks/; nothing here changes.
 #
-# Share layout (made by scripts/vm-test.sh): bin/podhost, busybox-oci/ (OCI layout),
+# Share layout (made by scripts/vm-test.sh): bin/podhost, busybox-oci/ and
+# seccomp-probe-oci/ (OCI layouts),
 # suite/ (tests/vm), suite.env (CHECKS, CHECK_TIMEOUT, DAEMON_CGROUP), out/ (results).
 # Results: out/results (one line per check), out/daemon.log, out/checks/NAME.log (the
 # check's output) and out/checks/NAME/ (artefacts a check keeps), out/checks/NAME.state/
