@@ -6,12 +6,10 @@
 mod common;
 
 use common::*;
-use serde_json::Value;
-use sha2::Digest;
 use std::path::{Path, PathBuf};
 
-/// A copy of the busybox layout with one more layer (an uncompressed tar holding the
-/// symlink `etc/passwd -> target`) and the image user `user`, named `name`.
+/// A copy of the busybox layout with one more layer holding the symlink
+/// `etc/passwd -> target`, and the image user `user`, named `name`.
 fn image_with_passwd_link(dest: &Path, name: &str, target: &str, user: &str) -> PathBuf {
     let layout = image_variant(dest, name, serde_json::json!({ "User": user }));
     let mut builder = tar::Builder::new(Vec::new());
@@ -22,47 +20,7 @@ fn image_with_passwd_link(dest: &Path, name: &str, target: &str, user: &str) -> 
     builder
         .append_link(&mut header, "etc/passwd", target)
         .unwrap();
-    let layer = builder.into_inner().unwrap();
-    let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&layer)));
-    let blobs = layout.join("blobs/sha256");
-    std::fs::write(blobs.join(digest.trim_start_matches("sha256:")), &layer).unwrap();
-    let read = |d: &str| -> Value {
-        serde_json::from_slice(&std::fs::read(blobs.join(d.trim_start_matches("sha256:"))).unwrap())
-            .unwrap()
-    };
-    let write = |v: &Value| -> (String, usize) {
-        let bytes = serde_json::to_vec(v).unwrap();
-        let hex = hex::encode(sha2::Sha256::digest(&bytes));
-        std::fs::write(blobs.join(&hex), &bytes).unwrap();
-        (format!("sha256:{hex}"), bytes.len())
-    };
-    let mut index: Value =
-        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
-    let mut manifest = read(index["manifests"][0]["digest"].as_str().unwrap());
-    let mut config = read(manifest["config"]["digest"].as_str().unwrap());
-    config["rootfs"]["diff_ids"]
-        .as_array_mut()
-        .unwrap()
-        .push(digest.clone().into());
-    let (cd, cs) = write(&config);
-    manifest["config"]["digest"] = cd.into();
-    manifest["config"]["size"] = cs.into();
-    manifest["layers"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({
-            "mediaType": "application/vnd.oci.image.layer.v1.tar",
-            "digest": digest,
-            "size": layer.len(),
-        }));
-    let (md, ms) = write(&manifest);
-    index["manifests"][0]["digest"] = md.into();
-    index["manifests"][0]["size"] = ms.into();
-    std::fs::write(
-        layout.join("index.json"),
-        serde_json::to_vec(&index).unwrap(),
-    )
-    .unwrap();
+    append_layer(&layout, &builder.into_inner().unwrap());
     layout
 }
 

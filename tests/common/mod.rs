@@ -437,10 +437,46 @@ pub fn busybox_pod(name: &str, extra_spec: &str, container_extra: &str, command:
     )
 }
 
+/// A JSON blob of an OCI layout, by digest.
+fn read_blob_json(layout: &Path, digest: &str) -> Value {
+    let path = layout
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Stores `bytes` as a blob of an OCI layout; returns (digest, size).
+fn write_blob(layout: &Path, bytes: &[u8]) -> (String, usize) {
+    use sha2::Digest;
+    let hex = hex::encode(sha2::Sha256::digest(bytes));
+    std::fs::write(layout.join("blobs/sha256").join(&hex), bytes).unwrap();
+    (format!("sha256:{hex}"), bytes.len())
+}
+
+/// Rewrites the layout's (only) image: `edit` changes its manifest and config, and the
+/// new blobs are stored and referenced from index.json.
+fn edit_image(layout: &Path, edit: impl FnOnce(&mut Value, &mut Value)) {
+    let mut index: Value =
+        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let mut manifest = read_blob_json(layout, index["manifests"][0]["digest"].as_str().unwrap());
+    let mut config = read_blob_json(layout, manifest["config"]["digest"].as_str().unwrap());
+    edit(&mut manifest, &mut config);
+    let (cd, cs) = write_blob(layout, &serde_json::to_vec(&config).unwrap());
+    manifest["config"]["digest"] = cd.into();
+    manifest["config"]["size"] = cs.into();
+    let (md, ms) = write_blob(layout, &serde_json::to_vec(&manifest).unwrap());
+    index["manifests"][0]["digest"] = md.into();
+    index["manifests"][0]["size"] = ms.into();
+    std::fs::write(
+        layout.join("index.json"),
+        serde_json::to_vec(&index).unwrap(),
+    )
+    .unwrap();
+}
+
 /// Writes a copy of the busybox layout whose image config carries `config_patch` (merged
 /// into its `config` object) under the reference `name`; returns the layout dir.
 pub fn image_variant(dest: &Path, name: &str, config_patch: Value) -> PathBuf {
-    use sha2::Digest;
     let status = Command::new("cp")
         .arg("-a")
         .arg(busybox_layout())
@@ -448,36 +484,38 @@ pub fn image_variant(dest: &Path, name: &str, config_patch: Value) -> PathBuf {
         .status()
         .unwrap();
     assert!(status.success());
-    let blobs = dest.join("blobs/sha256");
-    let read = |digest: &str| -> Value {
-        let hex = digest.trim_start_matches("sha256:");
-        serde_json::from_slice(&std::fs::read(blobs.join(hex)).unwrap()).unwrap()
-    };
-    let write = |v: &Value| -> (String, usize) {
-        let bytes = serde_json::to_vec(v).unwrap();
-        let hex = hex::encode(sha2::Sha256::digest(&bytes));
-        std::fs::write(blobs.join(&hex), &bytes).unwrap();
-        (format!("sha256:{hex}"), bytes.len())
-    };
+    edit_image(dest, |_, config| {
+        for (k, v) in config_patch.as_object().unwrap() {
+            config["config"][k] = v.clone();
+        }
+    });
     let mut index: Value =
         serde_json::from_slice(&std::fs::read(dest.join("index.json")).unwrap()).unwrap();
-    let mut manifest = read(index["manifests"][0]["digest"].as_str().unwrap());
-    let mut config = read(manifest["config"]["digest"].as_str().unwrap());
-    for (k, v) in config_patch.as_object().unwrap() {
-        config["config"][k] = v.clone();
-    }
-    let (cd, cs) = write(&config);
-    manifest["config"]["digest"] = cd.into();
-    manifest["config"]["size"] = cs.into();
-    let (md, ms) = write(&manifest);
-    index["manifests"][0]["digest"] = md.into();
-    index["manifests"][0]["size"] = ms.into();
     index["manifests"][0]["annotations"] = serde_json::json!({
         "org.opencontainers.image.ref.name": name,
         "io.containerd.image.name": name,
     });
     std::fs::write(dest.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
     dest.to_path_buf()
+}
+
+/// Adds an uncompressed tar layer on top of the layout's image.
+pub fn append_layer(layout: &Path, tar: &[u8]) {
+    let (digest, size) = write_blob(layout, tar);
+    edit_image(layout, |manifest, config| {
+        config["rootfs"]["diff_ids"]
+            .as_array_mut()
+            .unwrap()
+            .push(digest.clone().into());
+        manifest["layers"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "mediaType": "application/vnd.oci.image.layer.v1.tar",
+                "digest": digest,
+                "size": size,
+            }));
+    });
 }
 
 impl TestDaemon {
