@@ -52,7 +52,7 @@ fn logs_when_done(d: &TestDaemon, pod: &str, c: &str) -> String {
 const PROBE: &str = r#"s() { grep "^$1:" /proc/self/status | sed "s/^$1:[[:space:]]*/$1=/"; }
 echo "id=$(id)"; s CapEff; s CapPrm; s CapInh; s CapAmb; s NoNewPrivs
 if touch /probe-root 2>/dev/null; then echo root=rw; else echo root=ro; fi
-if touch /dev/shm/probe 2>/dev/null; then echo shm=rw; else echo shm=ro; fi
+if mktemp /dev/shm/probe.XXXXXX >/dev/null 2>&1; then echo shm=rw; else echo shm=ro; fi
 echo "shmsize=$(df -k /dev/shm | awk 'NR==2 {print $2}')"
 echo "interrupts=$(head -c 64 /proc/interrupts 2>/dev/null | wc -c)"
 if echo 1 > /proc/sys/kernel/shm_rmid_forced 2>/dev/null; then echo procsys=rw; else echo procsys=ro; fi
@@ -151,6 +151,26 @@ fn identity_capabilities_and_filesystems() {
     let extra = logs_when_done(&d, "sec", "extra");
     let want = (DEFAULT_CAPS | (1 << 12) | (1 << 25)) & !(1 << 27);
     assert_eq!(field(&extra, "CapEff"), format!("{want:016x}"));
+
+    // `podhost exec` runs as the container's process does (user, groups, capabilities,
+    // no_new_privs), not as libcontainer's default root.
+    let exec = |c: &str, cmd: &str| {
+        let out = d.cli(&["exec", &d.full_name("sec"), "-c", c, "--", "sh", "-c", cmd]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(exec("user", "id -u; id -g"), "1000\n3000");
+    assert_eq!(
+        exec(
+            "locked",
+            "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -s '\\t ' ' '"
+        ),
+        "CapEff: 0000000000000400\nNoNewPrivs: 1"
+    );
 
     // The pod's containers share one /dev/shm and one IPC namespace.
     assert_eq!(field(&plain, "ipcns"), field(&user, "ipcns"));
