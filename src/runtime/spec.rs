@@ -393,7 +393,11 @@ mod tests {
         assert_eq!(caps.bounding().as_ref().unwrap().len(), 2);
         assert!(caps.inheritable().as_ref().unwrap().is_empty());
         assert!(caps.ambient().as_ref().unwrap().is_empty());
-        assert_eq!(process.no_new_privileges(), Some(false));
+        assert_eq!(
+            process.no_new_privileges(),
+            None,
+            "unset, so the seccomp filter loads"
+        );
         let linux = spec.linux().as_ref().unwrap();
         assert!(
             linux
