@@ -23,5 +23,6 @@ pub mod sandbox;
 pub mod shim_client;
 pub mod signals;
 pub mod spec;
+pub mod userns;
 
 pub use error::RuntimeError;
