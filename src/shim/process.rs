@@ -114,7 +114,7 @@ fn detach_from_daemon(cfg: &ShimConfig) {
 type Started = (StartedRecord, OwnedFd, OwnedFd, Option<MemoryEvents>);
 
 fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
-    overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs).map_err(|e| e.to_string())?;
+    mount_rootfs(cfg)?;
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let (stderr_r, stderr_w) =
@@ -156,6 +156,27 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
         stderr_r,
         oom_baseline,
     ))
+}
+
+/// The overlay rootfs; in a pod's user namespace with its snapshots made the pod's
+/// (the way taken is logged: idmapped mounts or chowned copies).
+fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
+    let Some(ns) = &cfg.userns else {
+        return overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
+            .map_err(|e| e.to_string());
+    };
+    let started = std::time::Instant::now();
+    let way =
+        crate::runtime::userns::rootfs::mount_rootfs(ns, &cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
+            .map_err(|e| format!("rootfs for the pod's user namespace: {e}"))?;
+    tracing::info!(
+        container = %cfg.container_id,
+        ?way,
+        base = ns.map.base,
+        millis = started.elapsed().as_millis() as u64,
+        "user-namespaced rootfs mounted"
+    );
+    Ok(())
 }
 
 /// Applies the container's device rules to its cgroup (see runtime/devices).

@@ -183,8 +183,14 @@ pub fn prune(root_dir: &Path, held: &[IdMap], snapshots_dir: &Path) -> usize {
             continue;
         };
         for copy in copies.flatten() {
-            let stale = copy.file_name().to_string_lossy().starts_with('.')
-                || !snapshots_dir.join(copy.file_name()).is_dir();
+            let name = copy.file_name().to_string_lossy().into_owned();
+            let stale = match name.strip_prefix('.') {
+                // A copy in the making: stale once the shim making it is gone.
+                Some(tmp) => tmp
+                    .rsplit_once(".tmp.")
+                    .is_none_or(|(_, pid)| !Path::new("/proc").join(pid).exists()),
+                None => !snapshots_dir.join(&name).is_dir(),
+            };
             if stale && std::fs::remove_dir_all(copy.path()).is_ok() {
                 removed += 1;
             }

@@ -6,6 +6,7 @@
 pub mod allocator;
 pub mod chown_copy;
 pub mod idmap;
+pub mod pod_ns;
 pub mod range;
 pub mod rootfs;
 
