@@ -173,3 +173,88 @@ fn a_pod_without_host_users_runs_as_root_of_its_own_block() {
     }
     assert_eq!(blocks_file(&d)["pods"], serde_json::json!({}));
 }
+
+/// The fallback where idmapped mounts are missing, on real files: a copy of a
+/// snapshot with every owner shifted into the block (IDs the pod cannot see become
+/// its nobody), modes with setuid bits, symlinks, hard links, overlay whiteouts and
+/// opaque markers kept; made once and cached per block.
+#[test]
+fn the_chowned_copy_shifts_every_owner_into_the_block() {
+    use podhost::runtime::userns::{IdMap, chown_copy};
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    assert!(require_root());
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snapshots").join("sha256-abc");
+    std::fs::create_dir_all(snap.join("bin")).unwrap();
+    std::fs::create_dir_all(snap.join("opaque")).unwrap();
+    std::fs::write(snap.join("bin/tool"), b"#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        snap.join("bin/tool"),
+        std::fs::Permissions::from_mode(0o4755),
+    )
+    .unwrap();
+    std::fs::write(snap.join("user-file"), b"u").unwrap();
+    std::os::unix::fs::chown(snap.join("user-file"), Some(1000), Some(2000)).unwrap();
+    std::fs::write(snap.join("high"), b"h").unwrap();
+    std::os::unix::fs::chown(snap.join("high"), Some(100_000), Some(100_000)).unwrap();
+    std::fs::hard_link(snap.join("user-file"), snap.join("link")).unwrap();
+    std::os::unix::fs::symlink("bin/tool", snap.join("sym")).unwrap();
+    nix::sys::stat::mknod(
+        &snap.join("gone"),
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::empty(),
+        0,
+    )
+    .unwrap();
+    xattr::set(snap.join("opaque"), "trusted.overlay.opaque", b"y").unwrap();
+
+    let map = IdMap { base: 196608 };
+    let (copy, made) = chown_copy::ensure_copy(dir.path(), map, &snap).unwrap();
+    assert!(made);
+    assert_eq!(
+        copy,
+        dir.path().join("snapshots-idmapped/196608/sha256-abc")
+    );
+    let owner = |p: &str| {
+        let m = std::fs::symlink_metadata(copy.join(p)).unwrap();
+        (m.uid(), m.gid())
+    };
+    assert_eq!(owner(""), (196608, 196608));
+    assert_eq!(owner("bin/tool"), (196608, 196608));
+    assert_eq!(owner("user-file"), (197608, 198608));
+    assert_eq!(owner("high"), (196608 + 65534, 196608 + 65534));
+    assert_eq!(owner("sym"), (196608, 196608));
+    let tool = std::fs::metadata(copy.join("bin/tool")).unwrap();
+    assert_eq!(tool.mode() & 0o7777, 0o4755, "setuid kept after the chown");
+    assert_eq!(
+        std::fs::metadata(copy.join("link")).unwrap().ino(),
+        std::fs::metadata(copy.join("user-file")).unwrap().ino(),
+        "hard links stay links"
+    );
+    assert_eq!(
+        std::fs::read_link(copy.join("sym")).unwrap(),
+        std::path::Path::new("bin/tool")
+    );
+    let gone = std::fs::symlink_metadata(copy.join("gone")).unwrap();
+    assert_eq!(
+        (gone.mode() & libc::S_IFMT, gone.rdev()),
+        (libc::S_IFCHR, 0)
+    );
+    assert_eq!(
+        xattr::get(copy.join("opaque"), "trusted.overlay.opaque").unwrap(),
+        Some(b"y".to_vec())
+    );
+    // Cached: the second container of the block reuses it.
+    let (again, made) = chown_copy::ensure_copy(dir.path(), map, &snap).unwrap();
+    assert_eq!((again, made), (copy.clone(), false));
+    // Pruned when no pod holds the block any more.
+    assert_eq!(
+        chown_copy::prune(dir.path(), &[map], &dir.path().join("snapshots")),
+        0
+    );
+    assert_eq!(
+        chown_copy::prune(dir.path(), &[], &dir.path().join("snapshots")),
+        1
+    );
+    assert!(!copy.exists());
+}
