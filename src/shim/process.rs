@@ -165,6 +165,7 @@ fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
         return overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
             .map_err(|e| e.to_string());
     };
+    raise_own_rlimits(cfg);
     let started = std::time::Instant::now();
     let way =
         crate::runtime::userns::rootfs::mount_rootfs(ns, &cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
@@ -177,6 +178,41 @@ fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
         "user-namespaced rootfs mounted"
     );
     Ok(())
+}
+
+/// libcontainer sets the container's rlimits after it joined the pod's user
+/// namespace, where raising a hard limit is refused (CAP_SYS_RESOURCE counts only in
+/// the host's namespace). So the shim, still host root, raises its own to the
+/// container's values first; its children inherit them and libcontainer's setrlimit
+/// then only keeps or lowers them.
+fn raise_own_rlimits(cfg: &ShimConfig) {
+    let Ok(spec) = oci_spec::runtime::Spec::load(cfg.bundle.join("config.json")) else {
+        return;
+    };
+    let rlimits = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.rlimits().clone())
+        .unwrap_or_default();
+    for r in rlimits {
+        let resource = match r.typ() {
+            oci_spec::runtime::PosixRlimitType::RlimitNofile => libc::RLIMIT_NOFILE,
+            oci_spec::runtime::PosixRlimitType::RlimitNproc => libc::RLIMIT_NPROC,
+            oci_spec::runtime::PosixRlimitType::RlimitCore => libc::RLIMIT_CORE,
+            oci_spec::runtime::PosixRlimitType::RlimitMemlock => libc::RLIMIT_MEMLOCK,
+            oci_spec::runtime::PosixRlimitType::RlimitStack => libc::RLIMIT_STACK,
+            _ => continue,
+        };
+        let limit = libc::rlimit {
+            rlim_cur: r.soft(),
+            rlim_max: r.hard(),
+        };
+        // SAFETY: setrlimit reads the struct, which lives across the call; it only
+        // changes this process's limits.
+        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+            tracing::warn!(rlimit = ?r.typ(), "cannot raise the shim's own rlimit; the container's may fail");
+        }
+    }
 }
 
 /// Applies the container's device rules to its cgroup (see runtime/devices).
