@@ -106,6 +106,9 @@ enum Command {
         shared_pid: bool,
         #[arg(long)]
         pause_cgroup: Option<PathBuf>,
+        /// hostUsers: false: the first host ID of the pod's block of 65536.
+        #[arg(long)]
+        userns_base: Option<u32>,
     },
     /// (internal) PID 1 of a pod's shared pid namespace.
     #[command(hide = true)]
@@ -149,6 +152,10 @@ struct DaemonArgs {
     /// pids.max of every pod cgroup (the kubelet's podPidsLimit); -1 = unlimited.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pod_pids_limit: i64,
+    /// Host IDs for `hostUsers: false` pods, START:LENGTH in multiples of 65536 (one
+    /// block of 65536 per pod); default: the kubelet's range, 65536 up.
+    #[arg(long, default_value = "65536:4294836224")]
+    userns_range: String,
     /// First CrashLoopBackOff delay in seconds (kubelet: 10); tests shorten it.
     #[arg(long, default_value_t = 10.0)]
     crashloop_initial_backoff: f64,
@@ -301,11 +308,13 @@ fn run(cli: Cli) -> Result<i32> {
             host_ipc,
             shared_pid,
             pause_cgroup,
+            userns_base,
         } => {
             let shape = podhost::runtime::sandbox::SandboxShape {
                 host_network,
                 host_ipc,
                 shared_pid,
+                userns: userns_base.map(|base| podhost::runtime::userns::IdMap { base }),
             };
             let exe = std::env::current_exe().context("locating the podhost binary")?;
             podhost::runtime::sandbox::create_in_helper(
@@ -365,6 +374,7 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         socket_access,
         cgroup_root: args.cgroup_root,
         pod_pids_limit: (args.pod_pids_limit > 0).then_some(args.pod_pids_limit),
+        userns_range: args.userns_range.parse()?,
         default_rlimits: podhost::model::rlimits::parse_rlimits(&args.default_rlimits)
             .map_err(|e| anyhow::anyhow!("--default-rlimits: {e}"))?,
         backoff: BackoffPolicy {

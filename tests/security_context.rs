@@ -384,7 +384,12 @@ fn sysctls_and_rejections() {
     );
     d.write_manifest(
         "userns.yaml",
-        &busybox_pod("userns", "  hostUsers: false\n", "", "sleep 1000"),
+        &busybox_pod(
+            "userns",
+            "  hostUsers: false\n  hostNetwork: true\n",
+            "",
+            "sleep 1000",
+        ),
     );
     let logs = logs_when_done(&d, "ok", "main");
     assert_eq!(field(&logs, "kernel/shm_rmid_forced"), "1");
@@ -426,7 +431,11 @@ fn sysctls_and_rejections() {
         "a warning event"
     );
     let userns = failed("userns");
-    assert_eq!(userns["status"]["reason"], "UserNamespacesUnsupported");
+    assert_eq!(userns["status"]["reason"], "UserNamespacesInvalid");
+    assert_eq!(
+        userns["status"]["message"],
+        "Pod was rejected: spec.hostNetwork: Forbidden: when `hostUsers` is false; remove one of them"
+    );
 }
 
 #[test]

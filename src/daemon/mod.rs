@@ -35,6 +35,8 @@ pub struct DaemonConfig {
     pub default_rlimits: Vec<crate::model::rlimits::Rlimit>,
     /// `pids.max` of every pod cgroup (the kubelet's podPidsLimit); `None` = unlimited.
     pub pod_pids_limit: Option<i64>,
+    /// Host IDs for `hostUsers: false` pods (`--userns-range`).
+    pub userns_range: crate::runtime::userns::IdRange,
     pub backoff: BackoffPolicy,
     /// The authoritative rescan of the manifest dir (kubelet: 20 s).
     pub rescan_every: Duration,
@@ -65,6 +67,9 @@ pub enum DaemonError {
         "another podhost daemon already uses {0} (lock held); stop it or use another --root-dir"
     )]
     Locked(PathBuf),
+    /// The user namespace allocations cannot be loaded.
+    #[error(transparent)]
+    Userns(#[from] crate::runtime::userns::UsernsError),
     /// The image store could not be opened.
     #[error(transparent)]
     Images(#[from] crate::image::ImageError),
@@ -149,6 +154,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         leases: leases.clone(),
         images_changed: images_rx,
         security: node_security(&cfg, &store),
+        userns: Arc::new(crate::runtime::userns::UsernsAllocator::open(
+            &cfg.root_dir.join("userns"),
+            cfg.userns_range,
+        )?),
     });
     let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
     gc.spawn_loops();

@@ -58,6 +58,35 @@ pub struct GcRunner {
     settings: GcSettings,
 }
 
+/// Frees the ID blocks of pods that are gone (unknown to the daemon, their dir
+/// removed), e.g. after a crash between a pod's end and its release, and the chowned
+/// snapshot copies no block or snapshot needs any more.
+fn release_userns_blocks(ctx: &Ctx, live: &HashSet<String>) {
+    if let Err(e) = ctx
+        .userns
+        .release_unless(|uid| live.contains(uid) || ctx.layout.pod_dir(uid).exists())
+    {
+        tracing::warn!(error = %e, "container GC: user namespace blocks not released");
+    }
+    let held: Vec<_> = ctx
+        .userns
+        .allocations()
+        .into_iter()
+        .map(|(_, m)| m)
+        .collect();
+    let removed = crate::runtime::userns::chown_copy::prune(
+        &ctx.layout.root_dir,
+        &held,
+        &ctx.layout.root_dir.join("snapshots"),
+    );
+    if removed > 0 {
+        tracing::info!(
+            removed,
+            "container GC: removed unused chowned snapshot copies"
+        );
+    }
+}
+
 impl GcRunner {
     pub fn new(ctx: Arc<Ctx>, settings: GcSettings) -> Arc<Self> {
         Arc::new(Self { ctx, settings })
@@ -115,7 +144,9 @@ impl GcRunner {
             .map(|r| r.uid().to_string())
             .collect();
         tokio::task::spawn_blocking(move || {
-            super::collect(&ctx.layout, &live, &policy, chrono::Utc::now())
+            let report = super::collect(&ctx.layout, &live, &policy, chrono::Utc::now());
+            release_userns_blocks(&ctx, &live);
+            report
         })
         .await
         .unwrap_or_default()

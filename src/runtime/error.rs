@@ -41,6 +41,9 @@ pub enum RuntimeError {
     /// The shim process failed before the container started.
     #[error("container {container}: {message}")]
     ShimFailed { container: String, message: String },
+    /// A pod's user namespace (its ID block, its rootfs) could not be set up.
+    #[error("user namespace: {0}")]
+    Userns(String),
     /// A helper process (sandbox or exec) failed.
     #[error("{helper} failed: {message}")]
     Helper {

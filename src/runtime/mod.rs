@@ -24,5 +24,6 @@ pub mod seccomp;
 pub mod shim_client;
 pub mod signals;
 pub mod spec;
+pub mod userns;
 
 pub use error::RuntimeError;

@@ -29,6 +29,13 @@ fn pid_file(ns_dir: &Path) -> PathBuf {
 /// In the sandbox helper: a new pid namespace whose PID 1 is `exe pause`; returns the
 /// pause process's pid (as the host sees it) once it runs in the namespace.
 pub fn start(exe: &Path, ns_dir: &Path, cgroup_leaf: Option<&Path>) -> Result<i32, RuntimeError> {
+    let child = spawn(exe)?;
+    pin(ns_dir, child, cgroup_leaf)
+}
+
+/// Unshares a pid namespace and forks `exe pause` into it as its PID 1 (in a pod's
+/// user namespace, the namespace is owned by it); returns its host pid.
+pub fn spawn(exe: &Path) -> Result<Pid, RuntimeError> {
     unshare(CloneFlags::CLONE_NEWPID)
         .map_err(|e| RuntimeError::sys("unshare a pid namespace", e))?;
     let exe_c = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes()).map_err(|e| {
@@ -57,31 +64,35 @@ pub fn start(exe: &Path, ns_dir: &Path, cgroup_leaf: Option<&Path>) -> Result<i3
             // SAFETY: _exit is always safe; nothing of the parent's state is flushed.
             unsafe { libc::_exit(127) }
         }
-        ForkResult::Parent { child } => {
-            if let Some(leaf) = cgroup_leaf {
-                let _ = std::fs::write(leaf.join("cgroup.procs"), child.as_raw().to_string());
-            }
-            let target = pid_ns_path(ns_dir);
-            std::fs::File::create(&target).map_err(|e| RuntimeError::io("create", &target, e))?;
-            let source = PathBuf::from(format!("/proc/{}/ns/pid", child.as_raw()));
-            nix::mount::mount(
-                Some(&source),
-                &target,
-                None::<&str>,
-                nix::mount::MsFlags::MS_BIND,
-                None::<&str>,
-            )
-            .map_err(|e| {
-                let _ = kill(child, Signal::SIGKILL);
-                RuntimeError::sys(
-                    format!("bind {} to {}", source.display(), target.display()),
-                    e,
-                )
-            })?;
-            super::fsutil::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
-            Ok(child.as_raw())
-        }
+        ForkResult::Parent { child } => Ok(child),
     }
+}
+
+/// Pins the pause process `child`'s pid namespace at `<ns_dir>/pid`, records its pid
+/// and moves it to `cgroup_leaf` (done with the host's privileges).
+pub fn pin(ns_dir: &Path, child: Pid, cgroup_leaf: Option<&Path>) -> Result<i32, RuntimeError> {
+    if let Some(leaf) = cgroup_leaf {
+        let _ = std::fs::write(leaf.join("cgroup.procs"), child.as_raw().to_string());
+    }
+    let target = pid_ns_path(ns_dir);
+    std::fs::File::create(&target).map_err(|e| RuntimeError::io("create", &target, e))?;
+    let source = PathBuf::from(format!("/proc/{}/ns/pid", child.as_raw()));
+    nix::mount::mount(
+        Some(&source),
+        &target,
+        None::<&str>,
+        nix::mount::MsFlags::MS_BIND,
+        None::<&str>,
+    )
+    .map_err(|e| {
+        let _ = kill(child, Signal::SIGKILL);
+        RuntimeError::sys(
+            format!("bind {} to {}", source.display(), target.display()),
+            e,
+        )
+    })?;
+    super::fsutil::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
+    Ok(child.as_raw())
 }
 
 /// Whether the pod's pause process still runs as PID 1 of the pinned namespace.

@@ -25,6 +25,9 @@ pub struct ShimConfig {
     /// The leaf cgroup the shim moves itself into (cgroup v2).
     #[serde(default)]
     pub shim_cgroup: Option<PathBuf>,
+    /// hostUsers: false: the rootfs is made the pod's (idmapped or chowned snapshots).
+    #[serde(default)]
+    pub userns: Option<super::userns::rootfs::UsernsRootfs>,
 }
 
 /// Written by the shim once the container's process runs.

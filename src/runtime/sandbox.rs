@@ -16,7 +16,8 @@ use nix::sched::{CloneFlags, unshare};
 use super::RuntimeError;
 
 /// The shared namespaces, in the order the helper creates them.
-pub const SHARED_NAMESPACES: [&str; 4] = ["ipc", "uts", "net", "pid"];
+/// A `hostUsers: false` pod also pins its user namespace, `user` (see userns/pod_ns).
+pub const SHARED_NAMESPACES: [&str; 5] = ["ipc", "uts", "net", "pid", "user"];
 
 /// The size of a pod's /dev/shm (containerd's and Docker's default).
 pub const POD_SHM_SIZE: &str = "65536k";
@@ -29,6 +30,9 @@ pub struct SandboxShape {
     pub host_network: bool,
     pub host_ipc: bool,
     pub shared_pid: bool,
+    /// hostUsers: false: the pod's own user namespace with this mapping; the other
+    /// namespaces are created inside it.
+    pub userns: Option<super::userns::IdMap>,
 }
 
 /// Paths of a pod's namespace handles and its /dev/shm.
@@ -39,6 +43,8 @@ pub struct SandboxPaths {
     pub net: Option<PathBuf>,
     /// The shared pid namespace (shareProcessNamespace), held by `podhost pause`.
     pub pid: Option<PathBuf>,
+    /// The pod's user namespace (hostUsers: false).
+    pub user: Option<PathBuf>,
     /// What every container mounts at /dev/shm: the pod's tmpfs, or the host's
     /// /dev/shm with hostIPC.
     pub shm: PathBuf,
@@ -55,6 +61,7 @@ impl SandboxPaths {
             uts: (!shape.host_network).then(|| ns_dir.join("uts")),
             net: (!shape.host_network).then(|| ns_dir.join("net")),
             pid: shape.shared_pid.then(|| super::pause::pid_ns_path(ns_dir)),
+            user: shape.userns.map(|_| ns_dir.join("user")),
             shm: if shape.host_ipc {
                 PathBuf::from("/dev/shm")
             } else {
@@ -65,11 +72,21 @@ impl SandboxPaths {
         }
     }
 
+    /// The pod's ID mapping (hostUsers: false).
+    pub fn id_map(&self) -> Option<super::userns::IdMap> {
+        self.shape.userns
+    }
+
     pub fn exists(&self) -> bool {
-        let handles = [self.ipc.as_ref(), self.uts.as_ref(), self.net.as_ref()]
-            .into_iter()
-            .flatten()
-            .all(|p| is_ns_mount(p));
+        let handles = [
+            self.ipc.as_ref(),
+            self.uts.as_ref(),
+            self.net.as_ref(),
+            self.user.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .all(|p| is_ns_mount(p));
         handles
             && (self.shape.host_ipc || is_mount_point(&self.shm))
             && (!self.shape.shared_pid || super::pause::alive(&self.ns_dir))
@@ -108,7 +125,10 @@ pub fn create_in_helper(
     std::fs::create_dir_all(ns_dir).map_err(|e| RuntimeError::io("create directory", ns_dir, e))?;
     let paths = SandboxPaths::new(ns_dir, shape);
     if !shape.host_ipc {
-        mount_pod_shm(&paths.shm)?;
+        mount_pod_shm(&paths.shm, shape.userns.map(|m| m.host_id(0)))?;
+    }
+    if let Some(map) = shape.userns {
+        return super::userns::pod_ns::create(ns_dir, hostname, shape, map, exe, pause_cgroup);
     }
     let mut flags = CloneFlags::empty();
     if !shape.host_ipc {
@@ -152,8 +172,9 @@ pub fn create_in_helper(
 }
 
 /// The pod's /dev/shm: a tmpfs of [`POD_SHM_SIZE`], sticky and world-writable as
-/// /dev/shm is, never executable or holding devices.
-fn mount_pod_shm(dir: &Path) -> Result<(), RuntimeError> {
+/// /dev/shm is, never executable or holding devices; owned by the pod's mapped root
+/// (`owner`) in a user namespace.
+fn mount_pod_shm(dir: &Path, owner: Option<u32>) -> Result<(), RuntimeError> {
     std::fs::create_dir_all(dir).map_err(|e| RuntimeError::io("create directory", dir, e))?;
     if is_mount_point(dir) {
         return Ok(());
@@ -163,12 +184,18 @@ fn mount_pod_shm(dir: &Path) -> Result<(), RuntimeError> {
         dir,
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        Some(format!("mode=1777,size={POD_SHM_SIZE}").as_str()),
+        Some(
+            match owner {
+                Some(id) => format!("mode=1777,size={POD_SHM_SIZE},uid={id},gid={id}"),
+                None => format!("mode=1777,size={POD_SHM_SIZE}"),
+            }
+            .as_str(),
+        ),
     )
     .map_err(|e| RuntimeError::sys(format!("mount the pod's shm at {}", dir.display()), e))
 }
 
-fn loopback_up() -> Result<(), RuntimeError> {
+pub(crate) fn loopback_up() -> Result<(), RuntimeError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

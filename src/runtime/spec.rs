@@ -4,9 +4,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use oci_spec::runtime::{
-    Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxDevice, LinuxNamespaceBuilder,
-    LinuxNamespaceType, LinuxSeccomp, Mount, MountBuilder, PosixRlimitBuilder, PosixRlimitType,
-    ProcessBuilder, RootBuilder, Spec, UserBuilder,
+    Capability, LinuxBuilder, LinuxCapabilitiesBuilder, LinuxDevice, LinuxIdMappingBuilder,
+    LinuxNamespaceBuilder, LinuxNamespaceType, LinuxSeccomp, Mount, MountBuilder,
+    PosixRlimitBuilder, PosixRlimitType, ProcessBuilder, RootBuilder, Spec, UserBuilder,
 };
 
 use super::RuntimeError;
@@ -164,6 +164,9 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         (LinuxNamespaceType::Uts, input.sandbox.uts.as_ref()),
         (LinuxNamespaceType::Network, input.sandbox.net.as_ref()),
         (LinuxNamespaceType::Pid, input.sandbox.pid.as_ref()),
+        // hostUsers: false: joined by path, so libcontainer neither creates one nor
+        // writes maps (its own new-userns path insists on systemd cgroups).
+        (LinuxNamespaceType::User, input.sandbox.user.as_ref()),
     ];
     for (typ, path) in shared {
         if let Some(path) = path {
@@ -211,6 +214,18 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
     if let Some(seccomp) = &conf.seccomp {
         // In the order libcontainer reads masked comparisons (see the function).
         linux = linux.seccomp(super::seccomp::for_libcontainer(seccomp));
+    }
+    if let Some(map) = input.sandbox.id_map() {
+        // What the pinned namespace maps, for readers of config.json.
+        let mapping = LinuxIdMappingBuilder::default()
+            .container_id(0u32)
+            .host_id(map.base)
+            .size(super::userns::BLOCK_SIZE)
+            .build()
+            .map_err(|e| spec_err(input, e))?;
+        linux = linux
+            .uid_mappings(vec![mapping])
+            .gid_mappings(vec![mapping]);
     }
     let linux = linux
         .namespaces(namespaces)

@@ -123,7 +123,7 @@ fn detach_from_daemon(cfg: &ShimConfig) {
 type Started = (StartedRecord, OwnedFd, OwnedFd, Option<MemoryEvents>);
 
 fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
-    overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs).map_err(|e| e.to_string())?;
+    mount_rootfs(cfg)?;
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let (stderr_r, stderr_w) =
@@ -165,6 +165,63 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
         stderr_r,
         oom_baseline,
     ))
+}
+
+/// The overlay rootfs; in a pod's user namespace with its snapshots made the pod's
+/// (the way taken is logged: idmapped mounts or chowned copies).
+fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
+    let Some(ns) = &cfg.userns else {
+        return overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
+            .map_err(|e| e.to_string());
+    };
+    raise_own_rlimits(cfg);
+    let started = std::time::Instant::now();
+    let way =
+        crate::runtime::userns::rootfs::mount_rootfs(ns, &cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
+            .map_err(|e| format!("rootfs for the pod's user namespace: {e}"))?;
+    tracing::info!(
+        container = %cfg.container_id,
+        ?way,
+        base = ns.map.base,
+        millis = started.elapsed().as_millis() as u64,
+        "user-namespaced rootfs mounted"
+    );
+    Ok(())
+}
+
+/// libcontainer sets the container's rlimits after it joined the pod's user
+/// namespace, where raising a hard limit is refused (CAP_SYS_RESOURCE counts only in
+/// the host's namespace). So the shim, still host root, raises its own to the
+/// container's values first; its children inherit them and libcontainer's setrlimit
+/// then only keeps or lowers them.
+fn raise_own_rlimits(cfg: &ShimConfig) {
+    let Ok(spec) = oci_spec::runtime::Spec::load(cfg.bundle.join("config.json")) else {
+        return;
+    };
+    let rlimits = spec
+        .process()
+        .as_ref()
+        .and_then(|p| p.rlimits().clone())
+        .unwrap_or_default();
+    for r in rlimits {
+        let resource = match r.typ() {
+            oci_spec::runtime::PosixRlimitType::RlimitNofile => libc::RLIMIT_NOFILE,
+            oci_spec::runtime::PosixRlimitType::RlimitNproc => libc::RLIMIT_NPROC,
+            oci_spec::runtime::PosixRlimitType::RlimitCore => libc::RLIMIT_CORE,
+            oci_spec::runtime::PosixRlimitType::RlimitMemlock => libc::RLIMIT_MEMLOCK,
+            oci_spec::runtime::PosixRlimitType::RlimitStack => libc::RLIMIT_STACK,
+            _ => continue,
+        };
+        let limit = libc::rlimit {
+            rlim_cur: r.soft(),
+            rlim_max: r.hard(),
+        };
+        // SAFETY: setrlimit reads the struct, which lives across the call; it only
+        // changes this process's limits.
+        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+            tracing::warn!(rlimit = ?r.typ(), "cannot raise the shim's own rlimit; the container's may fail");
+        }
+    }
 }
 
 /// Applies the container's device rules to its cgroup (see runtime/devices).

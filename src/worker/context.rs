@@ -42,6 +42,8 @@ pub struct Ctx {
     pub images_changed: tokio::sync::watch::Receiver<u64>,
     /// The node's security defaults and allowances.
     pub security: super::security::NodeSecurity,
+    /// The ID blocks of `hostUsers: false` pods.
+    pub userns: Arc<crate::runtime::userns::UsernsAllocator>,
 }
 
 /// The immutable facts of one pod that its worker needs.
@@ -58,6 +60,10 @@ pub struct PodInfo {
     pub host_pid: bool,
     /// shareProcessNamespace: one pid namespace for all the pod's containers.
     pub shared_pid: bool,
+    /// hostUsers: false: the pod runs in a user namespace of its own.
+    pub own_userns: bool,
+    /// Its mapping, once its block is allocated.
+    pub userns: Option<crate::runtime::userns::IdMap>,
     pub grace: Duration,
     pub policy: RestartPolicy,
     pub qos: QosClass,
@@ -79,6 +85,8 @@ impl PodInfo {
             host_pid: spec.host_pid.unwrap_or(false),
             shared_pid: spec.share_process_namespace.unwrap_or(false)
                 && !spec.host_pid.unwrap_or(false),
+            own_userns: spec.host_users == Some(false),
+            userns: None,
             grace: pod_grace(spec.termination_grace_period_seconds),
             policy: RestartPolicy::from_spec(spec.restart_policy.as_deref())
                 .unwrap_or(RestartPolicy::Always),
@@ -102,6 +110,7 @@ impl PodInfo {
             host_network: self.host_network,
             host_ipc: self.host_ipc,
             shared_pid: self.shared_pid,
+            userns: self.userns,
         }
     }
 

@@ -111,6 +111,7 @@ async fn run(
     }
     // False only when the pod terminates first; the supervisors still run then, to adopt
     // and stop whatever a previous daemon left running.
+    let pod = allocate_userns(&ctx, pod, &mut term).await;
     let _sandbox_ready = ensure_sandbox(&ctx, &pod, &mut term).await;
     let mut supervisors = tokio::task::JoinSet::new();
     for c in pod.pod.spec.clone().unwrap_or_default().containers {
@@ -186,6 +187,40 @@ async fn ensure_sandbox(
     }
 }
 
+/// A `hostUsers: false` pod's block of host IDs: the one it holds (also from before a
+/// daemon restart) or a new one; retried every 10 s while the range is exhausted.
+async fn allocate_userns(
+    ctx: &Ctx,
+    pod: Arc<PodInfo>,
+    term: &mut watch::Receiver<Option<Duration>>,
+) -> Arc<PodInfo> {
+    if !pod.own_userns {
+        return pod;
+    }
+    loop {
+        match ctx.userns.allocate(&pod.uid) {
+            Ok(map) => {
+                let mut with_map = (*pod).clone();
+                with_map.userns = Some(map);
+                return Arc::new(with_map);
+            }
+            Err(e) => {
+                ctx.store.pod_event(
+                    &pod.uid,
+                    EventKind::Warning,
+                    "FailedCreatePodSandBox",
+                    &format!("pod/{}", pod.name),
+                    format!("Failed to create pod sandbox: {e}"),
+                );
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+                    _ = term.wait_for(|t| t.is_some()) => return pod,
+                }
+            }
+        }
+    }
+}
+
 /// The pod's cgroup with the kubelet's pod-level values (full cgroup v2 mode).
 fn setup_pod_cgroup(ctx: &Ctx, pod: &PodInfo) -> Result<(), crate::runtime::RuntimeError> {
     let resources = pod_resources(&pod.pod);
@@ -210,6 +245,9 @@ async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
     if pod.host_ipc {
         cmd.arg("--host-ipc");
     }
+    if let Some(map) = pod.userns {
+        cmd.arg("--userns-base").arg(map.base.to_string());
+    }
     if pod.shared_pid {
         cmd.arg("--shared-pid");
         if let Some(leaf) = ctx.cgroups.shims_dir() {
@@ -230,12 +268,29 @@ async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
     }
 }
 
+/// Frees the pod's block of IDs and the chowned snapshot copies made for it.
+fn release_userns(ctx: &Ctx, pod: &PodInfo) {
+    match ctx.userns.release(&pod.uid) {
+        Ok(Some(map)) => {
+            let copies = ctx
+                .layout
+                .root_dir
+                .join(crate::runtime::userns::chown_copy::COPIES_DIR)
+                .join(map.base.to_string());
+            let _ = std::fs::remove_dir_all(copies);
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(pod = %pod.name, error = %e, "user namespace block not released"),
+    }
+}
+
 /// Releases everything the pod held on the host and forgets it.
 async fn finish(ctx: &Ctx, pod: &PodInfo) {
     if let Err(e) = sandbox::destroy(&ctx.layout.pod_ns_dir(&pod.uid)) {
         tracing::warn!(pod = %pod.name, error = %e, "sandbox release failed");
     }
     ctx.cgroups.remove_pod(pod.qos, &pod.uid);
+    release_userns(ctx, pod);
     // The pod stays listed until everything is gone; no late status write may recreate
     // its directory meanwhile.
     ctx.store.stop_persisting(&pod.uid);

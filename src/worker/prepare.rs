@@ -239,6 +239,13 @@ pub fn prepare_attempt(
             oom_score_adj: Some(settings.oom_score_adj),
             cgroup_dir: ctx.cgroups.container_dir(pod.qos, &pod.uid, &c.name),
             shim_cgroup: ctx.cgroups.shims_dir(),
+            userns: pod
+                .userns
+                .map(|map| crate::runtime::userns::rootfs::UsernsRootfs {
+                    map,
+                    userns_path: ctx.layout.pod_ns_dir(&pod.uid).join("user"),
+                    root_dir: ctx.layout.root_dir.clone(),
+                }),
         },
         stop_signal,
     })

@@ -106,10 +106,22 @@ pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
         }
     }
     if spec.host_users == Some(false) {
-        return Err(Rejection {
-            reason: "UserNamespacesUnsupported",
-            message: "spec.hostUsers: false (a user namespace per pod) is not supported by this podhost yet; remove it to run the pod with the host's users".into(),
-        });
+        // The API server's rule: a pod in its own user namespace shares none of the
+        // host's namespaces (they are owned by the host's user namespace).
+        for (field, set) in [
+            ("hostNetwork", pod.host_network),
+            ("hostIPC", pod.host_ipc),
+            ("hostPID", pod.host_pid),
+        ] {
+            if set {
+                return Err(Rejection {
+                    reason: "UserNamespacesInvalid",
+                    message: format!(
+                        "spec.{field}: Forbidden: when `hostUsers` is false; remove one of them"
+                    ),
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -175,6 +187,20 @@ pub fn confinement(
         }
         _ => None,
     };
+    if let Some(map) = pod.userns {
+        let limit = crate::runtime::userns::BLOCK_SIZE;
+        let outside = std::iter::once(user.uid)
+            .chain(std::iter::once(user.gid))
+            .chain(groups.iter().copied())
+            .find(|id| *id >= limit);
+        if let Some(id) = outside {
+            return Err(format!(
+                "user or group ID {id} is outside the pod's user namespace (hostUsers: false maps IDs 0-65535 to host IDs {}-{}); use IDs below 65536",
+                map.base,
+                map.host_id(limit - 1)
+            ));
+        }
+    }
     let seccomp = seccomp_filter(node, sec, &capabilities)?;
     let confinement = Confinement {
         uid: user.uid,
