@@ -54,7 +54,7 @@ pub const HONOURED_FIELDS: &[&str] = &[
     "spec.hostIPC",
     // One pid namespace for the pod, held by `podhost pause` as its PID 1.
     "spec.shareProcessNamespace",
-    // Refused with a clear reason until it is supported (never ignored).
+    // false: a user namespace of the pod's own (runtime/userns).
     "spec.hostUsers",
     // securityContext, pod level (the container's wins where both have a field).
     "spec.securityContext.runAsUser",
