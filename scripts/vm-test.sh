@@ -45,7 +45,7 @@ fi
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = 'install ok installed' ]; }
 t=${EPOCHREALTIME/./}
 missing=()
-for p in qemu-system-x86 busybox-static cpio kmod xz-utils; do
+for p in qemu-system-x86 busybox-static cpio kmod xz-utils apparmor; do
   installed "$p" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -143,7 +143,8 @@ cp -r tests/vm "$SHARE/suite"
   printf 'CHECK_TIMEOUT=%q\n' "${CHECK_TIMEOUT:-180}"
   printf 'DAEMON_CGROUP=%q\n' "${DAEMON_CGROUP:-system.slice/podhost}"
 } >"$SHARE/suite.env"
-LIBS_FOR="$PODHOST" bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
+# apparmor_parser (libc only) makes the guest an AppArmor host that can load profiles.
+LIBS_FOR="$PODHOST" EXTRA_BINS=/sbin/apparmor_parser bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
 step "image, initramfs and share ready ($(since "$t"))"
 
 # ---- 4. boot and run ----------------------------------------------------------------

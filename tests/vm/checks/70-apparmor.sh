@@ -1,0 +1,144 @@
+# shellcheck shell=bash
+# 70-apparmor: AppArmor confinement on a real AppArmor kernel (Debian's, securityfs
+# mounted by vm/init, apparmor_parser in the initramfs). The daemon loaded
+# podhost-default at start (no AppArmorDefaultUnavailable event); a container that names
+# no profile and one with RuntimeDefault run under `podhost-default (enforce)`, and
+# AppArmor itself denies what the profile denies: mount(2) with CAP_SYS_ADMIN (which
+# succeeds for the same container when Unconfined), while a normal write works.
+# Unconfined and privileged containers run `unconfined`; a Localhost profile loaded here
+# with apparmor_parser is applied (its deny rule bites); a Localhost profile that is not
+# loaded leaves the container in CreateContainerConfigError naming it.
+
+problems=()
+check() { # check WHAT EXPECTED ACTUAL
+  if [ "$2" != "$3" ]; then
+    problems+=("$1: expected '$2', got '$3'")
+  else
+    info "ok: $1 = $3"
+  fi
+}
+value() { printf '%s\n' "$2" | sed -n "s/^$1=//p" | head -1; }
+logs_done() { # logs_done POD CONTAINER: its log once it printed "done"
+  local out i
+  for i in $(seq 1 120); do
+    out=$(podhost_cli logs "$1" -c "$2" 2>/dev/null)
+    if printf '%s\n' "$out" | grep -qx done; then
+      printf '%s\n' "$out"
+      return 0
+    fi
+    sleep 0.25
+  done
+  printf '%s\n' "$out"
+}
+
+[ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] ||
+  fail "AppArmor is not enabled in the guest kernel (/sys/module/apparmor/parameters/enabled)"
+profiles=/sys/kernel/security/apparmor/profiles
+[ -r "$profiles" ] || fail "$profiles missing: securityfs not mounted by vm/init?"
+command -v apparmor_parser >/dev/null || fail "apparmor_parser is not in the initramfs"
+
+# The daemon loaded its default profile at start.
+grep -qx 'podhost-default (enforce)' "$profiles" ||
+  fail "podhost-default is not loaded: $(tr '\n' ';' <"$profiles")"
+events=$(podhost_cli get events) || fail "podhost get events failed"
+if printf '%s\n' "$events" | grep -q AppArmorDefaultUnavailable; then
+  problems+=("node event: $(printf '%s\n' "$events" | grep AppArmorDefaultUnavailable | head -1)")
+fi
+
+# A Localhost profile: everything allowed except writes under /tmp.
+local_profile=podhost-vm-test
+cleanup() { printf 'profile %s {}\n' "$local_profile" | apparmor_parser --remove 2>/dev/null; }
+trap cleanup EXIT
+apparmor_parser --replace --skip-cache <<PROFILE || fail "apparmor_parser could not load $local_profile"
+profile $local_profile flags=(attach_disconnected,mediate_deleted) {
+  file,
+  network,
+  capability,
+  mount,
+  umount,
+  signal,
+  ptrace,
+  deny /tmp/** w,
+}
+PROFILE
+grep -qx "$local_profile (enforce)" "$profiles" || fail "$local_profile not in $profiles after loading it"
+
+# attr: the process's confinement; mount: tmpfs with CAP_SYS_ADMIN (podhost-default has
+# `deny mount`); sysrq: a kernel control file; tmp: a normal write.
+probe='echo "attr=$(cat /proc/self/attr/current 2>&1)"
+mkdir -p /probe-mnt
+if err=$(mount -t tmpfs probe /probe-mnt 2>&1); then echo mount=ok; umount /probe-mnt; else echo "mount=${err##*: }"; fi
+if err=$( (echo h >/proc/sysrq-trigger) 2>&1); then echo sysrq=ok; else echo "sysrq=${err##*: }"; fi
+if err=$( (echo x >/tmp/probe) 2>&1); then echo tmp=ok; else echo "tmp=${err##*: }"; fi
+echo done; sleep 1000'
+probe_json=$(printf '%s' "$probe" | awk 'BEGIN{ORS=""; print "\""} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); if (NR>1) print "\\n"; print} END{print "\""}')
+
+container() { # container NAME SECURITY_CONTEXT
+  printf '  - name: %s\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n' "$1"
+  printf '    command: ["sh", "-c", %s]\n    securityContext: %s\n' "$probe_json" "$2"
+}
+{
+  printf 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: aa\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n'
+  container none '{capabilities: {add: [SYS_ADMIN]}}'
+  container rtdefault '{capabilities: {add: [SYS_ADMIN]}, appArmorProfile: {type: RuntimeDefault}}'
+  container unconfined '{capabilities: {add: [SYS_ADMIN]}, appArmorProfile: {type: Unconfined}}'
+  container local "{capabilities: {add: [SYS_ADMIN]}, appArmorProfile: {type: Localhost, localhostProfile: $local_profile}}"
+  container priv '{privileged: true}'
+} | apply_manifest aa.yaml
+pod=aa-$NODE
+wait_phase "$pod" Running 60
+
+for c in none rtdefault; do
+  out=$(logs_done "$pod" $c)
+  check "$c: confinement" "podhost-default (enforce)" "$(value attr "$out")"
+  check "$c: mount with CAP_SYS_ADMIN" "Permission denied" "$(value mount "$out")"
+  check "$c: normal write" ok "$(value tmp "$out")"
+  [ "$(value sysrq "$out")" != ok ] || problems+=("$c: writing /proc/sysrq-trigger succeeded")
+done
+out=$(logs_done "$pod" unconfined)
+check "Unconfined: confinement" unconfined "$(value attr "$out")"
+check "Unconfined: mount with CAP_SYS_ADMIN" ok "$(value mount "$out")"
+out=$(logs_done "$pod" local)
+check "Localhost: confinement" "$local_profile (enforce)" "$(value attr "$out")"
+check "Localhost: write under /tmp (denied by its profile)" "Permission denied" "$(value tmp "$out")"
+check "Localhost: mount (allowed by its profile)" ok "$(value mount "$out")"
+out=$(logs_done "$pod" priv)
+check "privileged: confinement" unconfined "$(value attr "$out")"
+check "privileged: mount" ok "$(value mount "$out")"
+denials=$(dmesg | grep 'apparmor="DENIED"' | grep -c 'profile="podhost-default"')
+info "kernel log: $denials AppArmor denials for podhost-default"
+dmesg | grep 'apparmor="DENIED"' | grep 'profile="podhost-default"' | head -3
+
+# A Localhost profile that is not loaded: CreateContainerConfigError naming it.
+apply_manifest aa-missing.yaml <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: aa-missing
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: localhost/busybox:latest
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "1000"]
+    securityContext:
+      appArmorProfile: {type: Localhost, localhostProfile: podhost-vm-not-loaded}
+YAML
+missing=aa-missing-$NODE
+config_error() {
+  [ "$(container_status "$missing" main | sed -n 's/^state\.waiting\.reason=//p')" = CreateContainerConfigError ]
+}
+wait_until 30 "$missing to be refused with CreateContainerConfigError" config_error
+message=$(container_status "$missing" main | sed -n 's/^state\.waiting\.message=//p')
+case "$message" in
+  *podhost-vm-not-loaded*) info "ok: not-loaded Localhost profile: $message" ;;
+  *) problems+=("not-loaded Localhost profile: message does not name it: '$message'") ;;
+esac
+
+for f in aa aa-missing; do delete_manifest "$f.yaml"; done
+for p in "$pod" "$missing"; do wait_pod_gone "$p" 60; done
+
+if [ "${#problems[@]}" -gt 0 ]; then
+  fail "$(printf '%s; ' "${problems[@]}")"
+fi
