@@ -64,11 +64,15 @@ PROFILE
 grep -qx "$local_profile (enforce)" "$profiles" || fail "$local_profile not in $profiles after loading it"
 
 # attr: the process's confinement; mount: tmpfs with CAP_SYS_ADMIN (podhost-default has
-# `deny mount`); sysrq: a kernel control file; tmp: a normal write.
+# `deny mount`); sysrq: a kernel control file (not written when unconfined: a privileged
+# container would trigger it); tmp: a normal write.
 probe='echo "attr=$(cat /proc/self/attr/current 2>&1)"
 mkdir -p /probe-mnt
 if err=$(mount -t tmpfs probe /probe-mnt 2>&1); then echo mount=ok; umount /probe-mnt; else echo "mount=${err##*: }"; fi
-if err=$( (echo h >/proc/sysrq-trigger) 2>&1); then echo sysrq=ok; else echo "sysrq=${err##*: }"; fi
+case $(cat /proc/self/attr/current) in
+  unconfined) echo sysrq=skipped ;;
+  *) if err=$( (echo h >/proc/sysrq-trigger) 2>&1); then echo sysrq=ok; else echo "sysrq=${err##*: }"; fi ;;
+esac
 if err=$( (echo x >/tmp/probe) 2>&1); then echo tmp=ok; else echo "tmp=${err##*: }"; fi
 echo done; sleep 1000'
 probe_json=$(printf '%s' "$probe" | awk 'BEGIN{ORS=""; print "\""} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); if (NR>1) print "\\n"; print} END{print "\""}')
@@ -93,7 +97,12 @@ for c in none rtdefault; do
   check "$c: confinement" "podhost-default (enforce)" "$(value attr "$out")"
   check "$c: mount with CAP_SYS_ADMIN" "Permission denied" "$(value mount "$out")"
   check "$c: normal write" ok "$(value tmp "$out")"
-  [ "$(value sysrq "$out")" != ok ] || problems+=("$c: writing /proc/sysrq-trigger succeeded")
+  sysrq=$(value sysrq "$out")
+  if [ -n "$sysrq" ] && [ "$sysrq" != ok ]; then
+    info "ok: $c: writing /proc/sysrq-trigger fails: $sysrq"
+  else
+    problems+=("$c: writing /proc/sysrq-trigger: '$sysrq'")
+  fi
 done
 out=$(logs_done "$pod" unconfined)
 check "Unconfined: confinement" unconfined "$(value attr "$out")"
@@ -105,9 +114,8 @@ check "Localhost: mount (allowed by its profile)" ok "$(value mount "$out")"
 out=$(logs_done "$pod" priv)
 check "privileged: confinement" unconfined "$(value attr "$out")"
 check "privileged: mount" ok "$(value mount "$out")"
-denials=$(dmesg | grep 'apparmor="DENIED"' | grep -c 'profile="podhost-default"')
-info "kernel log: $denials AppArmor denials for podhost-default"
-dmesg | grep 'apparmor="DENIED"' | grep 'profile="podhost-default"' | head -3
+# (The kernel log shows no apparmor="DENIED" lines for these: AppArmor does not audit
+# explicit `deny` rules, so the errors above are the evidence.)
 
 # A Localhost profile that is not loaded: CreateContainerConfigError naming it.
 apply_manifest aa-missing.yaml <<'YAML'
