@@ -138,6 +138,8 @@ bash oci/busybox/build.sh --ref localhost/seccomp-probe:latest --add "$VM_DIR/se
   exit 1
 }
 cp -r tests/vm "$SHARE/suite"
+# 70-apparmor loads a renamed copy to test its rules on a privileged (rw /proc, /sys) container.
+cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"
 {
   printf 'CHECKS=%q\n' "${CHECKS:-*}"
   printf 'CHECK_TIMEOUT=%q\n' "${CHECK_TIMEOUT:-180}"

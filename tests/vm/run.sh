@@ -9,7 +9,7 @@
 # Add a check by adding a file to checks/; nothing here changes.
 #
 # Share layout (made by scripts/vm-test.sh): bin/podhost, busybox-oci/ and
-# seccomp-probe-oci/ (OCI layouts),
+# seccomp-probe-oci/ (OCI layouts), apparmor-podhost-default (the profile's text),
 # suite/ (tests/vm), suite.env (CHECKS, CHECK_TIMEOUT, DAEMON_CGROUP), out/ (results).
 # Results: out/results (one line per check), out/daemon.log, out/checks/NAME.log (the
 # check's output) and out/checks/NAME/ (artefacts a check keeps), out/checks/NAME.state/

@@ -17,6 +17,7 @@ check() { # check WHAT EXPECTED ACTUAL
     info "ok: $1 = $3"
   fi
 }
+json_string() { awk 'BEGIN{ORS=""; print "\""} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); if (NR>1) print "\\n"; print} END{print "\""}'; } # stdin as one JSON string
 value() { printf '%s\n' "$2" | sed -n "s/^$1=//p" | head -1; }
 logs_done() { # logs_done POD CONTAINER: its log once it printed "done"
   local out i
@@ -47,7 +48,14 @@ fi
 
 # A Localhost profile: everything allowed except writes under /tmp.
 local_profile=podhost-vm-test
-cleanup() { printf 'profile %s {}\n' "$local_profile" | apparmor_parser --remove 2>/dev/null; }
+# podhost-default's rules under another name, for a privileged container: /proc and /sys
+# are writable there, so only the profile stands between it and the kernel's controls.
+default_copy=podhost-vm-default-copy
+cleanup() {
+  for p in "$local_profile" "$default_copy"; do
+    printf 'profile %s {}\n' "$p" | apparmor_parser --remove 2>/dev/null
+  done
+}
 trap cleanup EXIT
 apparmor_parser --replace --skip-cache <<PROFILE || fail "apparmor_parser could not load $local_profile"
 profile $local_profile flags=(attach_disconnected,mediate_deleted) {
@@ -62,6 +70,23 @@ profile $local_profile flags=(attach_disconnected,mediate_deleted) {
 }
 PROFILE
 grep -qx "$local_profile (enforce)" "$profiles" || fail "$local_profile not in $profiles after loading it"
+sed "s/^profile podhost-default /profile $default_copy /" "$SUITE_DIR/../apparmor-podhost-default" |
+  apparmor_parser --replace --skip-cache || fail "apparmor_parser could not load podhost-default as $default_copy"
+grep -qx "$default_copy (enforce)" "$profiles" || fail "$default_copy not in $profiles after loading it"
+
+# Writes a privileged container makes under the copy: each is harmless if it gets through
+# (sysrq h prints help; KSM is off and stays off; shm_rmid_forced is the pod's own IPC
+# namespace's; oom_score_adj is rewritten unchanged). The profile denies the first three
+# and allows the IPC sysctl and the process's own /proc files.
+rules_probe='w() { if err=$( (echo "$2" >"$3") 2>&1); then echo "$1=ok"; else echo "$1=${err##*: }"; fi; }
+echo "attr=$(cat /proc/self/attr/current 2>&1)"
+w sysrq h /proc/sysrq-trigger
+w drop_caches 1 /proc/sys/vm/drop_caches
+w ksm 0 /sys/kernel/mm/ksm/run
+w shm_rmid 0 /proc/sys/kernel/shm_rmid_forced
+w oom_score_adj "$(cat /proc/self/oom_score_adj)" /proc/self/oom_score_adj
+echo done; sleep 1000'
+rules_json=$(printf '%s' "$rules_probe" | json_string)
 
 # attr: the process's confinement; mount: tmpfs with CAP_SYS_ADMIN (podhost-default has
 # `deny mount`); sysrq: a kernel control file (not written when unconfined: a privileged
@@ -75,7 +100,7 @@ case $(cat /proc/self/attr/current) in
 esac
 if err=$( (echo x >/tmp/probe) 2>&1); then echo tmp=ok; else echo "tmp=${err##*: }"; fi
 echo done; sleep 1000'
-probe_json=$(printf '%s' "$probe" | awk 'BEGIN{ORS=""; print "\""} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); if (NR>1) print "\\n"; print} END{print "\""}')
+probe_json=$(printf '%s' "$probe" | json_string)
 
 container() { # container NAME SECURITY_CONTEXT
   printf '  - name: %s\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n' "$1"
@@ -88,6 +113,9 @@ container() { # container NAME SECURITY_CONTEXT
   container unconfined '{capabilities: {add: [SYS_ADMIN]}, appArmorProfile: {type: Unconfined}}'
   container local "{capabilities: {add: [SYS_ADMIN]}, appArmorProfile: {type: Localhost, localhostProfile: $local_profile}}"
   container priv '{privileged: true}'
+  printf '  - name: rules\n    image: localhost/busybox:latest\n    imagePullPolicy: IfNotPresent\n'
+  printf '    command: ["sh", "-c", %s]\n' "$rules_json"
+  printf '    securityContext: {privileged: true, appArmorProfile: {type: Localhost, localhostProfile: %s}}\n' "$default_copy"
 } | apply_manifest aa.yaml
 pod=aa-$NODE
 wait_phase "$pod" Running 60
@@ -114,6 +142,13 @@ check "Localhost: mount (allowed by its profile)" ok "$(value mount "$out")"
 out=$(logs_done "$pod" priv)
 check "privileged: confinement" unconfined "$(value attr "$out")"
 check "privileged: mount" ok "$(value mount "$out")"
+out=$(logs_done "$pod" rules)
+check "podhost-default rules (privileged): confinement" "$default_copy (enforce)" "$(value attr "$out")"
+check "podhost-default rules: /proc/sysrq-trigger" "Permission denied" "$(value sysrq "$out")"
+check "podhost-default rules: /proc/sys/vm/drop_caches" "Permission denied" "$(value drop_caches "$out")"
+check "podhost-default rules: /sys/kernel/mm/ksm/run" "Permission denied" "$(value ksm "$out")"
+check "podhost-default rules: /proc/sys/kernel/shm_rmid_forced (allowed)" ok "$(value shm_rmid "$out")"
+check "podhost-default rules: /proc/self/oom_score_adj (allowed)" ok "$(value oom_score_adj "$out")"
 # (The kernel log shows no apparmor="DENIED" lines for these: AppArmor does not audit
 # explicit `deny` rules, so the errors above are the evidence.)
 
