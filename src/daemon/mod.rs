@@ -94,7 +94,7 @@ fn node_security(cfg: &DaemonConfig, store: &StatusStore) -> crate::worker::secu
         ..crate::worker::security::NodeSecurity::new(&cfg.root_dir)
     };
     if node.apparmor_enabled {
-        match crate::runtime::apparmor::ensure_default_profile() {
+        match crate::runtime::apparmor::load_default_profile() {
             Ok(_) => node.apparmor_default = true,
             Err(e) => store.node_event(
                 crate::status::EventKind::Warning,

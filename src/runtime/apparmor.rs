@@ -41,6 +41,13 @@ pub fn ensure_default_profile() -> Result<String, AppArmorError> {
     if profile_loaded(DEFAULT_PROFILE) {
         return Ok(DEFAULT_PROFILE.to_string());
     }
+    load_default_profile()
+}
+
+/// Loads (or replaces) podhost's default profile with this binary's text; returns its
+/// name. The daemon calls it at start, so a profile left loaded by an older podhost
+/// does not stay in force after an upgrade.
+pub fn load_default_profile() -> Result<String, AppArmorError> {
     let mut child = Command::new("apparmor_parser")
         .args(["--replace", "--skip-cache"])
         .stdin(Stdio::piped())
