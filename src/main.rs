@@ -112,7 +112,11 @@ enum Command {
     },
     /// (internal) PID 1 of a pod's shared pid namespace.
     #[command(hide = true)]
-    Pause,
+    Pause {
+        /// The pod's ns dir (informational: shows in `ps` which pod it holds).
+        #[arg(long)]
+        ns_dir: Option<PathBuf>,
+    },
     /// (internal) run a command in a container (hooks).
     #[command(hide = true)]
     ExecHelper {
@@ -226,7 +230,7 @@ fn default_sigpipe_for_cli(command: &Command) {
         Command::Daemon(_)
             | Command::Shim { .. }
             | Command::Sandbox { .. }
-            | Command::Pause
+            | Command::Pause { .. }
             | Command::ExecHelper { .. }
     ) {
         return;
@@ -300,7 +304,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Command::Shim { config } => Ok(podhost::shim::run(&config)),
-        Command::Pause => Ok(podhost::runtime::pause::run()),
+        Command::Pause { .. } => Ok(podhost::runtime::pause::run()),
         Command::Sandbox {
             ns_dir,
             hostname,

@@ -29,13 +29,13 @@ fn pid_file(ns_dir: &Path) -> PathBuf {
 /// In the sandbox helper: a new pid namespace whose PID 1 is `exe pause`; returns the
 /// pause process's pid (as the host sees it) once it runs in the namespace.
 pub fn start(exe: &Path, ns_dir: &Path, cgroup_leaf: Option<&Path>) -> Result<i32, RuntimeError> {
-    let child = spawn(exe)?;
+    let child = spawn(exe, ns_dir)?;
     pin(ns_dir, child, cgroup_leaf)
 }
 
 /// Unshares a pid namespace and forks `exe pause` into it as its PID 1 (in a pod's
 /// user namespace, the namespace is owned by it); returns its host pid.
-pub fn spawn(exe: &Path) -> Result<Pid, RuntimeError> {
+pub fn spawn(exe: &Path, ns_dir: &Path) -> Result<Pid, RuntimeError> {
     unshare(CloneFlags::CLONE_NEWPID)
         .map_err(|e| RuntimeError::sys("unshare a pid namespace", e))?;
     let exe_c = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes()).map_err(|e| {
@@ -44,7 +44,12 @@ pub fn spawn(exe: &Path) -> Result<Pid, RuntimeError> {
             nix::Error::from_raw(e.nul_position() as i32),
         )
     })?;
-    let args = [exe_c.clone(), c"pause".into()];
+    // The pod's ns dir on the command line: `ps` tells which pod a pause process holds
+    // (and a test's clean-up finds it by its temp dir).
+    let ns_dir_c = std::ffi::CString::new(ns_dir.as_os_str().as_encoded_bytes()).map_err(|e| {
+        RuntimeError::sys("ns dir path", nix::Error::from_raw(e.nul_position() as i32))
+    })?;
+    let args = [exe_c.clone(), c"pause".into(), c"--ns-dir".into(), ns_dir_c];
     // SAFETY: the helper is single-threaded here (its netlink runtime is gone), so the
     // child may run anything; it only execs.
     match unsafe { fork() }.map_err(|e| RuntimeError::sys("fork the pause process", e))? {

@@ -48,7 +48,14 @@ pub fn create(
         ForkResult::Child => {
             drop(c2p_r);
             drop(p2c_w);
-            child_main(File::from(c2p_w), File::from(p2c_r), hostname, shape, exe)
+            child_main(
+                File::from(c2p_w),
+                File::from(p2c_r),
+                hostname,
+                shape,
+                exe,
+                ns_dir,
+            )
         }
         ForkResult::Parent { child } => {
             drop(c2p_w);
@@ -139,6 +146,7 @@ fn child_main(
     hostname: &str,
     shape: SandboxShape,
     exe: &Path,
+    ns_dir: &Path,
 ) -> ! {
     let result = (|| -> Result<i32, RuntimeError> {
         unshare(CloneFlags::CLONE_NEWUSER)
@@ -163,7 +171,7 @@ fn child_main(
             .map_err(|e| RuntimeError::sys(format!("set hostname {hostname}"), e))?;
         crate::runtime::sandbox::loopback_up()?;
         if shape.shared_pid {
-            return Ok(crate::runtime::pause::spawn(exe)?.as_raw());
+            return Ok(crate::runtime::pause::spawn(exe, ns_dir)?.as_raw());
         }
         Ok(0)
     })();
