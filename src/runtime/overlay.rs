@@ -19,7 +19,18 @@ pub fn mount_rootfs(lower_dirs: &[PathBuf], dir: &Path, rootfs: &Path) -> Result
             message: "the image has no layers".into(),
         });
     }
-    let lower: Vec<String> = lower_dirs.iter().map(|p| p.display().to_string()).collect();
+    mount_overlay(lower_dirs, &upper, &work, rootfs)
+        .map_err(|e| RuntimeError::sys(format!("mount overlay at {}", rootfs.display()), e))
+}
+
+/// Mounts an overlay of `lowers` (top-most first) with `upper` and `work` at `rootfs`.
+pub fn mount_overlay(
+    lowers: &[PathBuf],
+    upper: &Path,
+    work: &Path,
+    rootfs: &Path,
+) -> nix::Result<()> {
+    let lower: Vec<String> = lowers.iter().map(|p| p.display().to_string()).collect();
     let options = format!(
         "lowerdir={},upperdir={},workdir={}",
         lower.join(":"),
@@ -33,7 +44,6 @@ pub fn mount_rootfs(lower_dirs: &[PathBuf], dir: &Path, rootfs: &Path) -> Result
         MsFlags::empty(),
         Some(options.as_str()),
     )
-    .map_err(|e| RuntimeError::sys(format!("mount overlay at {}", rootfs.display()), e))
 }
 
 /// Unmounts the rootfs; a rootfs that is not mounted is fine.

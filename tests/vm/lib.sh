@@ -173,3 +173,35 @@ cgroup_dir() {
 
 # daemon_log_has PATTERN: grep -E on the daemon's log.
 daemon_log_has() { grep -qE "$1" "$DAEMON_LOG"; }
+
+# check WHAT EXPECTED ACTUAL: records a mismatch in the caller's `problems` array (the
+# check fails at its end with all of them) or logs the match.
+check() {
+  if [ "$2" != "$3" ]; then
+    problems+=("$1: expected '$2', got '$3'")
+  else
+    info "ok: $1 = $3"
+  fi
+}
+
+# value KEY TEXT: what follows KEY= on the first line of TEXT that starts with it.
+value() { printf '%s\n' "$2" | sed -n "s/^$1=//p" | head -1; }
+
+# json_string: stdin as one JSON string (quotes, backslashes and newlines escaped), for
+# embedding a script in a manifest.
+json_string() { awk 'BEGIN{ORS=""; print "\""} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); if (NR>1) print "\\n"; print} END{print "\""}'; }
+
+# logs_done POD CONTAINER: the container's log once it printed a line "done" (waits up
+# to 30 s; prints what there is otherwise).
+logs_done() {
+  local out i
+  for i in $(seq 1 120); do
+    out=$(podhost_cli logs "$1" -c "$2" 2>/dev/null)
+    if printf '%s\n' "$out" | grep -qx done; then
+      printf '%s\n' "$out"
+      return 0
+    fi
+    sleep 0.25
+  done
+  printf '%s\n' "$out"
+}

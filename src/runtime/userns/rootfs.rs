@@ -8,7 +8,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use nix::mount::{MntFlags, MsFlags, mount, umount2};
+use nix::mount::{MntFlags, umount2};
 
 use super::{IdMap, UsernsError, chown_copy, idmap};
 
@@ -106,19 +106,6 @@ fn mount_overlay(
     work: &Path,
     rootfs: &Path,
 ) -> Result<(), UsernsError> {
-    let lower: Vec<String> = lowers.iter().map(|p| p.display().to_string()).collect();
-    let options = format!(
-        "lowerdir={},upperdir={},workdir={}",
-        lower.join(":"),
-        upper.display(),
-        work.display()
-    );
-    mount(
-        Some("overlay"),
-        rootfs,
-        Some("overlay"),
-        MsFlags::empty(),
-        Some(options.as_str()),
-    )
-    .map_err(|e| UsernsError::sys(format!("mount overlay at {}", rootfs.display()), e))
+    crate::runtime::overlay::mount_overlay(lowers, upper, work, rootfs)
+        .map_err(|e| UsernsError::sys(format!("mount overlay at {}", rootfs.display()), e))
 }

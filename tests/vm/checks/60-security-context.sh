@@ -6,27 +6,6 @@
 # pod's 64 MiB /dev/shm, and a runAsNonRoot refusal in `get pods` and `describe`.
 
 problems=()
-check() { # check WHAT EXPECTED ACTUAL
-  if [ "$2" != "$3" ]; then
-    problems+=("$1: expected '$2', got '$3'")
-  else
-    info "ok: $1 = $3"
-  fi
-}
-# value KEY LOGS: the text after KEY= on its line.
-value() { printf '%s\n' "$2" | sed -n "s/^$1=//p" | head -1; }
-logs_done() { # logs_done POD CONTAINER: its log once it printed "done"
-  local out i
-  for i in $(seq 1 120); do
-    out=$(podhost_cli logs "$1" -c "$2" 2>/dev/null)
-    if printf '%s\n' "$out" | grep -qx done; then
-      printf '%s\n' "$out"
-      return 0
-    fi
-    sleep 0.25
-  done
-  printf '%s\n' "$out"
-}
 
 probe='s() { grep "^$1:" /proc/self/status | sed "s/^$1:[[:space:]]*/$1=/"; }
 echo "id=$(id)"; s CapEff; s CapInh; s CapAmb; s NoNewPrivs
@@ -38,7 +17,7 @@ echo "shm_rmid=$(cat /proc/sys/kernel/shm_rmid_forced)"
 echo "pidns=$(readlink /proc/self/ns/pid)"
 echo "uid_map=$(tr -s " " < /proc/self/uid_map)"
 echo done; sleep 1000'
-probe_json=$(printf '%s' "$probe" | awk 'BEGIN{ORS=""; print "\""} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); if (NR>1) print "\\n"; print} END{print "\""}')
+probe_json=$(printf '%s' "$probe" | json_string)
 
 apply_manifest sec.yaml <<YAML
 apiVersion: v1

@@ -10,27 +10,6 @@
 # loaded leaves the container in CreateContainerConfigError naming it.
 
 problems=()
-check() { # check WHAT EXPECTED ACTUAL
-  if [ "$2" != "$3" ]; then
-    problems+=("$1: expected '$2', got '$3'")
-  else
-    info "ok: $1 = $3"
-  fi
-}
-json_string() { awk 'BEGIN{ORS=""; print "\""} {gsub(/\\/,"\\\\"); gsub(/"/,"\\\""); if (NR>1) print "\\n"; print} END{print "\""}'; } # stdin as one JSON string
-value() { printf '%s\n' "$2" | sed -n "s/^$1=//p" | head -1; }
-logs_done() { # logs_done POD CONTAINER: its log once it printed "done"
-  local out i
-  for i in $(seq 1 120); do
-    out=$(podhost_cli logs "$1" -c "$2" 2>/dev/null)
-    if printf '%s\n' "$out" | grep -qx done; then
-      printf '%s\n' "$out"
-      return 0
-    fi
-    sleep 0.25
-  done
-  printf '%s\n' "$out"
-}
 
 [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] ||
   fail "AppArmor is not enabled in the guest kernel (/sys/module/apparmor/parameters/enabled)"
