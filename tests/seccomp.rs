@@ -27,18 +27,14 @@ fn probe_layout(work: &Path) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     let layout = work.join("layout");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .args(["--ref", PROBE_IMAGE, "--add"])
-        .arg(&bin)
-        .arg(&layout)
-        .output()
-        .expect("run build.sh");
-    assert!(
-        out.status.success(),
-        "build.sh failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    build_busybox_layout(
+        &layout,
+        &[
+            "--ref".as_ref(),
+            PROBE_IMAGE.as_ref(),
+            "--add".as_ref(),
+            bin.as_os_str(),
+        ],
     );
     layout
 }

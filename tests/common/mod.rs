@@ -26,17 +26,7 @@ pub fn busybox_layout() -> &'static Path {
         }
         let tmp = target.join(format!("busybox-layout.tmp.{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&tmp);
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .arg(&tmp)
-            .output()
-            .expect("run build.sh");
-        assert!(
-            out.status.success(),
-            "build.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        build_busybox_layout(&tmp, &[]);
         if std::fs::rename(&tmp, &dir).is_err() {
             let _ = std::fs::remove_dir_all(&tmp);
         }
@@ -46,6 +36,23 @@ pub fn busybox_layout() -> &'static Path {
 
 /// Fails the test unless it runs as root: these tests create namespaces, mounts and
 /// cgroups, and a skipped test must never look like a passed one.
+/// Runs `oci/busybox/build.sh [ARGS…] DEST` (e.g. `--ref R --add FILE`); fails the test
+/// when it fails.
+pub fn build_busybox_layout(dest: &Path, args: &[&std::ffi::OsStr]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .args(args)
+        .arg(dest)
+        .output()
+        .expect("run build.sh");
+    assert!(
+        out.status.success(),
+        "build.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 pub fn require_root() -> bool {
     assert!(
         nix::unistd::geteuid().is_root(),
