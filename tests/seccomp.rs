@@ -11,6 +11,30 @@ use common::*;
 
 const PROBE_IMAGE: &str = "localhost/seccomp-probe:latest";
 
+/// What the probe reports under RuntimeDefault, for root with the default capabilities.
+const PROBE_EXPECTED: [&str; 16] = [
+    // Allowed by the filter.
+    "getpid ok",
+    "socket_inet ok",
+    "socket_unix ok",
+    // Refused by it (each succeeds for root in a container without the filter).
+    "socket_vsock EPERM",
+    "socket_alg EPERM",
+    "clone_fork ok",
+    "clone_newuser EPERM",
+    // ENOSYS, so that libcs fall back to clone(2).
+    "clone3 ENOSYS",
+    "unshare_newuser EPERM",
+    "personality_linux ok",
+    "personality_no_randomize EPERM",
+    "add_key EPERM",
+    "keyctl EPERM",
+    "mount EPERM",
+    // Mode 2: filter; one filter, podhost's.
+    "Seccomp: 2",
+    "Seccomp_filters: 1",
+];
+
 /// Compiles the probe statically and builds an image with it, in a dir of this test's.
 fn probe_layout(work: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/seccomp-probe.c");
@@ -71,28 +95,7 @@ fn a_pod_runs_under_the_runtime_default_filter() {
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect();
-    let expected = [
-        // Allowed by the filter.
-        "getpid ok",
-        "socket_inet ok",
-        "socket_unix ok",
-        // Refused by it (each succeeds for root in a container without the filter).
-        "socket_vsock EPERM",
-        "socket_alg EPERM",
-        "clone_fork ok",
-        "clone_newuser EPERM",
-        // ENOSYS, so that libcs fall back to clone(2).
-        "clone3 ENOSYS",
-        "unshare_newuser EPERM",
-        "personality_linux ok",
-        "personality_no_randomize EPERM",
-        "add_key EPERM",
-        "keyctl EPERM",
-        "mount EPERM",
-        // Mode 2: filter; one filter, podhost's.
-        "Seccomp: 2",
-        "Seccomp_filters: 1",
-    ];
+    let expected = PROBE_EXPECTED;
     assert_eq!(got, expected, "probe output:\n{log}");
     // The filter is in the bundle's spec, as the OCI runtime spec has it.
     let uid = pod["metadata"]["uid"].as_str().unwrap();
@@ -110,4 +113,104 @@ fn a_pod_runs_under_the_runtime_default_filter() {
     );
     d.remove_manifest("probe.yaml");
     d.wait_gone("probe", 30);
+}
+
+/// The `Cap*` and `Sig*` lines of a /proc/PID/status, tabs squeezed.
+fn caps_and_signals(status: &str) -> Vec<String> {
+    status
+        .lines()
+        .filter(|l| l.starts_with("Cap") || l.starts_with("Sig") || l.starts_with("NoNewPrivs"))
+        .filter(|l| !l.starts_with("SigQ"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn exec_gets_the_containers_filter_capabilities_and_default_signals() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (namespaces, mounts, cgroups)"
+    );
+    let work = tempfile::Builder::new()
+        .prefix("podhost-seccomp-exec-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let layout = probe_layout(work.path());
+    let d = TestDaemon::start();
+    d.load(&layout);
+    // Root with the default capabilities (the filter loads with CAP_SYS_ADMIN added for
+    // the moment), no_new_privs (it loads unprivileged) and a non-root user.
+    let container = |name: &str, security: &str| {
+        format!(
+            "  - name: {name}\n    image: {PROBE_IMAGE}\n    imagePullPolicy: Never\n    command: [\"sleep\", \"3600\"]\n    securityContext: {security}\n"
+        )
+    };
+    d.write_manifest(
+        "exec.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: exec\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n{}{}{}",
+            container("root", "{}"),
+            container("nnp", "{allowPrivilegeEscalation: false}"),
+            container("user", "{runAsUser: 1000, runAsGroup: 1000}"),
+        ),
+    );
+    d.wait_pod("exec", "exec Running", 30, |p| {
+        (phase(p) == "Running").then_some(())
+    });
+    let pod_name = d.full_name("exec");
+    let exec = |c: &str, args: &[&str]| {
+        let mut all = vec!["exec", pod_name.as_str(), "-c", c, "--"];
+        all.extend_from_slice(args);
+        let out = d.cli(&all);
+        assert!(
+            out.status.success(),
+            "exec {args:?} in {c}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for c in ["root", "nnp", "user"] {
+        // The filter of the container, in the exec'd process too.
+        let probe: Vec<String> = exec(c, &["seccomp-probe"])
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        assert_eq!(probe, PROBE_EXPECTED, "seccomp-probe exec'd into {c}");
+
+        // Exactly the container's capabilities and no_new_privs (nothing of what the
+        // exec'd process held while loading the filter), and default signal handling.
+        let own = caps_and_signals(&exec(c, &["cat", "/proc/self/status"]));
+        let init = caps_and_signals(&exec(c, &["cat", "/proc/1/status"]));
+        assert_eq!(own, init, "exec'd process vs the container's in {c}");
+        for line in &init {
+            if line.starts_with("SigIgn") || line.starts_with("SigBlk") {
+                assert!(line.ends_with(" 0000000000000000"), "{c}: {line}");
+            }
+        }
+        let cap_sys_admin = 1u64 << 21;
+        let bounding = init.iter().find(|l| l.starts_with("CapBnd")).unwrap();
+        let bounding = u64::from_str_radix(bounding.rsplit(' ').next().unwrap(), 16).unwrap();
+        assert_eq!(
+            bounding & cap_sys_admin,
+            0,
+            "{c} has CAP_SYS_ADMIN in its bounding set"
+        );
+
+        // SIGPIPE at its default: the writer of a closed pipe dies, the pipe ends.
+        assert_eq!(
+            exec(
+                c,
+                &[
+                    "sh",
+                    "-c",
+                    "timeout 20 sh -c 'yes | head -c 100000 | wc -c'"
+                ]
+            )
+            .trim(),
+            "100000",
+            "{c}"
+        );
+    }
+    d.remove_manifest("exec.yaml");
+    d.wait_gone("exec", 30);
 }

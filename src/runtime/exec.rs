@@ -6,8 +6,8 @@
 //! The process runs as the container's own process does: its user, groups,
 //! capabilities, no_new_privs, AppArmor profile, cwd, env and rlimits, taken from the
 //! container's config.json (libcontainer's own defaults for an exec are root with the
-//! bounding set). libcontainer 0.7 does not apply the container's seccomp filter to an
-//! exec'd process; that gap is documented in the README.
+//! bounding set), with the container's seccomp filter loaded by podhost's executor
+//! (libcontainer 0.7's tenant path drops it; see `workload.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -17,15 +17,39 @@ use libcontainer::syscall::syscall::SyscallType;
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use oci_spec::runtime::{Capability, LinuxCapabilities};
+
 use super::RuntimeError;
+use super::workload::{ContainerExecutor, ExecConfinement};
+
+/// Added to an exec'd process for the moment it loads the container's filter without
+/// no_new_privs (CAP_SYS_ADMIN) and drops its bounding set back (CAP_SETPCAP).
+const FILTER_LOADING_CAPS: [Capability; 2] = [Capability::SysAdmin, Capability::Setpcap];
+
+/// The exec'd process's capabilities while it loads the filter: the container's plus
+/// FILTER_LOADING_CAPS in bounding, effective and permitted.
+fn with_filter_loading_caps(caps: &LinuxCapabilities) -> LinuxCapabilities {
+    let mut wider = caps.clone();
+    let add = |set: &Option<oci_spec::runtime::Capabilities>| {
+        let mut set = set.clone().unwrap_or_default();
+        set.extend(FILTER_LOADING_CAPS);
+        Some(set)
+    };
+    wider
+        .set_bounding(add(caps.bounding()))
+        .set_effective(add(caps.effective()))
+        .set_permitted(add(caps.permitted()));
+    wider
+}
 
 /// Writes the exec'd process's spec: the container's own process with `args`; returns
-/// its path (in the bundle, removed once the process is started).
+/// its path (in the bundle, removed once the process is started) and what the executor
+/// must apply that libcontainer will not (the container's seccomp filter).
 fn exec_process_file(
     libcontainer_root: &Path,
     container_id: &str,
     args: Vec<String>,
-) -> Result<PathBuf, RuntimeError> {
+) -> Result<(PathBuf, Option<ExecConfinement>), RuntimeError> {
     let err = |e: &dyn std::fmt::Display| {
         RuntimeError::Libcontainer(format!("exec into {container_id}: {e}"))
     };
@@ -34,12 +58,32 @@ fn exec_process_file(
     let spec = oci_spec::runtime::Spec::load(&config).map_err(|e| err(&e))?;
     let mut process = spec.process().clone().unwrap_or_default();
     process.set_args(Some(args)).set_terminal(Some(false));
+    let confinement = spec
+        .linux()
+        .as_ref()
+        .and_then(|l| l.seccomp().clone())
+        .map(|seccomp| {
+            // With no_new_privs the filter loads unprivileged, as in the container.
+            let needs_caps = process.no_new_privileges() != Some(true);
+            let restore_capabilities = match process.capabilities() {
+                Some(caps) if needs_caps => {
+                    let original = caps.clone();
+                    process.set_capabilities(Some(with_filter_loading_caps(&original)));
+                    Some(original)
+                }
+                _ => None,
+            };
+            ExecConfinement {
+                seccomp,
+                restore_capabilities,
+            }
+        });
     let path = container
         .bundle()
         .join(format!("exec-process-{}.json", std::process::id()));
     let bytes = serde_json::to_vec(&process).map_err(|e| err(&e))?;
     super::fsutil::write_atomic(&path, &bytes)?;
-    Ok(path)
+    Ok((path, confinement))
 }
 
 /// Runs `args` in the container with the caller's stdio, waits, and returns the exit code
@@ -49,10 +93,11 @@ pub fn exec_in_container(
     container_id: &str,
     args: Vec<String>,
 ) -> Result<i32, RuntimeError> {
-    let process_file = exec_process_file(libcontainer_root, container_id, args)?;
+    let (process_file, confinement) = exec_process_file(libcontainer_root, container_id, args)?;
     let built = ContainerBuilder::new(container_id.to_string(), SyscallType::default())
         .with_root_path(libcontainer_root)
         .map_err(|e| RuntimeError::Libcontainer(format!("exec into {container_id}: {e}")))?
+        .with_executor(ContainerExecutor::for_exec(confinement))
         .as_tenant()
         .with_process(Some(&process_file))
         .with_detach(true)
@@ -74,5 +119,32 @@ pub fn exec_in_container(
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_loading_caps_are_added_to_bounding_effective_and_permitted_only() {
+        let caps = oci_spec::runtime::LinuxCapabilitiesBuilder::default()
+            .bounding([Capability::Chown, Capability::Setpcap])
+            .effective([Capability::Chown])
+            .permitted([Capability::Chown])
+            .build()
+            .unwrap();
+        let mut caps = caps;
+        caps.set_inheritable(None).set_ambient(None);
+        let wider = with_filter_loading_caps(&caps);
+        for set in [wider.bounding(), wider.effective(), wider.permitted()] {
+            let set = set.as_ref().unwrap();
+            assert!(set.contains(&Capability::Chown));
+            assert!(set.contains(&Capability::SysAdmin));
+            assert!(set.contains(&Capability::Setpcap));
+            assert_eq!(set.len(), 3);
+        }
+        assert!(wider.inheritable().is_none());
+        assert!(wider.ambient().is_none());
     }
 }

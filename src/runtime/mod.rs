@@ -25,5 +25,6 @@ pub mod shim_client;
 pub mod signals;
 pub mod spec;
 pub mod userns;
+pub mod workload;
 
 pub use error::RuntimeError;

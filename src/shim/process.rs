@@ -22,6 +22,7 @@ use crate::runtime::overlay;
 use crate::runtime::records::{
     EXIT_FILE, ExitRecord, SHIM_LOG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
 };
+use crate::runtime::workload::ContainerExecutor;
 
 /// Runs the shim for the config at `config_path`; returns the process exit code.
 pub fn run(config_path: &Path) -> i32 {
@@ -136,6 +137,7 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
         .with_stdin(OwnedFd::from(stdin))
         .with_stdout(stdout_w)
         .with_stderr(stderr_w)
+        .with_executor(ContainerExecutor::for_container())
         .as_init(&cfg.bundle)
         .with_systemd(false)
         .with_detach(true)

@@ -2,9 +2,8 @@
 # 55-seccomp: containers run under podhost's RuntimeDefault seccomp filter on the real
 # kernel. A pod of the seccomp-probe image (tests/vm/seccomp-probe.c, built static by
 # scripts/vm-test.sh) prints what the kernel answered to calls the filter decides.
-# KNOWN GAP, reported and not asserted: libcontainer 0.7's tenant exec drops
-# linux.seccomp, so a process started with `podhost exec` runs unfiltered; its probe
-# output is logged for the record.
+# A process started with `podhost exec` gets the same filter (libcontainer 0.7's tenant
+# exec drops linux.seccomp; podhost's executor loads it) and default signal dispositions.
 
 layout=$(dirname "$SUITE_DIR")/seccomp-probe-oci
 [ -f "$layout/index.json" ] || fail "no seccomp-probe image at $layout (scripts/vm-test.sh builds it)"
@@ -55,8 +54,10 @@ printf '%s\n' "$got" | sed 's/^/  /'
 assert_eq "probe output of the container's init" "$expected" "$got"
 
 got=$(podhost_cli exec "$pod" -c main -- seccomp-probe 2>&1 | normalize)
-info "podhost exec (KNOWN GAP: libcontainer 0.7 execs without the filter):"
-printf '%s\n' "$got" | sed 's/^/  /'
+assert_eq "probe output of a process started by podhost exec" "$expected" "$got"
+got=$(podhost_cli exec "$pod" -c main -- sh -c "grep -E '^Sig(Ign|Blk)' /proc/self/status" | normalize)
+assert_eq "signal dispositions of an exec'd process" "SigBlk: 0000000000000000
+SigIgn: 0000000000000000" "$got"
 
 # The same filter seen from outside: the container's init is in seccomp mode 2.
 pid=$(container_pid "$pod" main)
