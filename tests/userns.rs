@@ -125,6 +125,35 @@ fn a_pod_without_host_users_runs_as_root_of_its_own_block() {
     let (uid, gid) = host_ids_of_sleep(base_a);
     assert_eq!((uid, gid), (base_a, base_a));
 
+    // `podhost exec` joins the pod's user namespace and gets the container's filter and
+    // capabilities (CAP_SYS_ADMIN in the pod's namespace loads it, then goes).
+    let out = d.cli(&[
+        "exec",
+        &d.full_name("ub"),
+        "-c",
+        "main",
+        "--",
+        "sh",
+        "-c",
+        "cat /proc/self/uid_map; id -u; grep -E '^(Seccomp|CapEff):' /proc/self/status; grep CapEff /proc/1/status",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(got[0], format!("0 {base_b} 65536"), "{got:?}");
+    assert_eq!(got[1], "0", "{got:?}");
+    assert_eq!(got[3], "Seccomp: 2", "{got:?}");
+    assert_eq!(
+        got[2], got[4],
+        "the exec'd process's CapEff vs the container's: {got:?}"
+    );
+
     // A third pod: the range is exhausted; it says so and waits.
     d.write_manifest(
         "uc.yaml",

@@ -7,7 +7,11 @@
 //! capabilities, no_new_privs, AppArmor profile, cwd, env and rlimits, taken from the
 //! container's config.json (libcontainer's own defaults for an exec are root with the
 //! bounding set), with the container's seccomp filter loaded by podhost's executor
-//! (libcontainer 0.7's tenant path drops it; see `workload.rs`).
+//! (libcontainer 0.7's tenant path drops it; see `workload.rs`), and in the container's
+//! user namespace: libcontainer 0.7's tenant path never joins one (its list of
+//! namespaces to join leaves `user` out), so an exec into a `hostUsers: false` pod would
+//! run as the host's root. This process joins it first; libcontainer's processes are
+//! its children and inherit it.
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +46,31 @@ fn with_filter_loading_caps(caps: &LinuxCapabilities) -> LinuxCapabilities {
     wider
 }
 
+/// Joins the user namespace of the container's init when it is not this process's own.
+/// Needs a single-threaded caller (setns(2) refuses CLONE_NEWUSER otherwise).
+fn join_user_namespace_of(init_pid: i32, container_id: &str) -> Result<(), RuntimeError> {
+    let theirs = format!("/proc/{init_pid}/ns/user");
+    let same = |a: &str, b: &str| -> Result<bool, RuntimeError> {
+        let stat = |p: &str| {
+            nix::sys::stat::stat(p)
+                .map_err(|e| RuntimeError::sys(format!("exec into {container_id}: stat {p}"), e))
+        };
+        let (a, b) = (stat(a)?, stat(b)?);
+        Ok((a.st_dev, a.st_ino) == (b.st_dev, b.st_ino))
+    };
+    if same("/proc/self/ns/user", &theirs)? {
+        return Ok(());
+    }
+    let ns = std::fs::File::open(&theirs)
+        .map_err(|e| RuntimeError::io("open the container's user namespace", &theirs, e))?;
+    nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWUSER).map_err(|e| {
+        RuntimeError::sys(
+            format!("exec into {container_id}: join its user namespace ({theirs})"),
+            e,
+        )
+    })
+}
+
 /// Writes the exec'd process's spec: the container's own process with `args`; returns
 /// its path (in the bundle, removed once the process is started) and what the executor
 /// must apply that libcontainer will not (the container's seccomp filter).
@@ -49,11 +78,15 @@ fn exec_process_file(
     libcontainer_root: &Path,
     container_id: &str,
     args: Vec<String>,
-) -> Result<(PathBuf, Option<ExecConfinement>), RuntimeError> {
+) -> Result<(PathBuf, Option<ExecConfinement>, i32), RuntimeError> {
     let err = |e: &dyn std::fmt::Display| {
         RuntimeError::Libcontainer(format!("exec into {container_id}: {e}"))
     };
     let container = Container::load(libcontainer_root.join(container_id)).map_err(|e| err(&e))?;
+    let init_pid = container
+        .pid()
+        .ok_or_else(|| err(&"libcontainer has no init pid for it"))?
+        .as_raw();
     let config = container.bundle().join("config.json");
     let spec = oci_spec::runtime::Spec::load(&config).map_err(|e| err(&e))?;
     let mut process = spec.process().clone().unwrap_or_default();
@@ -83,7 +116,7 @@ fn exec_process_file(
         .join(format!("exec-process-{}.json", std::process::id()));
     let bytes = serde_json::to_vec(&process).map_err(|e| err(&e))?;
     super::fsutil::write_atomic(&path, &bytes)?;
-    Ok((path, confinement))
+    Ok((path, confinement, init_pid))
 }
 
 /// Runs `args` in the container with the caller's stdio, waits, and returns the exit code
@@ -93,7 +126,12 @@ pub fn exec_in_container(
     container_id: &str,
     args: Vec<String>,
 ) -> Result<i32, RuntimeError> {
-    let (process_file, confinement) = exec_process_file(libcontainer_root, container_id, args)?;
+    let (process_file, confinement, init_pid) =
+        exec_process_file(libcontainer_root, container_id, args)?;
+    if let Err(e) = join_user_namespace_of(init_pid, container_id) {
+        let _ = std::fs::remove_file(&process_file);
+        return Err(e);
+    }
     let built = ContainerBuilder::new(container_id.to_string(), SyscallType::default())
         .with_root_path(libcontainer_root)
         .map_err(|e| RuntimeError::Libcontainer(format!("exec into {container_id}: {e}")))?

@@ -61,6 +61,10 @@ for p in una unb; do
   pid=$(container_pid "$p-$NODE" main)
   host_uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
   assert_eq "$p host uid of the container's root" "$base" "$host_uid"
+  # podhost exec joins the pod's user namespace (libcontainer 0.7's exec alone does not).
+  exec_map=$(podhost_cli exec "$p-$NODE" -c main -- sh -c 'tr -s " " < /proc/self/uid_map | sed "s/^ //"') \
+    || fail "$p: podhost exec failed"
+  assert_eq "$p uid_map of an exec'd process" "$map" "$exec_map"
   way=$(grep -o 'way=[A-Za-z]*' "$(attempt_dir "$p-$NODE" main)/shim.log" | head -1)
   info "ok: $p uid_map '$map', host uid $host_uid, rootfs $way ($(uname -r), root dir on $(stat -f -c %T "$PODHOST_ROOT"))"
 done
