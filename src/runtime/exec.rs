@@ -71,14 +71,33 @@ fn join_user_namespace_of(init_pid: i32, container_id: &str) -> Result<(), Runti
     })
 }
 
-/// Writes the exec'd process's spec: the container's own process with `args`; returns
-/// its path (in the bundle, removed once the process is started) and what the executor
-/// must apply that libcontainer will not (the container's seccomp filter).
+/// Takes the exec'd process's rlimits while still privileged on the host, then joins
+/// the container's user namespace (both no-ops for a container in the host's).
+fn enter_user_namespace_of(plan: &ExecPlan, container_id: &str) -> Result<(), RuntimeError> {
+    for (rlimit, error) in super::rlimit_host::raise_own_to(&plan.rlimits) {
+        tracing::warn!(?rlimit, %error, container = container_id, "cannot raise the exec helper's rlimit; the exec may fail");
+    }
+    join_user_namespace_of(plan.init_pid, container_id)
+}
+
+/// What an exec needs once its process file is written.
+struct ExecPlan {
+    /// The process spec libcontainer reads (in the bundle; removed once started).
+    process_file: PathBuf,
+    /// What the executor applies that libcontainer will not.
+    confinement: Option<ExecConfinement>,
+    /// The container's init, whose user namespace the exec joins.
+    init_pid: i32,
+    /// The process's rlimits.
+    rlimits: Vec<oci_spec::runtime::PosixRlimit>,
+}
+
+/// Writes the exec'd process's spec: the container's own process with `args`.
 fn exec_process_file(
     libcontainer_root: &Path,
     container_id: &str,
     args: Vec<String>,
-) -> Result<(PathBuf, Option<ExecConfinement>, i32), RuntimeError> {
+) -> Result<ExecPlan, RuntimeError> {
     let err = |e: &dyn std::fmt::Display| {
         RuntimeError::Libcontainer(format!("exec into {container_id}: {e}"))
     };
@@ -116,7 +135,12 @@ fn exec_process_file(
         .join(format!("exec-process-{}.json", std::process::id()));
     let bytes = serde_json::to_vec(&process).map_err(|e| err(&e))?;
     super::fsutil::write_atomic(&path, &bytes)?;
-    Ok((path, confinement, init_pid))
+    Ok(ExecPlan {
+        process_file: path,
+        confinement,
+        init_pid,
+        rlimits: process.rlimits().clone().unwrap_or_default(),
+    })
 }
 
 /// Runs `args` in the container with the caller's stdio, waits, and returns the exit code
@@ -126,16 +150,16 @@ pub fn exec_in_container(
     container_id: &str,
     args: Vec<String>,
 ) -> Result<i32, RuntimeError> {
-    let (process_file, confinement, init_pid) =
-        exec_process_file(libcontainer_root, container_id, args)?;
-    if let Err(e) = join_user_namespace_of(init_pid, container_id) {
-        let _ = std::fs::remove_file(&process_file);
+    let plan = exec_process_file(libcontainer_root, container_id, args)?;
+    if let Err(e) = enter_user_namespace_of(&plan, container_id) {
+        let _ = std::fs::remove_file(&plan.process_file);
         return Err(e);
     }
+    let process_file = plan.process_file;
     let built = ContainerBuilder::new(container_id.to_string(), SyscallType::default())
         .with_root_path(libcontainer_root)
         .map_err(|e| RuntimeError::Libcontainer(format!("exec into {container_id}: {e}")))?
-        .with_executor(ContainerExecutor::for_exec(confinement))
+        .with_executor(ContainerExecutor::for_exec(plan.confinement))
         .as_tenant()
         .with_process(Some(&process_file))
         .with_detach(true)

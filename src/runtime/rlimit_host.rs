@@ -40,3 +40,38 @@ mod tests {
         assert_eq!(hard_limit("bogus"), None);
     }
 }
+
+/// Raises (or sets) this process's own rlimits to `rlimits`, while it still holds
+/// CAP_SYS_RESOURCE in the host's user namespace; returns the ones refused.
+///
+/// libcontainer sets a container's rlimits after joining the pod's user namespace,
+/// where raising a hard limit is refused (the capability counts only in the host's
+/// namespace). A process that will join one first — the shim for a `hostUsers: false`
+/// pod, the exec helper for an exec into one — takes the container's values here; its
+/// children inherit them and libcontainer's setrlimit then only keeps or lowers them.
+pub fn raise_own_to(
+    rlimits: &[oci_spec::runtime::PosixRlimit],
+) -> Vec<(oci_spec::runtime::PosixRlimitType, std::io::Error)> {
+    use oci_spec::runtime::PosixRlimitType as T;
+    let mut refused = Vec::new();
+    for r in rlimits {
+        let resource = match r.typ() {
+            T::RlimitNofile => libc::RLIMIT_NOFILE,
+            T::RlimitNproc => libc::RLIMIT_NPROC,
+            T::RlimitCore => libc::RLIMIT_CORE,
+            T::RlimitMemlock => libc::RLIMIT_MEMLOCK,
+            T::RlimitStack => libc::RLIMIT_STACK,
+            _ => continue,
+        };
+        let limit = libc::rlimit {
+            rlim_cur: r.soft(),
+            rlim_max: r.hard(),
+        };
+        // SAFETY: setrlimit reads the struct, which lives across the call; it only
+        // changes this process's limits.
+        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+            refused.push((r.typ(), std::io::Error::last_os_error()));
+        }
+    }
+    refused
+}

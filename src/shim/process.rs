@@ -191,11 +191,8 @@ fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
     Ok(())
 }
 
-/// libcontainer sets the container's rlimits after it joined the pod's user
-/// namespace, where raising a hard limit is refused (CAP_SYS_RESOURCE counts only in
-/// the host's namespace). So the shim, still host root, raises its own to the
-/// container's values first; its children inherit them and libcontainer's setrlimit
-/// then only keeps or lowers them.
+/// The container's rlimits on the shim itself before it enters the pod's user
+/// namespace (see `rlimit_host::raise_own_to`).
 fn raise_own_rlimits(cfg: &ShimConfig) {
     let Ok(spec) = oci_spec::runtime::Spec::load(cfg.bundle.join("config.json")) else {
         return;
@@ -205,24 +202,8 @@ fn raise_own_rlimits(cfg: &ShimConfig) {
         .as_ref()
         .and_then(|p| p.rlimits().clone())
         .unwrap_or_default();
-    for r in rlimits {
-        let resource = match r.typ() {
-            oci_spec::runtime::PosixRlimitType::RlimitNofile => libc::RLIMIT_NOFILE,
-            oci_spec::runtime::PosixRlimitType::RlimitNproc => libc::RLIMIT_NPROC,
-            oci_spec::runtime::PosixRlimitType::RlimitCore => libc::RLIMIT_CORE,
-            oci_spec::runtime::PosixRlimitType::RlimitMemlock => libc::RLIMIT_MEMLOCK,
-            oci_spec::runtime::PosixRlimitType::RlimitStack => libc::RLIMIT_STACK,
-            _ => continue,
-        };
-        let limit = libc::rlimit {
-            rlim_cur: r.soft(),
-            rlim_max: r.hard(),
-        };
-        // SAFETY: setrlimit reads the struct, which lives across the call; it only
-        // changes this process's limits.
-        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-            tracing::warn!(rlimit = ?r.typ(), "cannot raise the shim's own rlimit; the container's may fail");
-        }
+    for (rlimit, error) in crate::runtime::rlimit_host::raise_own_to(&rlimits) {
+        tracing::warn!(?rlimit, %error, "cannot raise the shim's own rlimit; the container's may fail");
     }
 }
 

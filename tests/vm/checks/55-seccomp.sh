@@ -55,7 +55,7 @@ assert_eq "probe output of the container's init" "$expected" "$got"
 
 got=$(podhost_cli exec "$pod" -c main -- seccomp-probe 2>&1 | normalize)
 assert_eq "probe output of a process started by podhost exec" "$expected" "$got"
-got=$(podhost_cli exec "$pod" -c main -- sh -c "grep -E '^Sig(Ign|Blk)' /proc/self/status" | normalize)
+got=$(podhost_cli exec "$pod" -c main -- grep -E '^Sig(Ign|Blk)' /proc/self/status | normalize)
 assert_eq "signal dispositions of an exec'd process" "SigBlk: 0000000000000000
 SigIgn: 0000000000000000" "$got"
 
