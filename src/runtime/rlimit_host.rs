@@ -30,17 +30,6 @@ pub fn hard_limit(name: &str) -> Option<u64> {
     (rc == 0).then_some(lim.rlim_max)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_process_limits() {
-        assert!(hard_limit("nofile").is_some_and(|n| n > 0));
-        assert_eq!(hard_limit("bogus"), None);
-    }
-}
-
 /// Raises (or sets) this process's own rlimits to `rlimits`, while it still holds
 /// CAP_SYS_RESOURCE in the host's user namespace; returns the ones refused.
 ///
@@ -74,4 +63,15 @@ pub fn raise_own_to(
         }
     }
     refused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_process_limits() {
+        assert!(hard_limit("nofile").is_some_and(|n| n > 0));
+        assert_eq!(hard_limit("bogus"), None);
+    }
 }
