@@ -13,8 +13,8 @@
 //! libpathrs, so `..`, absolute names and symlinks (absolute, relative, chains,
 //! loops) all stay inside the snapshot, as they would inside the container; the
 //! final component is then created with `*at()` calls that never follow it. On
-//! top of that, a policy (`policy.rs`) refuses names that are absolute or hold
-//! `..` with a clear error, skips device nodes other than whiteouts and drops
+//! top of that, a policy (`policy.rs`) reads a leading `/` as the layer root
+//! (as containerd and docker do), refuses names that hold `..` with a clear error, skips device nodes other than whiteouts and drops
 //! overlayfs' own xattrs, and `budget.rs` bounds the memory a long name or pax
 //! header can take.
 //!
