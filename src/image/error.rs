@@ -94,8 +94,8 @@ pub enum ImageError {
 
     /// The layout has no manifest that carries a name, so there is nothing to refer to.
     #[error(
-        "{}: no manifest in index.json has an org.opencontainers.image.ref.name or \
-         io.containerd.image.name annotation; name it with \"podhost load {} --name \
+        "{}: no image in it has a name (org.opencontainers.image.ref.name, \
+         io.containerd.image.name or RepoTags); name it with \"podhost load {} --name \
          localhost/NAME:TAG\"", path.display(), path.display()
     )]
     NoNamedImages {

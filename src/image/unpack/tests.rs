@@ -397,3 +397,28 @@ fn leading_slash_names_are_relative_to_the_layer_root() {
         assert!(err.contains("\"..\""), "{bad}: {err}");
     }
 }
+
+/// umoci 0.4's `umoci insert` writes a layer that stops right after the last file's
+/// data (no padding, no end blocks): read as the end, as Go's archive/tar does. A
+/// stream cut inside the data or inside the padding is still an error.
+#[test]
+fn a_layer_ending_right_after_the_last_data_is_complete() {
+    let data = tar_of(&[
+        ("etc/", EntryType::Directory, ""),
+        ("etc/greet", EntryType::Regular, "hello\n"),
+    ]);
+    let cut = 512 * 2 + 6;
+    let (tmp, r) = unpack(&data[..cut]);
+    let stats = r.unwrap();
+    assert_eq!(stats.entries, 2);
+    assert_eq!(stats.diff_id, super::super::digest::sha256_of(&data[..cut]));
+    assert_eq!(
+        fs::read(tmp.path().join("snap/etc/greet")).unwrap(),
+        b"hello\n"
+    );
+    for short in [cut - 1, cut + 1, cut + 100] {
+        let (_tmp, r) = unpack(&data[..short]);
+        let err = r.unwrap_err();
+        assert!(matches!(err, ImageError::Unpack { .. }), "{short}: {err}");
+    }
+}
