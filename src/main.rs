@@ -24,9 +24,9 @@ const DEFAULT_ROOT: &str = "/var/lib/podhost";
     about = "Runs Kubernetes static pods on this host, without a CRI"
 )]
 struct Cli {
-    /// The daemon's API socket.
-    #[arg(long, global = true, default_value = DEFAULT_SOCKET)]
-    socket: PathBuf,
+    /// The daemon's API socket [default: /run/podhost/podhost.sock].
+    #[arg(long, global = true)]
+    socket: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -76,9 +76,15 @@ enum Command {
     /// Load an OCI image layout dir, oci-archive or docker-archive tar into the image store.
     Load {
         path: PathBuf,
-        /// Used only when no daemon is running: load straight into this root dir.
-        #[arg(long, default_value = DEFAULT_ROOT)]
-        root_dir: PathBuf,
+        /// Name the image REF (a full reference, e.g. localhost/busybox:1), for sources
+        /// whose image has no name or only a tag; with several images, the one REF or
+        /// its tag names.
+        #[arg(long, value_name = "REF")]
+        name: Option<String>,
+        /// When no daemon answers at the socket, load straight into this root dir (the
+        /// daemon's --root-dir, e.g. /var/lib/podhost). Without it, no daemon is an error.
+        #[arg(long)]
+        root_dir: Option<PathBuf>,
     },
     /// List the images in the store.
     Images,
@@ -243,7 +249,7 @@ fn default_sigpipe_for_cli(command: &Command) {
 
 fn run(cli: Cli) -> Result<i32> {
     default_sigpipe_for_cli(&cli.command);
-    let socket = cli.socket;
+    let socket = cli.socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
     match cli.command {
         Command::Daemon(args) => daemon(*args, socket),
         Command::Get { resource, output } => match resource.as_str() {
@@ -278,14 +284,26 @@ fn run(cli: Cli) -> Result<i32> {
             container,
             command,
         } => exec(&Client::new(&socket), &pod, container, command),
-        Command::Load { path, root_dir } => load(&Client::new(&socket), &path, &root_dir),
+        Command::Load {
+            path,
+            name,
+            root_dir,
+        } => load(&Client::new(&socket), &path, name, root_dir.as_deref()),
         Command::Images => {
             let list: Vec<podhost::image::ImageSummary> =
                 Client::new(&socket).get_json("/images")?;
             print!("{}", render_images(&list, chrono::Utc::now()));
             Ok(0)
         }
-        Command::Pull { reference } => pull(&Client::new(&socket), &reference),
+        Command::Pull { reference } => {
+            if podhost::image::is_local_only(&reference) {
+                bail!(
+                    "not pulling {}",
+                    podhost::image::local_only_hint(&reference)
+                );
+            }
+            pull(&Client::new(&socket), &reference)
+        }
         Command::Rmi { reference } => {
             let body = serde_json::to_vec(&podhost::api::types::PullRequest { reference })?;
             let a = Client::new(&socket).request("POST", "/images/remove", Some(&body))?;
@@ -566,20 +584,39 @@ fn pull(client: &Client, reference: &str) -> Result<i32> {
     }
 }
 
-fn load(client: &Client, path: &Path, root_dir: &Path) -> Result<i32> {
+/// Loads through the daemon. Only with an explicit `--root-dir` does a missing daemon
+/// (no socket, or nobody listening) mean "load straight into that store"; otherwise
+/// it is an error naming the socket, so that an image never lands silently in a store
+/// no daemon reads.
+fn load(
+    client: &Client,
+    path: &Path,
+    name: Option<String>,
+    root_dir: Option<&Path>,
+) -> Result<i32> {
     let abs = std::fs::canonicalize(path)
         .with_context(|| format!("{}: no such file or directory", path.display()))?;
     let body = serde_json::to_vec(&LoadRequest {
         path: abs.display().to_string(),
+        name: name.clone(),
     })?;
     let refs = match client.request("POST", "/images/load", Some(&body)) {
         Ok(answer) => serde_json::from_slice::<LoadResponse>(&answer.body)?.references,
-        Err(ClientError::Connect { .. }) => {
+        Err(ClientError::Connect { socket, source }) if no_daemon(&source) => {
+            let Some(root_dir) = root_dir else {
+                bail!(
+                    "no podhost daemon is running at {} ({source}); start it (or give its \
+                     --socket), or load without a daemon straight into its store with \
+                     --root-dir DIR (the daemon's --root-dir, default {DEFAULT_ROOT})",
+                    socket.display()
+                );
+            };
             eprintln!(
-                "no daemon is running; loading straight into {}",
+                "no daemon is running at {}; loading straight into {}",
+                socket.display(),
                 root_dir.display()
             );
-            podhost::image::ImageStore::open(root_dir)?.load(&abs)?
+            podhost::image::ImageStore::open(root_dir)?.load_named(&abs, name.as_deref())?
         }
         Err(e) => return Err(e.into()),
     };
@@ -587,4 +624,13 @@ fn load(client: &Client, path: &Path, root_dir: &Path) -> Result<i32> {
         println!("Loaded image: {r}");
     }
     Ok(0)
+}
+
+/// True when connecting failed because no daemon listens (no socket file, or a
+/// stale one), not because one refused us (permissions).
+fn no_daemon(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+    )
 }

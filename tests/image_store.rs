@@ -539,13 +539,29 @@ fn image_index_picks_linux_amd64_and_names_are_checked() {
         .unwrap();
     assert_eq!(by_index.manifest_digest, img.manifest_digest);
 
-    // A tag-only name without a full name is refused with a clear message.
-    let mut bad = Layout::new(tmp.path().join("bad"));
-    let d = bad.image(&[(layer_tar(&[file("x", b"x")]), false)]);
-    let bad_src = bad.add(d, named("latest")).write().to_path_buf();
-    let err = store.load(&bad_src).unwrap_err();
-    assert!(matches!(err, ImageError::TagOnlyName { .. }), "{err}");
-    assert!(err.to_string().contains("\"latest\""), "{err}");
+    // A tag-only name (umoci, skopeo oci:DIR:latest) names localhost/<dir>:<tag>.
+    let mut tagged = Layout::new(tmp.path().join("tagged"));
+    let d = tagged.image(&[(layer_tar(&[file("x", b"x")]), false)]);
+    let tagged_src = tagged.add(d, named("latest")).write().to_path_buf();
+    assert_eq!(
+        store.load(&tagged_src).unwrap(),
+        vec!["localhost/tagged:latest"]
+    );
+    // Two of them are ambiguous: refused, both listed.
+    let mut two = Layout::new(tmp.path().join("two"));
+    let d1 = two.image(&[(layer_tar(&[file("x", b"1")]), false)]);
+    let d2 = two.image(&[(layer_tar(&[file("x", b"2")]), false)]);
+    let two_src = two
+        .add(d1, named("v1"))
+        .add(d2, named("v2"))
+        .write()
+        .to_path_buf();
+    let err = store.load(&two_src).unwrap_err();
+    assert!(matches!(err, ImageError::AmbiguousNames { .. }), "{err}");
+    assert!(
+        err.to_string().contains("\"v1\"") && err.to_string().contains("\"v2\""),
+        "{err}"
+    );
 }
 
 /// Loads a one-layer image with these entries; returns (error, tempdir).
@@ -585,8 +601,20 @@ fn hostile_layers_are_rejected() {
 
     let outside = tempfile::tempdir().unwrap();
     let abs = format!("{}/abs", outside.path().display());
-    let (err, _tmp) = load_hostile(&[file(&abs, b"pwned")]);
-    assert!(matches!(err, ImageError::UnsafeEntry { .. }), "{err}");
+    // An absolute name is relative to the layer root (as containerd reads it): it
+    // lands inside the snapshot, never at the host path (checked at the end).
+    let abs_tmp = tempfile::tempdir().unwrap();
+    let mut layout = Layout::new(abs_tmp.path().join("layout"));
+    let d = layout.image(&[(layer_tar(&[file(&abs, b"inside")]), true)]);
+    let src = layout
+        .add(d, named("localhost/abs:1"))
+        .write()
+        .to_path_buf();
+    let store = ImageStore::open(&abs_tmp.path().join("root")).unwrap();
+    store.load(&src).unwrap();
+    let img = store.resolve("localhost/abs:1").unwrap();
+    let inside = img.layers[0].join(abs.trim_start_matches('/'));
+    assert_eq!(fs::read(&inside).unwrap(), b"inside");
 
     // Writing through a symlink that points outside.
     let target = outside.path().display().to_string();

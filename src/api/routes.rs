@@ -385,7 +385,8 @@ async fn load(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
     };
     let images = state.images.clone();
     let path = PathBuf::from(&request.path);
-    match tokio::task::spawn_blocking(move || images.load(&path)).await {
+    let name = request.name;
+    match tokio::task::spawn_blocking(move || images.load_named(&path, name.as_deref())).await {
         Ok(Ok(references)) => {
             state.images_changed.send_modify(|n| *n += 1);
             ok_json(&LoadResponse { references })

@@ -17,6 +17,9 @@ pub struct ExecTarget {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadRequest {
     pub path: String,
+    /// `load --name REF`: the reference to give the source's image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// `POST /images/pull` body.

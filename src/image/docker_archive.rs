@@ -84,12 +84,14 @@ pub(crate) fn import(path: &Path, blobs: &Blobs) -> Result<Vec<u8>, ImageError> 
     let mut index = Vec::new();
     for e in &entries {
         let refs = references(e, repositories.as_deref());
+        let (desc, platform) = synthesize(path, blobs, e, &stored)?;
         if refs.is_empty() {
-            tracing::warn!(archive = %path.display(), config = %e.config,
-                "skipping an image without RepoTags");
+            // Unnamed: loaded only when `load --name` names it.
+            let mut d = desc;
+            d["platform"] = platform;
+            index.push(d);
             continue;
         }
-        let (desc, platform) = synthesize(path, blobs, e, &stored)?;
         for r in refs {
             let mut d = desc.clone();
             d["platform"] = platform.clone();

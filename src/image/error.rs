@@ -39,14 +39,14 @@ pub enum ImageError {
         reason: String,
     },
 
-    /// A manifest in a layout is named only by a tag ("latest"), so podhost cannot
-    /// tell which image it is.
+    /// A manifest is named only by a tag ("latest") and the source's file name
+    /// cannot be the repository to go with it.
     #[error(
         "{}: manifest {digest} is named only \"{tag}\" (org.opencontainers.image.ref.name) and \
-         has no io.containerd.image.name; re-export it with a full name, e.g. \
-         \"skopeo copy ... oci-archive:FILE:localhost/NAME:TAG\"", path.display()
+         the file name cannot serve as its repository; give it one with \
+         \"podhost load {} --name localhost/NAME:TAG\"", path.display(), path.display()
     )]
-    TagOnlyName {
+    UnnamableTag {
         /// The layout or archive being loaded.
         path: PathBuf,
         /// The manifest's digest.
@@ -55,10 +55,48 @@ pub enum ImageError {
         tag: String,
     },
 
+    /// Several manifests carry a bare word (a tag or short name), so which image
+    /// is which cannot be told.
+    #[error(
+        "{}: several manifests are named only by a tag or short name ({entries}); load one at \
+         a time with \"podhost load {} --name localhost/NAME:TAG\" (TAG picks the manifest \
+         of that tag), or export them with full names", path.display(), path.display()
+    )]
+    AmbiguousNames {
+        /// The layout or archive being loaded.
+        path: PathBuf,
+        /// `digest "name"` of each, comma-separated.
+        entries: String,
+    },
+
+    /// `load --name REF` on a source of several images, none of which REF names.
+    #[error(
+        "{}: --name {name}: the source holds several images ({entries}) and none is named \
+         {name} or by its tag; name one of them", path.display()
+    )]
+    NameMatchesNone {
+        /// The layout or archive being loaded.
+        path: PathBuf,
+        /// The normalized `--name`.
+        name: String,
+        /// `digest "name"` of each image, comma-separated.
+        entries: String,
+    },
+
+    /// `load --name REF` with a REF that cannot name an image.
+    #[error("--name \"{name}\": {reason}")]
+    BadLoadName {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// The layout has no manifest that carries a name, so there is nothing to refer to.
     #[error(
-        "{}: no manifest in index.json has an org.opencontainers.image.ref.name or \
-         io.containerd.image.name annotation; export the image with a name", path.display()
+        "{}: no image in it has a name (org.opencontainers.image.ref.name, \
+         io.containerd.image.name or RepoTags); name it with \"podhost load {} --name \
+         localhost/NAME:TAG\"", path.display(), path.display()
     )]
     NoNamedImages {
         /// The layout or archive being loaded.

@@ -16,7 +16,7 @@ use oci_spec::image::{Descriptor, ImageIndex};
 use super::blobs::Blobs;
 use super::compress::{Compression, decompressed};
 use super::error::{ImageError, IoContext};
-use super::reference::{is_tag_only, normalize_reference};
+use super::naming::{self, RawName};
 
 const MAX_INDEX: u64 = 16 << 20;
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
@@ -176,33 +176,48 @@ impl Source {
 
     /// The named images of the layout, one per reference, each resolved to the
     /// manifest for `platform` ("linux/amd64") when it points to an image index.
-    /// Fetches the index and manifest blobs into the store.
+    /// References come from the annotations or from `name` (`load --name`), as
+    /// `naming` decides. Fetches the index and manifest blobs into the store.
     pub(crate) fn images(
         &self,
         blobs: &Blobs,
         platform: &str,
+        name: Option<&str>,
     ) -> Result<Vec<FoundImage>, ImageError> {
         let index =
             ImageIndex::from_reader(&self.index_json[..]).map_err(|e| ImageError::BadJson {
                 what: format!("{}/index.json", self.path.display()),
                 reason: e.to_string(),
             })?;
-        let mut found: HashMap<String, FoundImage> = HashMap::new();
         let mut other_platform = None;
+        let mut candidates = Vec::new();
         for desc in index.manifests() {
-            let Some(reference) = self.name_of(desc)? else {
-                tracing::warn!(source = %self.path.display(), digest = %desc.digest(),
-                    "skipping unnamed manifest in index.json");
-                continue;
-            };
             if let Some(p) = desc.platform() {
                 let p = format!("{}/{}", p.os(), p.architecture());
                 if p != platform {
-                    tracing::debug!(%reference, platform = %p, "skipping manifest for another platform");
+                    tracing::debug!(digest = %desc.digest(), platform = %p,
+                        "skipping manifest for another platform");
                     other_platform = Some(desc.digest().to_string());
                     continue;
                 }
             }
+            candidates.push(desc);
+        }
+        let entries: Vec<naming::Entry> = candidates
+            .iter()
+            .map(|desc| naming::Entry {
+                digest: desc.digest().to_string(),
+                raw: raw_name(desc),
+            })
+            .collect();
+        let names = naming::assign(&self.path, &entries, name)?;
+        let mut found: HashMap<String, FoundImage> = HashMap::new();
+        for (desc, reference) in candidates.into_iter().zip(names) {
+            let Some(reference) = reference else {
+                tracing::warn!(source = %self.path.display(), digest = %desc.digest(),
+                    "skipping a manifest that has no name (or not the one --name chose)");
+                continue;
+            };
             let Some((manifest, manifest_size, index)) = self.select(blobs, desc, platform, 0)?
             else {
                 continue;
@@ -231,28 +246,6 @@ impl Source {
         let mut out: Vec<FoundImage> = found.into_values().collect();
         out.sort_by(|a, b| a.reference.cmp(&b.reference));
         Ok(out)
-    }
-
-    /// The normalized reference an index.json entry names, if any.
-    fn name_of(&self, desc: &Descriptor) -> Result<Option<String>, ImageError> {
-        let annotations = desc.annotations().as_ref();
-        let get = |k: &str| {
-            annotations
-                .and_then(|a| a.get(k))
-                .map(|v| v.trim())
-                .filter(|v| !v.is_empty())
-        };
-        let full = |v: &str| !is_tag_only(v);
-        match (get(REF_NAME), get(CONTAINERD_NAME)) {
-            (Some(r), _) if full(r) => Ok(Some(normalize_reference(r))),
-            (_, Some(c)) if full(c) => Ok(Some(normalize_reference(c))),
-            (Some(tag), _) => Err(ImageError::TagOnlyName {
-                path: self.path.clone(),
-                digest: desc.digest().to_string(),
-                tag: tag.to_string(),
-            }),
-            (None, _) => Ok(None),
-        }
     }
 
     /// Follows `desc` down to an image manifest for `platform`. Returns
@@ -300,6 +293,17 @@ impl Source {
             }
         }
     }
+}
+
+/// The name an index.json entry carries: a full reference in either annotation
+/// (`org.opencontainers.image.ref.name` first), else a bare word in either.
+fn raw_name(desc: &Descriptor) -> RawName {
+    let annotations = desc.annotations().as_ref();
+    let names = [REF_NAME, CONTAINERD_NAME]
+        .map(|k| RawName::of(annotations.and_then(|a| a.get(k)).map(String::as_str)));
+    let full = names.iter().find(|n| matches!(n, RawName::Full(_)));
+    let bare = names.iter().find(|n| matches!(n, RawName::Bare(_)));
+    full.or(bare).cloned().unwrap_or(RawName::Unnamed)
 }
 
 /// What a descriptor points to.

@@ -78,6 +78,27 @@ fn split_domain(name: &str) -> (String, String) {
     }
 }
 
+/// True when `reference` names a local image only, by podman's convention: its
+/// registry is exactly `localhost` (no port; `localhost:5000/x` is a real registry).
+/// Such an image is never pulled, whatever imagePullPolicy says: it can only come
+/// from `podhost load`.
+pub fn is_local_only(reference: &str) -> bool {
+    normalize_reference(reference)
+        .split_once('/')
+        .is_some_and(|(registry, _)| registry == "localhost")
+}
+
+/// What to tell a user whose local-only `reference` is not in the store.
+pub fn local_only_hint(reference: &str) -> String {
+    let reference = normalize_reference(reference);
+    format!(
+        "\"{reference}\" names a local image (registry \"localhost\"), which is never pulled; \
+         load it with \"podhost load DIR --name {reference}\" (DIR an OCI layout, oci-archive \
+         or docker-archive), or build the built-in busybox with \"oci/busybox/build.sh DIR\" \
+         and \"podhost load DIR\" (it is localhost/busybox:latest)"
+    )
+}
+
 /// True for `sha256:<64 lowercase hex>`.
 pub(crate) fn is_bare_digest(s: &str) -> bool {
     s.strip_prefix("sha256:")
@@ -87,12 +108,6 @@ pub(crate) fn is_bare_digest(s: &str) -> bool {
 /// The digest part of `name@sha256:…`, if any.
 pub(crate) fn digest_part(reference: &str) -> Option<&str> {
     reference.split_once('@').map(|(_, d)| d)
-}
-
-/// True when an `org.opencontainers.image.ref.name` value is only a tag
-/// (`latest`, `v1.2`): no repository, so it cannot name an image by itself.
-pub(crate) fn is_tag_only(s: &str) -> bool {
-    !s.contains('/') && !s.contains(':') && !s.contains('@')
 }
 
 #[cfg(test)]
@@ -175,14 +190,32 @@ mod tests {
     }
 
     #[test]
-    fn whitespace_and_tag_only() {
+    fn localhost_without_a_port_is_local_only() {
+        assert!(is_local_only("localhost/busybox"));
+        assert!(is_local_only("localhost/busybox:latest"));
+        assert!(is_local_only(" localhost/a/b:1 "));
+        assert!(is_local_only(&format!(
+            "localhost/x@sha256:{}",
+            "a".repeat(64)
+        )));
+        assert!(!is_local_only("localhost:5000/busybox"));
+        assert!(!is_local_only("busybox"));
+        assert!(!is_local_only("localhost"));
+        assert!(!is_local_only("docker.io/localhost/x"));
+        assert!(!is_local_only("registry.local/x"));
+        let hint = local_only_hint("localhost/busybox");
+        assert!(
+            hint.contains("podhost load DIR --name localhost/busybox:latest"),
+            "{hint}"
+        );
+        assert!(hint.contains("oci/busybox/build.sh"), "{hint}");
+    }
+
+    #[test]
+    fn whitespace() {
         assert_eq!(
             normalize_reference("  busybox \n"),
             "docker.io/library/busybox:latest"
         );
-        assert!(is_tag_only("latest"));
-        assert!(is_tag_only("v1.2"));
-        assert!(!is_tag_only("busybox:latest"));
-        assert!(!is_tag_only("localhost/busybox"));
     }
 }

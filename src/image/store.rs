@@ -113,12 +113,20 @@ impl ImageStore {
     /// from `path`, normalized and sorted. Loading the same content again is a
     /// no-op apart from the index update.
     pub fn load(&self, path: &Path) -> Result<Vec<String>, ImageError> {
+        self.load_named(path, None)
+    }
+
+    /// [`load`](Self::load), with `name` (`podhost load --name REF`) naming the
+    /// source's one image (or the one REF or its tag names; only that one is
+    /// loaded) whatever its annotations say. Without `name`, a manifest named by a
+    /// bare tag or short name gets a `localhost/` reference (see `image::naming`).
+    pub fn load_named(&self, path: &Path, name: Option<&str>) -> Result<Vec<String>, ImageError> {
         let started = Instant::now();
-        tracing::info!(source = %path.display(), "loading images");
+        tracing::info!(source = %path.display(), ?name, "loading images");
         // Held from the first blob written to the index update: GC deletes nothing meanwhile.
         let _gc_barrier = self.content_guard()?;
         let source = Source::open(path, &self.blobs)?;
-        let found = source.images(&self.blobs, &host_platform())?;
+        let found = source.images(&self.blobs, &host_platform(), name)?;
         for image in &found {
             self.import_image(&source, image)?;
         }

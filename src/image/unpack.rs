@@ -13,8 +13,8 @@
 //! libpathrs, so `..`, absolute names and symlinks (absolute, relative, chains,
 //! loops) all stay inside the snapshot, as they would inside the container; the
 //! final component is then created with `*at()` calls that never follow it. On
-//! top of that, a policy (`policy.rs`) refuses names that are absolute or hold
-//! `..` with a clear error, skips device nodes other than whiteouts and drops
+//! top of that, a policy (`policy.rs`) reads a leading `/` as the layer root
+//! (as containerd and docker do), refuses names that hold `..` with a clear error, skips device nodes other than whiteouts and drops
 //! overlayfs' own xattrs, and `budget.rs` bounds the memory a long name or pax
 //! header can take.
 //!
@@ -33,6 +33,7 @@ mod policy;
 mod read_ahead;
 mod rooted;
 
+use std::cell::Cell;
 use std::io::{self, Read};
 use std::path::Path;
 use std::rc::Rc;
@@ -106,29 +107,73 @@ fn unpack_stream(
     let mut unpacker = Unpacker::new(root, layer);
     let mut hashing = HashingReader::new(stream);
     let budget = Rc::new(Budget::default());
+    let mut ended_early = None;
     {
-        let mut archive = tar::Archive::new(MetaBudget::new(&mut hashing, budget.clone()));
+        let consumed = Rc::new(Cell::new(0));
+        let counted = Counted {
+            inner: &mut hashing,
+            consumed: consumed.clone(),
+        };
+        let mut archive = tar::Archive::new(MetaBudget::new(counted, budget.clone()));
         let mut entries = archive.entries().map_err(|e| at_start(layer, e))?;
+        // Where the last entry's data ended in the stream.
+        let mut data_end = None;
         loop {
             budget.arm();
             let next = entries.next();
             budget.disarm();
             let Some(entry) = next else { break };
-            let mut entry = entry.map_err(|e| stream_error(&unpacker, &budget, e))?;
+            let mut entry = match entry {
+                // umoci 0.4 (`umoci insert`) ends a layer right after the last file's
+                // data, without its padding or the end-of-archive blocks. Go's
+                // archive/tar (containerd, docker, podman) reads that as the end; so
+                // does podhost, but only when nothing at all follows the data: a
+                // stream cut anywhere else is still an error (and the diff_id check
+                // would catch a cut that happened to land there).
+                Err(_) if data_end.is_some() && data_end == Some(consumed.get()) => {
+                    tracing::debug!(
+                        layer,
+                        "layer ends after the last entry's data (no tar padding)"
+                    );
+                    ended_early = data_end;
+                    break;
+                }
+                entry => entry.map_err(|e| stream_error(&unpacker, &budget, e))?,
+            };
             unpacker.entry(&mut entry)?;
             // Data the entry's type does not use is read here, outside the budget.
             io::copy(&mut entry, &mut io::sink())
                 .map_err(|e| stream_error(&unpacker, &budget, e))?;
+            data_end = Some(entry.raw_file_position() + entry.size());
             unpacker.progress();
         }
     }
     unpacker.finish_dirs()?;
-    let (diff_id, _) = hashing
+    let (diff_id, total) = hashing
         .finish()
         .map_err(|e| stream_error(&unpacker, &budget, e))?;
+    // Taken for the end above only if the stream really ends there.
+    if ended_early.is_some_and(|end| end != total) {
+        let e = io::Error::new(io::ErrorKind::InvalidData, "the tar stream is damaged");
+        return Err(stream_error(&unpacker, &budget, e));
+    }
     let mut stats = unpacker.into_stats();
     stats.diff_id = diff_id;
     Ok(stats)
+}
+
+/// Counts the bytes read through it (the position in the tar stream).
+struct Counted<R> {
+    inner: R,
+    consumed: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed.set(self.consumed.get() + n as u64);
+        Ok(n)
+    }
 }
 
 /// An error reading the layer before its first entry.

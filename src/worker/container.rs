@@ -302,21 +302,28 @@ impl Supervisor {
             }
         };
         let present = resolve().await;
-        let policy = self
-            .c
-            .image_pull_policy
-            .as_deref()
-            .unwrap_or("IfNotPresent");
+        // A localhost/ image (podman's convention) is local only: never pulled,
+        // whatever the policy says or `:latest` implies.
+        let local_only = crate::image::is_local_only(image_ref);
+        let policy = match self.c.image_pull_policy.as_deref() {
+            _ if local_only => "Never",
+            Some(p) => p,
+            None => "IfNotPresent",
+        };
         let pull = match policy {
             "Always" => true,
             "Never" => false,
             _ => present.is_err(),
         };
         if !pull {
-            return present.map_err(|_| {
-                format!(
+            return present.map_err(|_| match local_only {
+                true => format!(
+                    "Container image is not present: {}",
+                    crate::image::local_only_hint(image_ref)
+                ),
+                false => format!(
                     "Container image \"{image_ref}\" is not present with pull policy of {policy}"
-                )
+                ),
             });
         }
         self.event(
@@ -350,7 +357,8 @@ impl Supervisor {
         term: &mut watch::Receiver<Option<Duration>>,
     ) -> Step {
         let image_ref = self.c.image.clone().unwrap_or_default();
-        let never = self.c.image_pull_policy.as_deref() == Some("Never");
+        let never = self.c.image_pull_policy.as_deref() == Some("Never")
+            || crate::image::is_local_only(&image_ref);
         let delay = match self
             .image_backoff
             .next_delay(&self.ctx.backoff, Duration::ZERO)

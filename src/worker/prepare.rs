@@ -71,8 +71,16 @@ fn merged_env(image: &ResolvedImage, c: &Container) -> Vec<(String, String)> {
         let value = expand_env_refs(e.value.as_deref().unwrap_or_default(), &env);
         set(&mut env, e.name.clone(), value);
     }
+    // An image with no PATH (umoci new, scratch builds) would leave `sh` unfindable;
+    // docker, podman and containerd's CRI give it this default, so does podhost.
+    if !env.iter().any(|(k, _)| k == "PATH") {
+        env.insert(0, ("PATH".into(), DEFAULT_PATH.into()));
+    }
     env
 }
+
+/// The PATH of a container whose image and pod set none (docker's and runc's default).
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The user the container runs as, and the kubelet's runAsNonRoot check on it. A
 /// named image user that is not in the image's /etc/passwd gets the kubelet's

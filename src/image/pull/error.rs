@@ -20,6 +20,13 @@ pub enum PullError {
         reason: String,
     },
 
+    /// The reference names a local image only (registry `localhost`, no port).
+    #[error("not pulling {}", super::super::reference::local_only_hint(reference))]
+    LocalOnly {
+        /// The normalized reference.
+        reference: String,
+    },
+
     /// The registry does not have this repository, tag or digest.
     #[error("pulling \"{reference}\": {what} (registry said: {message})")]
     NotFound {

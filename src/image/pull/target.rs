@@ -5,7 +5,7 @@
 
 use oci_client::Reference;
 
-use super::super::reference::{is_bare_digest, normalize_reference};
+use super::super::reference::{is_bare_digest, is_local_only, normalize_reference};
 use super::error::PullError;
 
 /// A parsed, normalized reference.
@@ -34,6 +34,9 @@ impl Target {
         };
         if reference.is_empty() {
             return Err(bad("it is empty"));
+        }
+        if is_local_only(&reference) {
+            return Err(PullError::LocalOnly { reference });
         }
         if is_bare_digest(&reference) {
             return Err(bad(
@@ -197,5 +200,24 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn localhost_without_a_port_is_never_pulled() {
+        for local in [
+            "localhost/busybox",
+            "localhost/busybox:latest",
+            "localhost/a/b:1",
+        ] {
+            let err = Target::parse(local).unwrap_err();
+            assert!(matches!(err, PullError::LocalOnly { .. }), "{local}: {err}");
+            let msg = err.to_string();
+            assert!(
+                msg.contains("never pulled") && msg.contains("podhost load"),
+                "{msg}"
+            );
+        }
+        let t = Target::parse("localhost:5000/busybox").unwrap();
+        assert_eq!(t.registry, "localhost:5000");
     }
 }

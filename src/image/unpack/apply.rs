@@ -143,7 +143,11 @@ impl<'a> Unpacker<'a> {
         let meta = read_meta(entry).map_err(self.io_err(&name))?;
 
         if rel.as_os_str().is_empty() {
-            // The layer's root ("./"): its metadata applies to the snapshot root.
+            // The layer's root ("./", or "/" as umoci writes it): its mode, owner and
+            // mtime apply to the snapshot root, as containerd and docker apply them.
+            // Skipping it would leave the container's "/" with the mode of the
+            // unpack's temp dir rather than the image's; and it cannot escape: it
+            // names the snapshot root itself.
             if kind.is_dir() {
                 self.pend_dir(rel, meta, name);
             } else {

@@ -4,9 +4,11 @@
 //! the image describes; they are not what keeps writes inside the snapshot (see
 //! `rooted.rs`: the kernel does, with RESOLVE_IN_ROOT).
 //!
-//! - Entry names and hardlink targets: relative, no `..`, no NUL byte, at most
+//! - Entry names and hardlink targets: no `..`, no NUL byte, at most
 //!   [`MAX_PATH`] bytes with components of at most [`MAX_NAME`] bytes. `.` and
-//!   empty components are dropped; `./` is the layer root.
+//!   empty components are dropped; `./` is the layer root. A leading `/` is
+//!   relative to the layer root, as containerd, podman and docker read it (umoci
+//!   and some other builders write `/` and `/etc/...`): `/` is the layer root too.
 //! - Device nodes: only the overlay whiteout (character device 0:0) is created;
 //!   other character and block devices are skipped with a warning (a container
 //!   gets its /dev from the runtime, never from an image). FIFOs are created.
@@ -36,9 +38,9 @@ pub(crate) fn clean(raw: &[u8]) -> Result<PathBuf, &'static str> {
     if raw.len() > MAX_PATH {
         return Err("the path is longer than 4095 bytes");
     }
-    if raw.first() == Some(&b'/') {
-        return Err("the path is absolute");
-    }
+    // A leading '/' needs no special case: the empty first component is dropped
+    // below like `.`, so "/etc/x" is "etc/x" and "/" the layer root. Confinement
+    // does not rest on this: rooted.rs resolves every name with RESOLVE_IN_ROOT.
     let mut out = PathBuf::new();
     for comp in raw.split(|b| *b == b'/') {
         match comp {
@@ -85,7 +87,12 @@ mod tests {
         assert!(clean(b"../escape").is_err());
         assert!(clean(b"a/../../b").is_err());
         assert!(clean(b"a/..").is_err());
-        assert!(clean(b"/etc/passwd").is_err());
+        // Absolute names are relative to the layer root (umoci, some builders).
+        assert_eq!(clean(b"/etc/passwd").unwrap(), Path::new("etc/passwd"));
+        assert_eq!(clean(b"//etc//passwd").unwrap(), Path::new("etc/passwd"));
+        assert_eq!(clean(b"/").unwrap(), Path::new(""));
+        assert!(clean(b"/../etc/passwd").is_err());
+        assert!(clean(b"/a/../../etc").is_err());
         assert!(clean(b"a\0b").is_err());
         assert!(clean(&[b'a'; 256]).is_err());
         assert!(clean(&[b'a'; 255]).is_ok());

@@ -9,7 +9,7 @@
 //! final component is never followed either.
 //!
 //! No string check is involved in staying inside: the unpacker's name policy
-//! (refusing `..` and absolute names) only gives clearer errors.
+//! (refusing `..`, reading `/x` as `x`) only gives clearer errors.
 
 use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};

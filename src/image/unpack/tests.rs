@@ -356,3 +356,69 @@ fn lower_symlinks_never_lead_out_of_the_snapshot() {
     // The loop resolves nowhere: the layer's own directory stays.
     assert_eq!(fs::read(up.join("v/c")).unwrap(), b"c");
 }
+
+/// umoci-style names: `/` is the layer root (its metadata applied to the snapshot
+/// root), `/bin/x` is `bin/x`, a hardlink target `/bin/x` is `bin/x`; `..` after the
+/// `/` is still refused, and an absolute symlink followed by a name stays inside.
+#[test]
+fn leading_slash_names_are_relative_to_the_layer_root() {
+    let data = tar_of(&[
+        ("/", EntryType::Directory, ""),
+        ("/bin/", EntryType::Directory, ""),
+        ("/bin/busybox", EntryType::Regular, "elf"),
+        ("/bin/sh", EntryType::Link, "/bin/busybox"),
+        ("/etc", EntryType::Symlink, "/"),
+        ("/etc/passwd", EntryType::Regular, "root:x:0:0::/:/bin/sh\n"),
+    ]);
+    let (tmp, r) = unpack(&data);
+    let stats = r.unwrap();
+    assert_eq!(stats.entries, 6);
+    let snap = tmp.path().join("snap");
+    assert_eq!(fs::read(snap.join("bin/busybox")).unwrap(), b"elf");
+    let busybox = fs::metadata(snap.join("bin/busybox")).unwrap();
+    assert_eq!(
+        fs::metadata(snap.join("bin/sh")).unwrap().ino(),
+        busybox.ino()
+    );
+    // The root entry's mode and mtime are the snapshot root's.
+    let root = fs::metadata(&snap).unwrap();
+    assert_eq!((root.mode() & 0o7777, root.mtime()), (0o750, 1_000_000));
+    // "/etc" -> "/" resolves to the snapshot root, not the host's: the file lands there.
+    assert_eq!(fs::read_link(snap.join("etc")).unwrap(), Path::new("/"));
+    assert!(snap.join("passwd").is_file());
+    assert_ne!(
+        fs::read("/etc/passwd").unwrap(),
+        b"root:x:0:0::/:/bin/sh\n".to_vec()
+    );
+
+    for bad in ["/../escape", "/a/../../escape"] {
+        let (_tmp, r) = unpack(&tar_of(&[(bad, EntryType::Regular, "x")]));
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains("\"..\""), "{bad}: {err}");
+    }
+}
+
+/// umoci 0.4's `umoci insert` writes a layer that stops right after the last file's
+/// data (no padding, no end blocks): read as the end, as Go's archive/tar does. A
+/// stream cut inside the data or inside the padding is still an error.
+#[test]
+fn a_layer_ending_right_after_the_last_data_is_complete() {
+    let data = tar_of(&[
+        ("etc/", EntryType::Directory, ""),
+        ("etc/greet", EntryType::Regular, "hello\n"),
+    ]);
+    let cut = 512 * 2 + 6;
+    let (tmp, r) = unpack(&data[..cut]);
+    let stats = r.unwrap();
+    assert_eq!(stats.entries, 2);
+    assert_eq!(stats.diff_id, super::super::digest::sha256_of(&data[..cut]));
+    assert_eq!(
+        fs::read(tmp.path().join("snap/etc/greet")).unwrap(),
+        b"hello\n"
+    );
+    for short in [cut - 1, cut + 1, cut + 100] {
+        let (_tmp, r) = unpack(&data[..short]);
+        let err = r.unwrap_err();
+        assert!(matches!(err, ImageError::Unpack { .. }), "{short}: {err}");
+    }
+}
