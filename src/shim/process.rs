@@ -18,6 +18,7 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use super::kernel;
 use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::fsutil::{read_json, write_json_atomic};
+use crate::runtime::not_applied::{self, NotApplied, RLIMIT_NOT_APPLIED};
 use crate::runtime::overlay;
 use crate::runtime::records::{
     EXIT_FILE, ExitRecord, SHIM_LOG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
@@ -123,7 +124,10 @@ fn detach_from_daemon(cfg: &ShimConfig) {
 type Started = (StartedRecord, OwnedFd, OwnedFd, Option<MemoryEvents>);
 
 fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
-    mount_rootfs(cfg)?;
+    // What the container asked for and will run without: recorded before the start is
+    // reported, for the daemon to turn into pod events.
+    let mut not_applied = Vec::new();
+    mount_rootfs(cfg, &mut not_applied)?;
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let (stderr_r, stderr_w) =
@@ -149,7 +153,15 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
     // before it runs. Without its device rules it must not run at all.
     confine_devices(cfg)?;
     if let Some(adj) = cfg.oom_score_adj {
-        kernel::write_oom_score_adj(&init_pid.to_string(), adj);
+        if let Err(n) = kernel::write_oom_score_adj(&init_pid.to_string(), adj) {
+            not_applied.push(n);
+        }
+    }
+    for n in &not_applied {
+        tracing::warn!(container = %cfg.container_id, reason = %n.reason, "{}", n.message());
+    }
+    if let Err(e) = not_applied::record(&cfg.bundle, &not_applied) {
+        tracing::error!(error = %e, "cannot record the settings not applied");
     }
     let oom_baseline = kernel::oom_baseline(cfg.cgroup_dir.as_deref());
     container
@@ -169,12 +181,12 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
 
 /// The overlay rootfs; in a pod's user namespace with its snapshots made the pod's
 /// (the way taken is logged: idmapped mounts or chowned copies).
-fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
+fn mount_rootfs(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) -> Result<(), String> {
     let Some(ns) = &cfg.userns else {
         return overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
             .map_err(|e| e.to_string());
     };
-    raise_own_rlimits(cfg);
+    raise_own_rlimits(cfg, not_applied);
     let started = std::time::Instant::now();
     let way =
         crate::runtime::userns::rootfs::mount_rootfs(ns, &cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
@@ -194,7 +206,7 @@ fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
 /// the host's namespace). So the shim, still host root, raises its own to the
 /// container's values first; its children inherit them and libcontainer's setrlimit
 /// then only keeps or lowers them.
-fn raise_own_rlimits(cfg: &ShimConfig) {
+fn raise_own_rlimits(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) {
     let Ok(spec) = oci_spec::runtime::Spec::load(cfg.bundle.join("config.json")) else {
         return;
     };
@@ -219,7 +231,27 @@ fn raise_own_rlimits(cfg: &ShimConfig) {
         // SAFETY: setrlimit reads the struct, which lives across the call; it only
         // changes this process's limits.
         if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-            tracing::warn!(rlimit = ?r.typ(), "cannot raise the shim's own rlimit; the container's may fail");
+            let e = std::io::Error::last_os_error();
+            let mut now = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes into the struct, which lives across the call.
+            let actual = if unsafe { libc::getrlimit(resource, &mut now) } == 0 {
+                format!("at most {}:{}", now.rlim_cur, now.rlim_max)
+            } else {
+                "an unknown limit".into()
+            };
+            not_applied.push(NotApplied {
+                reason: RLIMIT_NOT_APPLIED.into(),
+                setting: format!("{:?}", r.typ()),
+                wanted: format!("{}:{}", r.soft(), r.hard()),
+                actual,
+                why: format!(
+                    "the shim cannot raise its own limit before joining the pod's user \
+                     namespace ({e}); raising a hard limit needs CAP_SYS_RESOURCE"
+                ),
+            });
         }
     }
 }
