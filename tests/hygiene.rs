@@ -158,6 +158,15 @@ fn status_survives_kill9_and_the_restart_sweeps_only_dead_writers_temps() {
         (phase(p) == "Running").then(|| p.clone())
     });
     let uid = uid_of(&pod);
+    // The pod's log dir carries this podhost's mark (its root dir), for container GC.
+    let mark = d
+        .logs
+        .join(format!("default_{}_{uid}", d.full_name("st")))
+        .join(podhost::runtime::log_owner::OWNER_FILE);
+    assert_eq!(
+        std::fs::read_to_string(&mark).unwrap().trim(),
+        std::fs::canonicalize(&d.root).unwrap().to_str().unwrap()
+    );
     let started_at =
         container_status(&pod, "main").unwrap()["state"]["running"]["startedAt"].clone();
     let status_file = d.root.join("pods").join(&uid).join("status.json");

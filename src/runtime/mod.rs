@@ -12,6 +12,7 @@ pub mod error;
 pub mod exec;
 pub mod fsutil;
 pub mod host_devices;
+pub mod log_owner;
 pub mod node_cgroups;
 pub mod not_applied;
 pub mod overlay;
