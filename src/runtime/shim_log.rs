@@ -18,6 +18,9 @@ use tokio::io::unix::AsyncFd;
 
 use super::records::SHIM_LOG_FILE;
 
+/// How often the log is looked at where inotify is unavailable.
+const POLL_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Where the shim's stderr goes: its log file, opened for appending (created if need be).
 pub fn open_for_shim(bundle: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
@@ -90,9 +93,12 @@ impl Tail {
             i.into_event_stream([0u8; 1024])
         });
         if let Err(e) = &changes {
-            tracing::warn!(error = %e, log = %self.path.display(),
-                "cannot watch the shim's log; it is forwarded when the shim ends");
+            // Typically fs.inotify.max_user_instances (128 on Debian) with many
+            // containers: a slow look at the file's size does instead.
+            tracing::debug!(error = %e, log = %self.path.display(),
+                "cannot watch the shim's log with inotify; polling it every {POLL_EVERY:?}");
         }
+        let mut poll = tokio::time::interval(POLL_EVERY);
         self.forward_new(false);
         loop {
             tokio::select! {
@@ -108,6 +114,7 @@ impl Tail {
                     }
                     self.forward_new(false);
                 }
+                _ = poll.tick(), if changes.is_err() => self.forward_new(false),
             }
         }
         self.forward_new(true);
