@@ -72,7 +72,9 @@ shim=$(json_flat <"$(attempt_dir "gscore-$NODE" main)/started.json" | sed -n 's/
 assert_eq "shim oom_score_adj" -998 "$(cat /proc/$shim/oom_score_adj)"
 # With CAP_SYS_RESOURCE every score was applied: no OOMScoreAdjNotApplied event (on a
 # host without it, tests/hygiene.rs proves the event).
-not_applied=$(podhost_cli get events -o json | grep -c '"reason": "OOMScoreAdjNotApplied"')
+events=$(podhost_cli get events -o json) || fail "podhost get events failed"
+printf '%s\n' "$events" | grep -q '"reason": "Started"' || fail "no Started event in: $events"
+not_applied=$(printf '%s\n' "$events" | grep -c '"reason": "OOMScoreAdjNotApplied"')
 assert_eq "OOMScoreAdjNotApplied events" 0 "$not_applied"
 
 limit() { # pod container name → soft:hard
