@@ -4,6 +4,7 @@ mod host;
 mod manager;
 mod node_name;
 mod oom;
+mod temp_sweep;
 
 pub use node_name::{NodeNameError, NodeNameOrigin, normalize_node_name, resolve_node_name};
 
@@ -115,6 +116,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         })?;
     }
     let _lock = host::lock_root(&cfg.root_dir)?;
+    // Before anything of this daemon writes: only dead writers' temps can be stale.
+    let layout = Layout::new(&cfg.root_dir, &cfg.log_dir);
+    temp_sweep::sweep_stale_temps(&layout, &cfg.socket);
     // Before anything with side effects: a second daemon on this socket stops here.
     let socket = ClaimedSocket::claim(&cfg.socket, cfg.socket_access.clone())?;
     host::tune_daemon_process();
@@ -123,7 +127,6 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         cfg.pod_pids_limit,
     ));
     let default_rlimits = host::container_default_rlimits(cfg.default_rlimits.clone());
-    let layout = Layout::new(&cfg.root_dir, &cfg.log_dir);
     let images = Arc::new(ImageStore::open(&cfg.root_dir)?);
     let store = Arc::new(StatusStore::load(layout.clone(), &cfg.node_name));
     let (images_tx, images_rx) = tokio::sync::watch::channel(0u64);
@@ -197,5 +200,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     tracing::info!("stopping the daemon; containers keep running");
     manager.abort();
     server.stop();
+    // What the workers reported last reaches the disk before the process ends.
+    let _ = tokio::task::spawn_blocking(move || store.flush()).await;
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::remove::remove_tree;
 use super::scan::{pod_log_dir, shim_alive};
 use crate::runtime::fsutil::read_json;
+use crate::runtime::log_owner::is_ours;
 use crate::runtime::paths::{Layout, attempts};
 use crate::runtime::records::{STARTED_FILE, StartedRecord};
 
@@ -26,7 +27,9 @@ pub struct OrphanReport {
 
 /// Removes `pods/<uid>` and `<log-dir>/<ns>_<pod>_<uid>` of every UID not in
 /// `live_pods` (which must hold every pod the daemon knows, terminating ones too), but
-/// not those modified in the last [`ORPHAN_GRACE`] nor a pod with a live shim.
+/// not those modified in the last [`ORPHAN_GRACE`] nor a pod with a live shim. A log
+/// dir whose pod dir is gone is removed only when it carries this podhost's mark
+/// (`runtime::log_owner`): the log dir may be shared with a kubelet or another podhost.
 pub fn remove_orphans(layout: &Layout, live_pods: &HashSet<String>) -> OrphanReport {
     remove_orphans_older_than(layout, live_pods, ORPHAN_GRACE)
 }
@@ -76,6 +79,10 @@ pub fn remove_orphans_older_than(
             continue;
         }
         if layout.pod_dir(uid).exists() || newest_mtime(&dir, 2) > cutoff {
+            continue;
+        }
+        if !is_ours(layout, &dir) {
+            tracing::debug!(dir = %dir.display(), "container GC: log dir not marked by this podhost; kept");
             continue;
         }
         remove_log_dir(&dir, &mut report);

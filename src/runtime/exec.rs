@@ -74,8 +74,8 @@ fn join_user_namespace_of(init_pid: i32, container_id: &str) -> Result<(), Runti
 /// Takes the exec'd process's rlimits while still privileged on the host, then joins
 /// the container's user namespace (both no-ops for a container in the host's).
 fn enter_user_namespace_of(plan: &ExecPlan, container_id: &str) -> Result<(), RuntimeError> {
-    for (rlimit, error) in super::rlimit_host::raise_own_to(&plan.rlimits) {
-        tracing::warn!(?rlimit, %error, container = container_id, "cannot raise the exec helper's rlimit; the exec may fail");
+    for refused in super::rlimit_host::raise_own_to(&plan.rlimits) {
+        tracing::warn!(rlimit = ?refused.rlimit.typ(), error = %refused.error, container = container_id, "cannot raise the exec helper's rlimit; the exec may fail");
     }
     join_user_namespace_of(plan.init_pid, container_id)
 }

@@ -30,6 +30,17 @@ pub fn hard_limit(name: &str) -> Option<u64> {
     (rc == 0).then_some(lim.rlim_max)
 }
 
+/// An rlimit this process could not take.
+#[derive(Debug)]
+pub struct RefusedRlimit {
+    /// What was asked.
+    pub rlimit: oci_spec::runtime::PosixRlimit,
+    /// Why setrlimit refused.
+    pub error: std::io::Error,
+    /// The process's limit (soft, hard) as it stays, when it could be read.
+    pub current: Option<(u64, u64)>,
+}
+
 /// Raises (or sets) this process's own rlimits to `rlimits`, while it still holds
 /// CAP_SYS_RESOURCE in the host's user namespace; returns the ones refused.
 ///
@@ -38,9 +49,7 @@ pub fn hard_limit(name: &str) -> Option<u64> {
 /// namespace). A process that will join one first — the shim for a `hostUsers: false`
 /// pod, the exec helper for an exec into one — takes the container's values here; its
 /// children inherit them and libcontainer's setrlimit then only keeps or lowers them.
-pub fn raise_own_to(
-    rlimits: &[oci_spec::runtime::PosixRlimit],
-) -> Vec<(oci_spec::runtime::PosixRlimitType, std::io::Error)> {
+pub fn raise_own_to(rlimits: &[oci_spec::runtime::PosixRlimit]) -> Vec<RefusedRlimit> {
     use oci_spec::runtime::PosixRlimitType as T;
     let mut refused = Vec::new();
     for r in rlimits {
@@ -59,7 +68,19 @@ pub fn raise_own_to(
         // SAFETY: setrlimit reads the struct, which lives across the call; it only
         // changes this process's limits.
         if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-            refused.push((r.typ(), std::io::Error::last_os_error()));
+            let error = std::io::Error::last_os_error();
+            let mut now = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: getrlimit writes into the struct, which lives across the call.
+            let current = (unsafe { libc::getrlimit(resource, &mut now) } == 0)
+                .then_some((now.rlim_cur, now.rlim_max));
+            refused.push(RefusedRlimit {
+                rlimit: r.clone(),
+                error,
+                current,
+            });
         }
     }
     refused

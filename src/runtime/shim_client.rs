@@ -57,15 +57,21 @@ pub enum Adopted {
 pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, RuntimeError> {
     let config_path = cfg.bundle.join(SHIM_CONFIG_FILE);
     write_json_atomic(&config_path, cfg)?;
+    // stderr is the shim's log file, followed into the daemon's log (see shim_log).
+    let stderr = super::shim_log::open_for_shim(&cfg.bundle)
+        .map_err(|e| RuntimeError::io("open the shim log in", &cfg.bundle, e))?;
     let mut child = tokio::process::Command::new(podhost_exe)
         .arg("shim")
         .arg(&config_path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .kill_on_drop(false)
         .spawn()
         .map_err(|e| RuntimeError::io("spawn shim", podhost_exe, e))?;
+    if let Some(pid) = child.id() {
+        super::shim_log::forward(&cfg.bundle, pid as i32, super::shim_log::ForwardFrom::Now);
+    }
     let stdout = child
         .stdout
         .take()
@@ -219,12 +225,19 @@ pub fn adopt(bundle: &Path) -> Adopted {
             match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
                 .map_err(|e| e.into_parts().1)
             {
-                Ok(fd) => Adopted::Running(Box::new(ShimHandle {
-                    started,
-                    bundle: bundle.to_path_buf(),
-                    waiter: Waiter::Pidfd(fd),
-                    reports: None,
-                })),
+                Ok(fd) => {
+                    super::shim_log::forward(
+                        bundle,
+                        started.shim_pid,
+                        super::shim_log::ForwardFrom::Start,
+                    );
+                    Adopted::Running(Box::new(ShimHandle {
+                        started,
+                        bundle: bundle.to_path_buf(),
+                        waiter: Waiter::Pidfd(fd),
+                        reports: None,
+                    }))
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot watch the shim's pidfd");
                     Adopted::Lost {
@@ -253,7 +266,7 @@ fn is_our_shim(pid: i32, bundle: &Path) -> bool {
         .any(|arg| arg == expected.as_os_str().as_encoded_bytes())
 }
 
-fn pidfd_open(pid: i32) -> Result<OwnedFd, RuntimeError> {
+pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, RuntimeError> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is
     // passed to the kernel.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };

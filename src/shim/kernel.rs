@@ -5,6 +5,7 @@ use std::path::Path;
 
 use crate::model::qos::SHIM_OOM_SCORE_ADJ;
 use crate::runtime::cgroup_v2::{MemoryEvents, read_memory_events, read_number};
+use crate::runtime::not_applied::{NotApplied, OOM_SCORE_ADJ_NOT_APPLIED};
 use crate::runtime::records::ShimConfig;
 
 /// Moves the shim into its leaf cgroup and sets its own OOM score (clamped: the host may
@@ -16,21 +17,36 @@ pub fn settle_shim(cfg: &ShimConfig) {
             tracing::warn!(error = %e, cgroup = %leaf.display(), "cannot move the shim into its cgroup");
         }
     }
-    write_oom_score_adj("self", SHIM_OOM_SCORE_ADJ);
+    if let Err(n) = write_oom_score_adj("self", SHIM_OOM_SCORE_ADJ) {
+        tracing::warn!("the shim's own {}", n.message());
+    }
 }
 
-/// Writes `/proc/<who>/oom_score_adj`; where the host forbids it, keeps the inherited
-/// value and says so.
-pub fn write_oom_score_adj(who: &str, value: i32) {
+/// Writes `/proc/<who>/oom_score_adj`; where the host forbids it, the process keeps the
+/// value it has, and the error says which and why.
+pub fn write_oom_score_adj(who: &str, value: i32) -> Result<(), NotApplied> {
     let path = format!("/proc/{who}/oom_score_adj");
-    if let Err(e) = std::fs::write(&path, value.to_string()) {
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        tracing::warn!(
-            error = %e,
-            "cannot set {path} to {value} (lowering needs CAP_SYS_RESOURCE); it stays {}",
-            current.trim()
-        );
-    }
+    let Err(e) = std::fs::write(&path, value.to_string()) else {
+        return Ok(());
+    };
+    let current = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    let lowering = current.is_some_and(|c| value < c);
+    let why = match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) if lowering => format!(
+            "writing {path}: {e}; lowering oom_score_adj needs CAP_SYS_RESOURCE, which podhost \
+             lacks on this host (run it with that capability for the kubelet's OOM policy)"
+        ),
+        _ => format!("writing {path}: {e}"),
+    };
+    Err(NotApplied {
+        reason: OOM_SCORE_ADJ_NOT_APPLIED.into(),
+        setting: "oom_score_adj".into(),
+        wanted: value.to_string(),
+        actual: current.map_or_else(|| "an unknown value".into(), |c| c.to_string()),
+        why,
+    })
 }
 
 /// memory.events of the container's cgroup right after it was created.

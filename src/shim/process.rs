@@ -18,6 +18,7 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use super::kernel;
 use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::fsutil::{read_json, write_json_atomic};
+use crate::runtime::not_applied::{self, NotApplied, RLIMIT_NOT_APPLIED};
 use crate::runtime::overlay;
 use crate::runtime::records::{
     EXIT_FILE, ExitRecord, SHIM_LOG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
@@ -124,7 +125,10 @@ fn detach_from_daemon(cfg: &ShimConfig) {
 type Started = (StartedRecord, OwnedFd, OwnedFd, Option<MemoryEvents>);
 
 fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
-    mount_rootfs(cfg)?;
+    // What the container asked for and will run without: recorded before the start is
+    // reported, for the daemon to turn into pod events.
+    let mut not_applied = Vec::new();
+    mount_rootfs(cfg, &mut not_applied)?;
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let (stderr_r, stderr_w) =
@@ -151,7 +155,15 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
     // before it runs. Without its device rules it must not run at all.
     confine_devices(cfg)?;
     if let Some(adj) = cfg.oom_score_adj {
-        kernel::write_oom_score_adj(&init_pid.to_string(), adj);
+        if let Err(n) = kernel::write_oom_score_adj(&init_pid.to_string(), adj) {
+            not_applied.push(n);
+        }
+    }
+    for n in &not_applied {
+        tracing::warn!(container = %cfg.container_id, reason = %n.reason, "{}", n.message());
+    }
+    if let Err(e) = not_applied::record(&cfg.bundle, &not_applied) {
+        tracing::error!(error = %e, "cannot record the settings not applied");
     }
     let oom_baseline = kernel::oom_baseline(cfg.cgroup_dir.as_deref());
     container
@@ -171,12 +183,12 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
 
 /// The overlay rootfs; in a pod's user namespace with its snapshots made the pod's
 /// (the way taken is logged: idmapped mounts or chowned copies).
-fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
+fn mount_rootfs(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) -> Result<(), String> {
     let Some(ns) = &cfg.userns else {
         return overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
             .map_err(|e| e.to_string());
     };
-    raise_own_rlimits(cfg);
+    raise_own_rlimits(cfg, not_applied);
     let started = std::time::Instant::now();
     let way =
         crate::runtime::userns::rootfs::mount_rootfs(ns, &cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
@@ -192,8 +204,8 @@ fn mount_rootfs(cfg: &ShimConfig) -> Result<(), String> {
 }
 
 /// The container's rlimits on the shim itself before it enters the pod's user
-/// namespace (see `rlimit_host::raise_own_to`).
-fn raise_own_rlimits(cfg: &ShimConfig) {
+/// namespace (see `rlimit_host::raise_own_to`); refusals are recorded as not applied.
+fn raise_own_rlimits(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) {
     let Ok(spec) = oci_spec::runtime::Spec::load(cfg.bundle.join("config.json")) else {
         return;
     };
@@ -202,8 +214,22 @@ fn raise_own_rlimits(cfg: &ShimConfig) {
         .as_ref()
         .and_then(|p| p.rlimits().clone())
         .unwrap_or_default();
-    for (rlimit, error) in crate::runtime::rlimit_host::raise_own_to(&rlimits) {
-        tracing::warn!(?rlimit, %error, "cannot raise the shim's own rlimit; the container's may fail");
+    for refused in crate::runtime::rlimit_host::raise_own_to(&rlimits) {
+        let r = &refused.rlimit;
+        not_applied.push(NotApplied {
+            reason: RLIMIT_NOT_APPLIED.into(),
+            setting: format!("{:?}", r.typ()),
+            wanted: format!("{}:{}", r.soft(), r.hard()),
+            actual: match refused.current {
+                Some((soft, hard)) => format!("at most {soft}:{hard}"),
+                None => "an unknown limit".into(),
+            },
+            why: format!(
+                "the shim cannot raise its own limit before joining the pod's user \
+                 namespace ({}); raising a hard limit needs CAP_SYS_RESOURCE",
+                refused.error
+            ),
+        });
     }
 }
 

@@ -1,7 +1,9 @@
-//! The status store: pods by UID with status and events, written through to disk.
+//! The status store: pods by UID with status and events. Reads and writes take only
+//! the in-memory lock; the files are written by the writer thread (see `writer`).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::Arc;
+use std::sync::mpsc::Sender;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
@@ -10,8 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::conditions::recompute;
 use super::events::{Event, EventKind, push_capped};
+use super::writer::{Job, STATUS_FILE, Shared, WriterStats};
 use crate::model::restart::RestartPolicy;
-use crate::runtime::fsutil::{read_json, write_json_atomic};
+use crate::runtime::fsutil::read_json;
 use crate::runtime::paths::Layout;
 
 /// What the store keeps of one pod.
@@ -23,6 +26,9 @@ pub struct PodRecord {
     /// False once the pod's directory is being removed: no write may recreate it.
     #[serde(skip, default = "persisted")]
     pub persisted: bool,
+    /// Bumped by every change (store-wide counter), so the writer knows what it wrote.
+    #[serde(skip)]
+    pub(super) version: u64,
 }
 
 fn persisted() -> bool {
@@ -45,20 +51,33 @@ pub fn k8s_time(t: DateTime<Utc>) -> Time {
     Time(k8s_openapi::jiff::Timestamp::from_nanosecond(nanos).unwrap_or_default())
 }
 
-const STATUS_FILE: &str = "status.json";
-
-/// Pods by UID plus node events. Cheap to clone out of; writers hold the lock briefly.
+/// Pods by UID plus node events. Cheap to clone out of; everyone holds the lock briefly
+/// and nobody holds it across disk I/O.
 #[derive(Debug)]
 pub struct StatusStore {
-    layout: Layout,
     node_name: String,
-    inner: Mutex<Inner>,
+    shared: Arc<Shared>,
+    /// To the writer thread; `None` only while dropping.
+    jobs: Option<Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
 }
 
 #[derive(Debug, Default)]
-struct Inner {
-    pods: BTreeMap<String, PodRecord>,
+pub(super) struct Inner {
+    pub(super) pods: BTreeMap<String, PodRecord>,
     node_events: Vec<Event>,
+    last_version: u64,
+}
+
+impl Inner {
+    /// The pod's record with a new version, for a change about to be made.
+    fn changing(&mut self, uid: &str) -> Option<&mut PodRecord> {
+        self.last_version += 1;
+        let version = self.last_version;
+        let rec = self.pods.get_mut(uid)?;
+        rec.version = version;
+        Some(rec)
+    }
 }
 
 impl StatusStore {
@@ -77,35 +96,58 @@ impl StatusStore {
                 }
             }
         }
+        let inner = Inner {
+            pods,
+            ..Inner::default()
+        };
+        let shared = Arc::new(Shared::new(layout, inner));
+        let (jobs, writer) = super::writer::start(shared.clone());
         Self {
-            layout,
             node_name: node_name.to_string(),
-            inner: Mutex::new(Inner {
-                pods,
-                node_events: Vec::new(),
-            }),
+            shared,
+            jobs: Some(jobs),
+            writer: Some(writer),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.lock()
     }
 
-    fn persist(&self, rec: &PodRecord) {
-        if !rec.persisted {
+    /// Queues the pod's record for writing (its latest state at write time).
+    fn persist(&self, uid: &str) {
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(Job::Dirty(uid.to_string()));
+        }
+    }
+
+    /// Blocks until every change made before the call is on disk (or failed, logged).
+    /// For the daemon's stop and for tests; not needed for crash safety.
+    pub fn flush(&self) {
+        let Some(jobs) = &self.jobs else {
             return;
+        };
+        let (ack_tx, ack_rx) = std::sync::mpsc::channel();
+        if jobs.send(Job::Flush(ack_tx)).is_ok() {
+            let _ = ack_rx.recv();
         }
-        let path = self.layout.pod_dir(rec.uid()).join(STATUS_FILE);
-        if let Err(e) = write_json_atomic(&path, rec) {
-            tracing::error!(error = %e, pod = rec.name(), "cannot persist pod status");
-        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn shared_for_tests(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// What the writer thread has done so far.
+    pub fn writer_stats(&self) -> WriterStats {
+        self.shared.stats()
     }
 
     /// Adds a pod (status Pending) or keeps the known status of the same UID.
     pub fn admit(&self, pod: &Pod) {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let mut inner = self.lock();
-        let rec = inner.pods.entry(uid).or_insert_with(|| {
+        inner.pods.entry(uid.clone()).or_insert_with(|| {
             let mut pod = pod.clone();
             pod.metadata
                 .creation_timestamp
@@ -117,16 +159,18 @@ impl StatusStore {
                 pod,
                 events: Vec::new(),
                 persisted: true,
+                version: 0,
             }
         });
-        // Persisted under the lock, so that writes reach the disk in the order they happened.
-        self.persist(rec);
+        let _ = inner.changing(&uid);
+        drop(inner);
+        self.persist(&uid);
     }
 
     /// Applies `f` to the pod's status, recomputes phase and conditions, persists.
     pub fn update_status(&self, uid: &str, f: impl FnOnce(&mut PodStatus)) {
         let mut inner = self.lock();
-        let Some(rec) = inner.pods.get_mut(uid) else {
+        let Some(rec) = inner.changing(uid) else {
             return;
         };
         let policy = RestartPolicy::from_spec(
@@ -145,8 +189,8 @@ impl StatusStore {
         let status = rec.pod.status.get_or_insert_with(Default::default);
         f(status);
         recompute(status, policy, count);
-        // Persisted under the lock, so that writes reach the disk in the order they happened.
-        self.persist(rec);
+        drop(inner);
+        self.persist(uid);
     }
 
     /// Replaces one container's status (by name), keeping spec order.
@@ -198,12 +242,12 @@ impl StatusStore {
             EventKind::Warning => tracing::warn!(object, reason, message = %e.message, "event"),
         }
         let mut inner = self.lock();
-        let Some(rec) = inner.pods.get_mut(uid) else {
+        let Some(rec) = inner.changing(uid) else {
             return;
         };
         push_capped(&mut rec.events, e);
-        // Persisted under the lock, so that writes reach the disk in the order they happened.
-        self.persist(rec);
+        drop(inner);
+        self.persist(uid);
     }
 
     /// Records an event about the node (e.g. a manifest that cannot be used).
@@ -226,20 +270,19 @@ impl StatusStore {
     /// Marks the pod as being deleted (shown as Terminating).
     pub fn set_deletion_timestamp(&self, uid: &str, at: Time) {
         let mut inner = self.lock();
-        let Some(rec) = inner.pods.get_mut(uid) else {
+        let Some(rec) = inner.changing(uid) else {
             return;
         };
         rec.pod.metadata.deletion_timestamp.get_or_insert(at);
-        // Persisted under the lock, so that writes reach the disk in the order they happened.
-        self.persist(rec);
+        drop(inner);
+        self.persist(uid);
     }
 
     /// Stops writing the pod's record to disk (its directory is about to go); the pod
-    /// stays listed until [`remove`](Self::remove).
+    /// stays listed until [`remove`](Self::remove). On return no write of the record is
+    /// in flight or will start (waits for at most one file write in progress).
     pub fn stop_persisting(&self, uid: &str) {
-        if let Some(rec) = self.lock().pods.get_mut(uid) {
-            rec.persisted = false;
-        }
+        self.shared.stop_persisting(uid);
     }
 
     /// Forgets a pod once it is fully terminated.
@@ -275,5 +318,15 @@ impl StatusStore {
 
     pub fn node_events(&self) -> Vec<Event> {
         self.lock().node_events.clone()
+    }
+}
+
+impl Drop for StatusStore {
+    /// Writes what is queued and stops the writer thread.
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
     }
 }

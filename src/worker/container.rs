@@ -217,6 +217,10 @@ impl Supervisor {
                     "Started",
                     format!("Started container {}", self.c.name),
                 );
+                // What the shim could not apply (e.g. oom_score_adj without CAP_SYS_RESOURCE).
+                for n in crate::runtime::not_applied::read(&handle.bundle) {
+                    self.event(EventKind::Warning, &n.reason, n.message());
+                }
                 let run = Running {
                     started: handle.started.clone(),
                     container_id: id,

@@ -122,6 +122,8 @@ pub fn prepare_attempt(
     let bundle = ctx.layout.attempt_dir(&pod.uid, &c.name, attempt);
     std::fs::create_dir_all(&bundle)
         .map_err(|e| RuntimeError::io("create directory", &bundle, e))?;
+    // Marked as this podhost's, so that container GC never takes another's log dir.
+    crate::runtime::log_owner::claim_pod_log_dir(&ctx.layout, &pod.namespace, &pod.name, &pod.uid)?;
     let lower_dirs: Vec<PathBuf> = image.layers.iter().rev().cloned().collect();
     let img = image.config.config().clone().unwrap_or_default();
     let env = merged_env(image, c);

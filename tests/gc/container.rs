@@ -358,3 +358,50 @@ fn stale_libcontainer_states_are_removed_live_ones_kept() {
     left.sort();
     assert_eq!(left, ["cleaning", "creating", "running"]);
 }
+
+#[test]
+fn a_shared_log_dir_loses_only_the_orphaned_log_dirs_this_podhost_marked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let logs = tmp.path().join("logs");
+    let ours = Layout::new(tmp.path().join("root"), &logs);
+    let other = Layout::new(tmp.path().join("other-root"), &logs);
+    fs::create_dir_all(&ours.root_dir).unwrap();
+    fs::create_dir_all(&other.root_dir).unwrap();
+    let write_log = |dir: &Path| {
+        fs::create_dir_all(dir.join("c")).unwrap();
+        fs::write(dir.join("c/0.log"), b"2024-01-01T00:00:00Z stdout F hi\n").unwrap();
+    };
+    // A kubelet's pod (never marked), another podhost's and ours, all of pods gone.
+    let kubelet = logs.join("kube-system_etcd-node_0b3c7a1e-1111-2222-3333-444455556666");
+    write_log(&kubelet);
+    podhost::runtime::log_owner::claim_pod_log_dir(&other, "default", "theirs", "u-theirs")
+        .unwrap();
+    write_log(&other.pod_log_dir("default", "theirs", "u-theirs"));
+    podhost::runtime::log_owner::claim_pod_log_dir(&ours, "default", "mine", "u-mine").unwrap();
+    write_log(&ours.pod_log_dir("default", "mine", "u-mine"));
+
+    let report = remove_orphans_older_than(&ours, &HashSet::new(), Duration::ZERO);
+    assert_eq!(
+        report.log_dirs,
+        [ours.pod_log_dir("default", "mine", "u-mine")]
+    );
+    assert!(!ours.pod_log_dir("default", "mine", "u-mine").exists());
+    assert!(
+        kubelet.join("c/0.log").exists(),
+        "the kubelet's logs are kept"
+    );
+    assert!(
+        other
+            .pod_log_dir("default", "theirs", "u-theirs")
+            .join("c/0.log")
+            .exists(),
+        "another podhost's logs are kept"
+    );
+    // The other podhost's own GC takes its dir, and still not the kubelet's.
+    let theirs = remove_orphans_older_than(&other, &HashSet::new(), Duration::ZERO);
+    assert_eq!(
+        theirs.log_dirs,
+        [other.pod_log_dir("default", "theirs", "u-theirs")]
+    );
+    assert!(kubelet.exists());
+}

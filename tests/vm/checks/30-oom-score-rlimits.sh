@@ -1,7 +1,8 @@
 # 30-oom-score-rlimits: the kubelet's oom_score_adj policy (§6) and rlimits (§7) on real
 # processes: the daemon −999 and RLIMIT_NOFILE 1000000, shims −998, Guaranteed −997,
 # BestEffort 1000, Burstable 1000 − 1000·request/capacity; containers' RLIMIT_NOFILE
-# 1048576 by default and per-container overrides from podhost.io/rlimits.<container>.
+# 1048576 by default and per-container overrides from podhost.io/rlimits.<container>;
+# every score applied, so no OOMScoreAdjNotApplied event.
 
 assert_eq "daemon oom_score_adj" -999 "$(cat /proc/$DAEMON_PID/oom_score_adj)"
 daemon_nofile=$(awk '/^Max open files/ {print $4 ":" $5}' /proc/$DAEMON_PID/limits)
@@ -69,6 +70,12 @@ assert_eq "Burstable oom_score_adj (100Mi of ${mem_kb} kB)" "$want_burstable" "$
 # A child of the container's init inherits the score.
 shim=$(json_flat <"$(attempt_dir "gscore-$NODE" main)/started.json" | sed -n 's/^shim_pid=//p')
 assert_eq "shim oom_score_adj" -998 "$(cat /proc/$shim/oom_score_adj)"
+# With CAP_SYS_RESOURCE every score was applied: no OOMScoreAdjNotApplied event (on a
+# host without it, tests/hygiene.rs proves the event).
+events=$(podhost_cli get events -o json) || fail "podhost get events failed"
+printf '%s\n' "$events" | grep -q '"reason": "Started"' || fail "no Started event in: $events"
+not_applied=$(printf '%s\n' "$events" | grep -c '"reason": "OOMScoreAdjNotApplied"')
+assert_eq "OOMScoreAdjNotApplied events" 0 "$not_applied"
 
 limit() { # pod container name → soft:hard
   awk -v n="$3" 'index($0, n) == 1 { sub(n, ""); split($0, f, " "); print f[1] ":" f[2] }' \

@@ -1,0 +1,178 @@
+//! The status store on a real disk: batching, ordering, removal, and readers that never
+//! wait for the writer.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::StatusStore;
+use super::writer::STATUS_FILE;
+use crate::runtime::paths::Layout;
+
+fn pod(uid: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("p-{uid}"), "namespace": "default", "uid": uid},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}]}
+    }))
+    .unwrap()
+}
+
+fn store() -> (tempfile::TempDir, Layout, Arc<StatusStore>) {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = Layout::new(dir.path().join("root"), dir.path().join("logs"));
+    let store = Arc::new(StatusStore::load(layout.clone(), "node"));
+    (dir, layout, store)
+}
+
+fn set_message(store: &StatusStore, uid: &str, n: usize) {
+    store.update_status(uid, |s| s.message = Some(n.to_string()));
+}
+
+fn on_disk_message(layout: &Layout, uid: &str) -> Option<String> {
+    let text = std::fs::read_to_string(layout.pod_dir(uid).join(STATUS_FILE)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["pod"]["status"]["message"].as_str().map(str::to_string)
+}
+
+#[test]
+fn a_burst_of_changes_made_during_one_write_costs_one_more_write() {
+    let (_dir, layout, store) = store();
+    store.admit(&pod("a"));
+    store.flush();
+    let before = store.writer_stats().writes;
+    // A write in progress (the gate held) while 500 changes arrive.
+    let gate = store.shared_for_tests().gate_for_tests();
+    for n in 0..500 {
+        set_message(&store, "a", n);
+    }
+    drop(gate);
+    store.flush();
+    assert_eq!(
+        store.writer_stats().writes - before,
+        1,
+        "one write for the burst"
+    );
+    assert_eq!(on_disk_message(&layout, "a").as_deref(), Some("499"));
+}
+
+#[test]
+fn readers_and_mutators_never_wait_for_a_write_in_progress() {
+    let (_dir, _layout, store) = store();
+    store.admit(&pod("a"));
+    let gate = store.shared_for_tests().gate_for_tests();
+    // Same thread as the held gate: any wait for it would deadlock the test.
+    set_message(&store, "a", 1);
+    store.pod_event(
+        "a",
+        super::EventKind::Warning,
+        "R",
+        "pod/p-a",
+        "m".to_string(),
+    );
+    assert_eq!(store.pods().len(), 1);
+    assert_eq!(
+        store
+            .get("a")
+            .unwrap()
+            .pod
+            .status
+            .unwrap()
+            .message
+            .as_deref(),
+        Some("1")
+    );
+    drop(gate);
+}
+
+#[test]
+fn concurrent_changes_are_written_in_order_and_the_newest_lands_last() {
+    let (_dir, layout, store) = store();
+    for uid in ["a", "b"] {
+        store.admit(&pod(uid));
+    }
+    let threads: Vec<_> = ["a", "b"]
+        .into_iter()
+        .map(|uid| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                for n in 0..300 {
+                    set_message(&store, uid, n);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    store.flush();
+    let history = store.writer_stats().history;
+    for uid in ["a", "b"] {
+        let versions: Vec<u64> = history
+            .iter()
+            .filter(|(u, _)| u == uid)
+            .map(|(_, v)| *v)
+            .collect();
+        assert!(
+            versions.windows(2).all(|w| w[0] < w[1]),
+            "{uid}: versions written out of order: {versions:?}"
+        );
+        assert_eq!(
+            versions.last().copied(),
+            Some(store.get(uid).unwrap().version),
+            "{uid}: the newest state is the last written"
+        );
+        assert_eq!(on_disk_message(&layout, uid).as_deref(), Some("299"));
+    }
+}
+
+#[test]
+fn no_write_recreates_a_pod_dir_removed_after_stop_persisting() {
+    let (_dir, layout, store) = store();
+    store.admit(&pod("a"));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (store, stop) = (store.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                set_message(&store, "a", n);
+                n += 1;
+            }
+        })
+    };
+    // Let some writes happen first.
+    while store.writer_stats().writes < 3 {
+        std::thread::yield_now();
+    }
+    store.stop_persisting("a");
+    std::fs::remove_dir_all(layout.pod_dir("a")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    churn.join().unwrap();
+    store.flush();
+    assert!(
+        !layout.pod_dir("a").exists(),
+        "a late write recreated the pod dir"
+    );
+    store.remove("a");
+    assert!(store.get("a").is_none());
+}
+
+#[test]
+fn the_latest_state_survives_a_new_store() {
+    let (_dir, layout, store) = store();
+    store.admit(&pod("a"));
+    set_message(&store, "a", 7);
+    // Dropping the store writes what is queued (the daemon's stop flushes too).
+    drop(Arc::into_inner(store).unwrap());
+    let again = StatusStore::load(layout.clone(), "node");
+    let rec = again.get("a").unwrap();
+    assert_eq!(rec.pod.status.unwrap().message.as_deref(), Some("7"));
+    let leftovers: Vec<_> = std::fs::read_dir(layout.pod_dir("a"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != STATUS_FILE)
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+}
