@@ -8,9 +8,7 @@ use common::*;
 
 #[test]
 fn pod_runs_logs_exec_and_is_removed_cleanly() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let written = Instant::now();
     d.write_manifest(
@@ -193,9 +191,7 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
 
 #[test]
 fn logs_follow_streams_until_the_container_exits() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "follow.yaml",
@@ -243,9 +239,7 @@ fn logs_follow_streams_until_the_container_exits() {
 
 #[test]
 fn unknown_pod_and_container_errors_are_clear() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let out = d.cli(&["logs", "nosuchpod"]);
     assert!(!out.status.success());
@@ -266,9 +260,7 @@ fn unknown_pod_and_container_errors_are_clear() {
 
 #[test]
 fn host_network_pod_sees_host_interfaces() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "hn.yaml",
@@ -308,9 +300,7 @@ fn host_network_pod_sees_host_interfaces() {
 
 #[test]
 fn pod_network_is_private_with_loopback_up() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "net.yaml",

@@ -34,8 +34,6 @@ pub fn busybox_layout() -> &'static Path {
     })
 }
 
-/// Fails the test unless it runs as root: these tests create namespaces, mounts and
-/// cgroups, and a skipped test must never look like a passed one.
 /// Runs `oci/busybox/build.sh [ARGS…] DEST` (e.g. `--ref R --add FILE`); fails the test
 /// when it fails.
 pub fn build_busybox_layout(dest: &Path, args: &[&std::ffi::OsStr]) {
@@ -53,6 +51,9 @@ pub fn build_busybox_layout(dest: &Path, args: &[&std::ffi::OsStr]) {
     );
 }
 
+/// Fails the test unless it runs as root: these tests create namespaces, mounts and
+/// cgroups, and a skipped test must never look like a passed one. Never returns false
+/// (a bool only so that `assert!(require_root())` reads as what it does).
 pub fn require_root() -> bool {
     assert!(
         nix::unistd::geteuid().is_root(),
