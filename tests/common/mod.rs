@@ -446,7 +446,7 @@ pub fn busybox_pod(name: &str, extra_spec: &str, container_extra: &str, command:
 }
 
 /// A JSON blob of an OCI layout, by digest.
-fn read_blob_json(layout: &Path, digest: &str) -> Value {
+pub fn read_blob_json(layout: &Path, digest: &str) -> Value {
     let path = layout
         .join("blobs/sha256")
         .join(digest.trim_start_matches("sha256:"));
@@ -454,7 +454,7 @@ fn read_blob_json(layout: &Path, digest: &str) -> Value {
 }
 
 /// Stores `bytes` as a blob of an OCI layout; returns (digest, size).
-fn write_blob(layout: &Path, bytes: &[u8]) -> (String, usize) {
+pub fn write_blob(layout: &Path, bytes: &[u8]) -> (String, usize) {
     use sha2::Digest;
     let hex = hex::encode(sha2::Sha256::digest(bytes));
     std::fs::write(layout.join("blobs/sha256").join(&hex), bytes).unwrap();
@@ -463,7 +463,7 @@ fn write_blob(layout: &Path, bytes: &[u8]) -> (String, usize) {
 
 /// Rewrites the layout's (only) image: `edit` changes its manifest and config, and the
 /// new blobs are stored and referenced from index.json.
-fn edit_image(layout: &Path, edit: impl FnOnce(&mut Value, &mut Value)) {
+pub fn edit_image(layout: &Path, edit: impl FnOnce(&mut Value, &mut Value)) {
     let mut index: Value =
         serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
     let mut manifest = read_blob_json(layout, index["manifests"][0]["digest"].as_str().unwrap());
