@@ -185,7 +185,7 @@ impl Source {
         let index =
             ImageIndex::from_reader(&self.index_json[..]).map_err(|e| ImageError::BadJson {
                 what: format!("{}/index.json", self.path.display()),
-                reason: e.to_string(),
+                reason: super::error::with_causes(&e),
             })?;
         let mut found: HashMap<String, FoundImage> = HashMap::new();
         let mut other_platform = None;
@@ -282,7 +282,7 @@ impl Source {
                 let index =
                     ImageIndex::from_reader(&data[..]).map_err(|e| ImageError::BadJson {
                         what: format!("image index {digest}"),
-                        reason: e.to_string(),
+                        reason: super::error::with_causes(&e),
                     })?;
                 let chosen = index.manifests().iter().find(|m| {
                     m.platform()
