@@ -123,17 +123,18 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     let init_pid = started["init_pid"].as_i64().unwrap();
     let cgroups = std::fs::read_to_string(format!("/proc/{init_pid}/cgroup")).unwrap();
     let expected = format!("{}/kubepods/besteffort/pod{uid}/main", d.cgroup_root);
+    // Hybrid hosts: the memory controller's (v1) line; pure cgroup v2: the one "0::" line.
     let memory_line = cgroups
         .lines()
         .find(|l| l.contains(":memory:"))
+        .or_else(|| cgroups.lines().find(|l| l.starts_with("0::")))
         .unwrap_or("");
     assert!(memory_line.ends_with(&expected), "{cgroups}");
     let pod_cgroup_dirs = || -> Vec<std::path::PathBuf> {
-        std::fs::read_dir("/sys/fs/cgroup")
-            .unwrap()
-            .flatten()
+        cgroup_hierarchies()
+            .into_iter()
             .map(|h| {
-                h.path().join(format!(
+                h.join(format!(
                     "{}/kubepods/besteffort/pod{uid}",
                     d.cgroup_root.trim_start_matches('/')
                 ))

@@ -372,14 +372,28 @@ pub fn remove_cgroup_tree(rel: &str) {
         }
         let _ = std::fs::remove_dir(dir);
     }
-    if let Ok(hs) = std::fs::read_dir("/sys/fs/cgroup") {
-        for h in hs.flatten() {
-            let d = h.path().join(rel.trim_start_matches('/'));
-            if d.exists() {
-                rm(&d);
-            }
+    for h in cgroup_hierarchies() {
+        let d = h.join(rel.trim_start_matches('/'));
+        if d.exists() {
+            rm(&d);
         }
     }
+}
+
+/// Every mounted cgroup hierarchy's root: /sys/fs/cgroup itself on a pure cgroup v2
+/// host, its subdirectories (the v1 controllers and `unified`) on a hybrid one.
+pub fn cgroup_hierarchies() -> Vec<PathBuf> {
+    let root = PathBuf::from("/sys/fs/cgroup");
+    if root.join("cgroup.procs").exists() {
+        return vec![root];
+    }
+    std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect()
 }
 
 /// Polls `f` every 50 ms until it returns Some or the timeout passes.
