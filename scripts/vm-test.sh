@@ -117,6 +117,14 @@ if [ -z "${PODHOST_BIN:-}" ] && [ "${SKIP_BUILD:-}" != 1 ]; then
   cargo build --release --locked
 fi
 [ -x "$PODHOST" ] || { echo "vm-test: $PODHOST missing" >&2; exit 1; }
+# tests/lifecycle.rs also runs in the guest (check 15-lifecycle): its release test
+# binary, found by cargo's artifact message. Where it was built tells the guest where
+# it expects podhost and the busybox layout (compiled-in paths).
+LIFECYCLE_TEST=
+if command -v cargo >/dev/null; then
+  LIFECYCLE_TEST=$(cargo test --release --locked --test lifecycle --no-run --message-format=json |
+    sed -n 's/.*"executable":"\([^"]*\/deps\/lifecycle-[^"]*\)".*/\1/p' | tail -1)
+fi
 step "podhost built ($(since "$t"))"
 
 t=${EPOCHREALTIME/./}
@@ -138,6 +146,12 @@ bash oci/busybox/build.sh --ref localhost/seccomp-probe:latest --add "$VM_DIR/se
   exit 1
 }
 cp -r tests/vm "$SHARE/suite"
+if [ -n "$LIFECYCLE_TEST" ]; then
+  install -m 0755 "$LIFECYCLE_TEST" "$SHARE/bin/lifecycle-test"
+  # <target>/release/deps/lifecycle-HASH → <target>
+  printf 'LIFECYCLE_TARGET_DIR=%q\n' "$(dirname "$(dirname "$(dirname "$LIFECYCLE_TEST")")")" \
+    >"$SHARE/bin/lifecycle-test.env"
+fi
 # 70-apparmor loads a renamed copy to test its rules on a privileged (rw /proc, /sys) container.
 cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"
 {
@@ -146,7 +160,7 @@ cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"
   printf 'DAEMON_CGROUP=%q\n' "${DAEMON_CGROUP:-system.slice/podhost}"
 } >"$SHARE/suite.env"
 # apparmor_parser (libc only) makes the guest an AppArmor host that can load profiles.
-LIBS_FOR="$PODHOST" EXTRA_BINS=/sbin/apparmor_parser bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
+LIBS_FOR="$PODHOST ${LIFECYCLE_TEST:-}" EXTRA_BINS=/sbin/apparmor_parser bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
 step "image, initramfs and share ready ($(since "$t"))"
 
 # ---- 4. boot and run ----------------------------------------------------------------
