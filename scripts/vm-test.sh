@@ -6,7 +6,7 @@
 #   bash scripts/vm-test.sh            # install (once), build, boot, run every check
 #   CHECKS='00-*' bash scripts/vm-test.sh       # only the checks whose file name matches
 #
-# Env: CHECKS (glob on tests/vm/checks/ names, default all), TIMEOUT (whole VM run, 600 s),
+# Env: CHECKS (glob on tests/vm/checks/ names, default all), TIMEOUT (whole VM run, 900 s),
 #      CHECK_TIMEOUT (one check, 180 s), SMP (2), MEM (1024 MiB), ACCEL (auto|kvm|tcg),
 #      VERBOSE=1 (kernel messages on the console), VM_DIR (cache and share, target/vm),
 #      DAEMON_CGROUP (where the guest starts the daemon: system.slice/podhost, or "/" for
@@ -168,7 +168,7 @@ t=${EPOCHREALTIME/./}
 set +e
 KERNEL=$VM_DIR/vmlinux
 [ -s "$KERNEL" ] || KERNEL=$(compgen -G "$KROOT/boot/vmlinuz-*" | sort -V | tail -1)
-INITRD=$VM_DIR/initramfs.cpio.gz KERNEL=$KERNEL TIMEOUT=${TIMEOUT:-600} \
+INITRD=$VM_DIR/initramfs.cpio.gz KERNEL=$KERNEL TIMEOUT=${TIMEOUT:-900} \
   bash vm/run-vm.sh "$SHARE" suite/run.sh 2>&1 | tee "$VM_DIR/console.log"
 rc=${PIPESTATUS[0]}
 set -e
@@ -183,7 +183,7 @@ if [ -f "$SHARE/out/results" ]; then
   failed=$(grep -c '^FAIL ' "$SHARE/out/results" || true)
 fi
 case "$rc" in
-  124) step "the VM run hit its time limit (TIMEOUT=${TIMEOUT:-600} s)" ;;
+  124) step "the VM run hit its time limit (TIMEOUT=${TIMEOUT:-900} s)" ;;
   125) step "the guest died without reporting a status (see $VM_DIR/console.log)" ;;
 esac
 # A failed run counts as at least one failure, even if no check got to record one.

@@ -5,6 +5,8 @@
 # in: podhost (<target>/release/podhost, CARGO_BIN_EXE_podhost) and the busybox layout it
 # would build (<target>/tmp/busybox-layout, CARGO_TARGET_TMPDIR); both are made here,
 # from the share. Each test starts its own daemon, dirs and cgroup subtree, as on a host.
+# Under TCG on a busy host each test takes 30-40 s, hence a longer watchdog:
+# check-timeout: 480
 
 share=$(dirname "$SUITE_DIR")
 bin=$share/bin/lifecycle-test
