@@ -101,7 +101,11 @@ impl Healthy {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(pod_dirs, [self.uid.clone()], "pod dirs on disk");
+        assert_eq!(
+            pod_dirs,
+            std::slice::from_ref(&self.uid),
+            "pod dirs on disk"
+        );
         let temps = temp_files(&d.root);
         assert!(temps.is_empty(), "temp files left: {temps:?}");
         // The image store lists exactly the expected images and reads back.

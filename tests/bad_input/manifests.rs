@@ -50,7 +50,7 @@ fn billion_laughs() -> String {
     );
     for i in 1..10 {
         let prev = format!("*a{}", i - 1);
-        let list = vec![prev.as_str(); 10].join(", ");
+        let list = [prev.as_str(); 10].join(", ");
         y.push_str(&format!("    a{i}: &a{i} [{list}]\n"));
     }
     y.push_str("spec:\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    args: *a9\n");
