@@ -6,7 +6,7 @@
 #   bash scripts/vm-test.sh            # install (once), build, boot, run every check
 #   CHECKS='00-*' bash scripts/vm-test.sh       # only the checks whose file name matches
 #
-# Env: CHECKS (glob on tests/vm/checks/ names, default all), TIMEOUT (whole VM run, 600 s),
+# Env: CHECKS (glob on tests/vm/checks/ names, default all), TIMEOUT (whole VM run, 900 s),
 #      CHECK_TIMEOUT (one check, 180 s), SMP (2), MEM (1024 MiB), ACCEL (auto|kvm|tcg),
 #      VERBOSE=1 (kernel messages on the console), VM_DIR (cache and share, target/vm),
 #      DAEMON_CGROUP (where the guest starts the daemon: system.slice/podhost, or "/" for
@@ -117,6 +117,14 @@ if [ -z "${PODHOST_BIN:-}" ] && [ "${SKIP_BUILD:-}" != 1 ]; then
   cargo build --release --locked
 fi
 [ -x "$PODHOST" ] || { echo "vm-test: $PODHOST missing" >&2; exit 1; }
+# tests/lifecycle.rs also runs in the guest (check 15-lifecycle): its release test
+# binary, found by cargo's artifact message. Where it was built tells the guest where
+# it expects podhost and the busybox layout (compiled-in paths).
+LIFECYCLE_TEST=
+if command -v cargo >/dev/null; then
+  LIFECYCLE_TEST=$(cargo test --release --locked --test lifecycle --no-run --message-format=json |
+    sed -n 's/.*"executable":"\([^"]*\/deps\/lifecycle-[^"]*\)".*/\1/p' | tail -1)
+fi
 step "podhost built ($(since "$t"))"
 
 t=${EPOCHREALTIME/./}
@@ -138,6 +146,12 @@ bash oci/busybox/build.sh --ref localhost/seccomp-probe:latest --add "$VM_DIR/se
   exit 1
 }
 cp -r tests/vm "$SHARE/suite"
+if [ -n "$LIFECYCLE_TEST" ]; then
+  install -m 0755 "$LIFECYCLE_TEST" "$SHARE/bin/lifecycle-test"
+  # <target>/release/deps/lifecycle-HASH → <target>
+  printf 'LIFECYCLE_TARGET_DIR=%q\n' "$(dirname "$(dirname "$(dirname "$LIFECYCLE_TEST")")")" \
+    >"$SHARE/bin/lifecycle-test.env"
+fi
 # 70-apparmor loads a renamed copy to test its rules on a privileged (rw /proc, /sys) container.
 cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"
 {
@@ -146,7 +160,7 @@ cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"
   printf 'DAEMON_CGROUP=%q\n' "${DAEMON_CGROUP:-system.slice/podhost}"
 } >"$SHARE/suite.env"
 # apparmor_parser (libc only) makes the guest an AppArmor host that can load profiles.
-LIBS_FOR="$PODHOST" EXTRA_BINS=/sbin/apparmor_parser bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
+LIBS_FOR="$PODHOST ${LIFECYCLE_TEST:-}" EXTRA_BINS=/sbin/apparmor_parser bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
 step "image, initramfs and share ready ($(since "$t"))"
 
 # ---- 4. boot and run ----------------------------------------------------------------
@@ -154,7 +168,7 @@ t=${EPOCHREALTIME/./}
 set +e
 KERNEL=$VM_DIR/vmlinux
 [ -s "$KERNEL" ] || KERNEL=$(compgen -G "$KROOT/boot/vmlinuz-*" | sort -V | tail -1)
-INITRD=$VM_DIR/initramfs.cpio.gz KERNEL=$KERNEL TIMEOUT=${TIMEOUT:-600} \
+INITRD=$VM_DIR/initramfs.cpio.gz KERNEL=$KERNEL TIMEOUT=${TIMEOUT:-900} \
   bash vm/run-vm.sh "$SHARE" suite/run.sh 2>&1 | tee "$VM_DIR/console.log"
 rc=${PIPESTATUS[0]}
 set -e
@@ -169,7 +183,7 @@ if [ -f "$SHARE/out/results" ]; then
   failed=$(grep -c '^FAIL ' "$SHARE/out/results" || true)
 fi
 case "$rc" in
-  124) step "the VM run hit its time limit (TIMEOUT=${TIMEOUT:-600} s)" ;;
+  124) step "the VM run hit its time limit (TIMEOUT=${TIMEOUT:-900} s)" ;;
   125) step "the guest died without reporting a status (see $VM_DIR/console.log)" ;;
 esac
 # A failed run counts as at least one failure, even if no check got to record one.

@@ -269,32 +269,30 @@ fn compressed_layers_wrong_layers_and_other_platforms() {
     }
 }
 
-/// Runs oci/busybox/build.sh OUT; `None` (skip) when it cannot run here.
-fn build_busybox(out: &Path) -> Option<String> {
+/// Runs oci/busybox/build.sh OUT; fails the test when it cannot.
+fn build_busybox(out: &Path) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("oci/busybox/build.sh");
-    let output = Command::new("bash").arg(&script).arg(out).output().ok()?;
-    if !output.status.success() {
-        eprintln!(
-            "SKIP: build.sh failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        return None;
-    }
-    let stdout = String::from_utf8(output.stdout).ok()?;
-    Some(stdout.lines().last()?.trim().to_string())
+    let output = Command::new("bash")
+        .arg(&script)
+        .arg(out)
+        .output()
+        .expect("run oci/busybox/build.sh");
+    assert!(
+        output.status.success(),
+        "oci/busybox/build.sh failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]
 fn skopeo_docker_archive_of_busybox_loads_like_the_oci_layout() {
-    if Command::new("skopeo").arg("--version").output().is_err() {
-        eprintln!("SKIP: skopeo is not installed");
-        return;
-    }
+    assert!(
+        Command::new("skopeo").arg("--version").output().is_ok(),
+        "skopeo is not installed: run scripts/install-deps.sh (apt-get install skopeo)"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let layout = tmp.path().join("layout");
-    let Some(_) = build_busybox(&layout) else {
-        return;
-    };
+    build_busybox(&layout);
     let archive = tmp.path().join("busybox-docker.tar");
     let out = Command::new("skopeo")
         .arg("copy")

@@ -16,9 +16,7 @@ fn pod(name: &str, container: &str) -> String {
 
 #[test]
 fn image_config_is_merged_with_the_pod() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let layout = image_variant(
         &d.dir.path().join("variant"),
@@ -60,9 +58,7 @@ fn image_config_is_merged_with_the_pod() {
 
 #[test]
 fn image_stop_signal_is_used() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let layout = image_variant(
         &d.dir.path().join("sig"),

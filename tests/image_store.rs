@@ -19,10 +19,10 @@ fn is_root() -> bool {
 
 macro_rules! require_root {
     () => {
-        if !is_root() {
-            eprintln!("SKIP: this test needs root (mknod, chown, trusted xattrs, mount)");
-            return;
-        }
+        assert!(
+            is_root(),
+            "this test needs root (mknod, chown, trusted xattrs, mount): run it as root"
+        );
     };
 }
 

@@ -10,9 +10,7 @@ use common::*;
 
 #[test]
 fn rmi_refuses_images_in_use_and_gc_runs_on_demand() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "user.yaml",
@@ -57,9 +55,7 @@ fn rmi_refuses_images_in_use_and_gc_runs_on_demand() {
 
 #[test]
 fn container_gc_keeps_the_newest_dead_instance() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "loop.yaml",

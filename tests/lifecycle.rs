@@ -8,9 +8,7 @@ use common::*;
 
 #[test]
 fn pod_runs_logs_exec_and_is_removed_cleanly() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let written = Instant::now();
     d.write_manifest(
@@ -22,7 +20,7 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
             "trap 'echo got-term; exit 0' TERM; echo start $FULL host=$(hostname) pid=$$$$; echo to-stderr >&2; while true; do sleep 0.2; done",
         ),
     );
-    let pod = d.wait_pod("web", "pod Running", 20, |p| {
+    let pod = d.wait_pod("web", "pod Running", 60, |p| {
         (phase(p) == "Running").then(|| p.clone())
     });
     eprintln!("manifest written → Running: {:?}", written.elapsed());
@@ -45,7 +43,7 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
 
     // CRI log file at the kubelet's path, in the kubelet's format.
     let log = d.logs.join(format!("default_{full}_{uid}/main/0.log"));
-    wait_until(Duration::from_secs(5), "log lines", || {
+    wait_until(Duration::from_secs(30), "log lines", || {
         (log_lines(&log).len() >= 2).then_some(())
     })
     .expect("log lines");
@@ -125,17 +123,18 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     let init_pid = started["init_pid"].as_i64().unwrap();
     let cgroups = std::fs::read_to_string(format!("/proc/{init_pid}/cgroup")).unwrap();
     let expected = format!("{}/kubepods/besteffort/pod{uid}/main", d.cgroup_root);
+    // Hybrid hosts: the memory controller's (v1) line; pure cgroup v2: the one "0::" line.
     let memory_line = cgroups
         .lines()
         .find(|l| l.contains(":memory:"))
+        .or_else(|| cgroups.lines().find(|l| l.starts_with("0::")))
         .unwrap_or("");
     assert!(memory_line.ends_with(&expected), "{cgroups}");
     let pod_cgroup_dirs = || -> Vec<std::path::PathBuf> {
-        std::fs::read_dir("/sys/fs/cgroup")
-            .unwrap()
-            .flatten()
+        cgroup_hierarchies()
+            .into_iter()
             .map(|h| {
-                h.path().join(format!(
+                h.join(format!(
                     "{}/kubepods/besteffort/pod{uid}",
                     d.cgroup_root.trim_start_matches('/')
                 ))
@@ -161,14 +160,13 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     let shim_pids = TestDaemon::pids_with(&format!("{}/pods/{uid}", d.root.display()));
     assert_eq!(shim_pids.len(), 1, "one shim per container: {shim_pids:?}");
     d.remove_manifest("web.yaml");
-    let took = d.wait_gone("web", 15);
-    assert!(
-        took < Duration::from_secs(5),
-        "a container that exits on SIGTERM stops fast: {took:?}"
-    );
+    // Not a timed assertion (a slow VM would fail it): the trap's last line below shows
+    // that SIGTERM, not the SIGKILL after the grace period, ended the container.
+    let took = d.wait_gone("web", 60);
+    eprintln!("manifest removed → pod gone: {took:?}");
     let lines = log_lines(&log);
     assert_eq!(lines.last().map(|l| l.2.as_str()), Some("got-term"));
-    wait_until(Duration::from_secs(5), "shim gone", || {
+    wait_until(Duration::from_secs(30), "shim gone", || {
         TestDaemon::pids_with(&format!("{}/pods/{uid}", d.root.display()))
             .is_empty()
             .then_some(())
@@ -184,18 +182,15 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
             .output()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     );
-    assert!(
-        pod_cgroup_dirs().is_empty(),
-        "pod cgroups removed: {:?}",
-        pod_cgroup_dirs()
-    );
+    wait_until(Duration::from_secs(30), "pod cgroups removed", || {
+        pod_cgroup_dirs().is_empty().then_some(())
+    })
+    .unwrap_or_else(|| panic!("pod cgroups left: {:?}", pod_cgroup_dirs()));
 }
 
 #[test]
 fn logs_follow_streams_until_the_container_exits() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "follow.yaml",
@@ -206,7 +201,7 @@ fn logs_follow_streams_until_the_container_exits() {
             "for i in 1 2 3 4 5; do echo line $i; sleep 0.4; done",
         ),
     );
-    d.wait_pod("follow", "Running", 20, |p| {
+    d.wait_pod("follow", "Running", 60, |p| {
         (phase(p) == "Running").then_some(())
     });
     let started = Instant::now();
@@ -224,10 +219,6 @@ fn logs_follow_streams_until_the_container_exits() {
         started.elapsed() >= Duration::from_millis(800),
         "it followed, not read once"
     );
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "it ended with the container"
-    );
     let out = d.cli(&[
         "logs",
         "--tail",
@@ -243,15 +234,13 @@ fn logs_follow_streams_until_the_container_exits() {
 
 #[test]
 fn unknown_pod_and_container_errors_are_clear() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let out = d.cli(&["logs", "nosuchpod"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("pod \"nosuchpod\" not found"));
     d.write_manifest("one.yaml", &busybox_pod("one", "", "", "sleep 100"));
-    d.wait_pod("one", "Running", 20, |p| {
+    d.wait_pod("one", "Running", 60, |p| {
         (phase(p) == "Running").then_some(())
     });
     let out = d.cli(&["exec", &d.full_name("one"), "-c", "nope", "--", "true"]);
@@ -266,9 +255,7 @@ fn unknown_pod_and_container_errors_are_clear() {
 
 #[test]
 fn host_network_pod_sees_host_interfaces() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "hn.yaml",
@@ -279,7 +266,7 @@ fn host_network_pod_sees_host_interfaces() {
             "cat /proc/net/dev | wc -l; hostname",
         ),
     );
-    let pod = d.wait_pod("hn", "pod Succeeded", 20, |p| {
+    let pod = d.wait_pod("hn", "pod Succeeded", 60, |p| {
         (phase(p) == "Succeeded").then(|| p.clone())
     });
     let full = d.full_name("hn");
@@ -308,15 +295,13 @@ fn host_network_pod_sees_host_interfaces() {
 
 #[test]
 fn pod_network_is_private_with_loopback_up() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "net.yaml",
         &busybox_pod("net", "  restartPolicy: Never\n", "", "ip -o link show | cut -d: -f2 | tr -d ' ' | tr '\\n' ,; ping -c1 -W1 127.0.0.1 >/dev/null && echo ping-ok"),
     );
-    d.wait_pod("net", "pod Succeeded", 20, |p| {
+    d.wait_pod("net", "pod Succeeded", 60, |p| {
         (phase(p) == "Succeeded").then_some(())
     });
     let out = d.cli(&["logs", &d.full_name("net")]);

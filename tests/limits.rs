@@ -25,9 +25,7 @@ fn hard_nofile() -> u64 {
 
 #[test]
 fn rlimits_annotation_applied_or_clamped_and_best_effort_score() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "lim.yaml",
@@ -78,9 +76,7 @@ fn rlimits_annotation_applied_or_clamped_and_best_effort_score() {
 
 #[test]
 fn bad_rlimits_annotation_is_a_config_error() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "badlim.yaml",

@@ -8,9 +8,7 @@ use common::*;
 
 #[test]
 fn edited_manifest_replaces_the_pod_after_the_old_one_terminated() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let version = |v: &str| {
         busybox_pod(
@@ -75,9 +73,7 @@ fn edited_manifest_replaces_the_pod_after_the_old_one_terminated() {
 
 #[test]
 fn bad_files_are_reported_and_other_pods_keep_running() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "good.yaml",
@@ -142,9 +138,7 @@ fn bad_files_are_reported_and_other_pods_keep_running() {
 
 #[test]
 fn fields_not_honoured_yet_are_warning_events() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "probe.yaml",
@@ -172,9 +166,7 @@ fn fields_not_honoured_yet_are_warning_events() {
 
 #[test]
 fn an_edit_that_breaks_the_file_keeps_the_running_pod() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     let good = busybox_pod(
         "keep",

@@ -17,9 +17,7 @@ fn pod(name: &str, image: &str, policy: &str) -> String {
 
 #[test]
 fn pods_pull_per_policy_and_report_pull_errors() {
-    if !common::require_root() {
-        return;
-    }
+    common::require_root();
     let registry = Registry::start();
     registry.push_busybox("v1", &[]);
     let d = TestDaemon::start_with(&["--insecure-registry", &registry.addr]);

@@ -279,9 +279,7 @@ fn puller(root: &Path, proxy: &Proxy) -> (Arc<ImageStore>, Puller) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_layer_download_resumes_from_where_it_stopped() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let registry = Registry::start();
     let layout = tempfile::tempdir().unwrap();
     let (big, content) = busybox_plus_big_layer(layout.path(), 8);
@@ -322,9 +320,7 @@ async fn a_cut_layer_download_resumes_from_where_it_stopped() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_are_retried() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let registry = Registry::start();
     registry.push_busybox("latest", &[]);
     let proxy = Proxy::start(&registry.addr);
@@ -360,9 +356,7 @@ async fn server_errors_are_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_manifest_is_fetched_again() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let registry = Registry::start();
     registry.push_busybox("latest", &[]);
     let proxy = Proxy::start(&registry.addr);
@@ -383,9 +377,7 @@ async fn a_cut_manifest_is_fetched_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_download_cut_every_time_fails_after_four_attempts() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let registry = Registry::start();
     registry.push_busybox("latest", &[]);
     let (_, _, layer) = busybox_digests();
@@ -430,9 +422,7 @@ async fn a_download_cut_every_time_fails_after_four_attempts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_found_is_not_retried() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let registry = Registry::start();
     registry.push_busybox("latest", &[]);
     let proxy = Proxy::start(&registry.addr);

@@ -10,9 +10,7 @@ use common::*;
 
 #[test]
 fn daemon_kill9_and_restart_keeps_and_recovers_containers() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let mut d = TestDaemon::start();
     let marker = format!("keepalive-{}", d.node);
     d.write_manifest(

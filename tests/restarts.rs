@@ -9,9 +9,7 @@ use common::*;
 
 #[test]
 fn never_policy_reports_exit_codes_and_phase() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "ok.yaml",
@@ -52,9 +50,7 @@ fn never_policy_reports_exit_codes_and_phase() {
 
 #[test]
 fn on_failure_restarts_with_doubling_backoff() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "crash.yaml",
@@ -122,9 +118,7 @@ fn on_failure_restarts_with_doubling_backoff() {
 
 #[test]
 fn on_failure_success_is_not_restarted_and_always_restarts_success() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "once.yaml",
@@ -146,9 +140,7 @@ fn on_failure_success_is_not_restarted_and_always_restarts_success() {
 
 #[test]
 fn bad_command_is_a_start_error_with_backoff() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "nocmd.yaml",
@@ -171,9 +163,7 @@ fn bad_command_is_a_start_error_with_backoff() {
 
 #[test]
 fn missing_image_waits_and_starts_once_loaded() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "img.yaml",

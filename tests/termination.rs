@@ -48,9 +48,7 @@ fn find(
 
 #[test]
 fn pre_stop_finishes_before_the_stop_signal_in_parallel() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "hooks.yaml",
@@ -95,9 +93,7 @@ fn pre_stop_finishes_before_the_stop_signal_in_parallel() {
 
 #[test]
 fn sigkill_follows_a_process_that_ignores_sigterm() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "stubborn.yaml",
@@ -139,9 +135,7 @@ fn sigkill_follows_a_process_that_ignores_sigterm() {
 
 #[test]
 fn hung_pre_stop_is_abandoned_at_the_deadline_and_sigkill_follows() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "hung.yaml",
@@ -197,9 +191,7 @@ fn hung_pre_stop_is_abandoned_at_the_deadline_and_sigkill_follows() {
 
 #[test]
 fn failed_pre_stop_is_an_event_not_a_stuck_pod() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "failhook.yaml",
@@ -239,9 +231,7 @@ fn failed_pre_stop_is_an_event_not_a_stuck_pod() {
 
 #[test]
 fn sleep_pre_stop_delays_the_stop_signal() {
-    if !require_root() {
-        return;
-    }
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "nap.yaml",

@@ -3,6 +3,7 @@
 //! client the CLI uses.
 
 mod access;
+mod body;
 pub mod client;
 mod query;
 mod routes;

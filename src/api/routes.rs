@@ -236,13 +236,10 @@ async fn logs(
 /// Pulls an image, streaming progress as JSON lines (`PullProgress`), then a last line
 /// `{"error": "..."}` if it failed.
 async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
-    let body = match req.into_body().collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return error(400, e.to_string()),
-    };
-    let request: super::types::PullRequest = match serde_json::from_slice(&body) {
+    let request: super::types::PullRequest = match super::body::read_json(req, "pull request").await
+    {
         Ok(r) => r,
-        Err(e) => return error(400, format!("bad pull request: {e}")),
+        Err(answer) => return answer,
     };
     let (progress_tx, mut progress_rx) = tokio::sync::mpsc::channel(64);
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(64);
@@ -306,14 +303,11 @@ async fn gc(state: &ApiState) -> Response<Body> {
 
 /// `podhost rmi`: refuses an image that a pod uses, naming the pods.
 async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
-    let body = match req.into_body().collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return error(400, e.to_string()),
-    };
-    let request: super::types::PullRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return error(400, format!("bad request: {e}")),
-    };
+    let request: super::types::PullRequest =
+        match super::body::read_json(req, "remove request").await {
+            Ok(r) => r,
+            Err(answer) => return answer,
+        };
     let reference = crate::image::normalize_reference(&request.reference);
     let digest = state
         .images
@@ -375,13 +369,9 @@ async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body
 }
 
 async fn load(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
-    let body = match req.into_body().collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => return error(400, e.to_string()),
-    };
-    let request: LoadRequest = match serde_json::from_slice(&body) {
+    let request: LoadRequest = match super::body::read_json(req, "load request").await {
         Ok(r) => r,
-        Err(e) => return error(400, format!("bad load request: {e}")),
+        Err(answer) => return answer,
     };
     let images = state.images.clone();
     let path = PathBuf::from(&request.path);

@@ -226,3 +226,16 @@ impl<T> IoContext<T> for Result<T, io::Error> {
         self.map_err(|e| ImageError::io(action, path, e))
     }
 }
+
+/// An error's message followed by its causes: oci-spec's errors say only "serde
+/// failed" and keep the parser's line, column and reason in their source.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}

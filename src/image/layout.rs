@@ -187,7 +187,7 @@ impl Source {
         let index =
             ImageIndex::from_reader(&self.index_json[..]).map_err(|e| ImageError::BadJson {
                 what: format!("{}/index.json", self.path.display()),
-                reason: e.to_string(),
+                reason: super::error::with_causes(&e),
             })?;
         let mut other_platform = None;
         let mut candidates = Vec::new();
@@ -275,7 +275,7 @@ impl Source {
                 let index =
                     ImageIndex::from_reader(&data[..]).map_err(|e| ImageError::BadJson {
                         what: format!("image index {digest}"),
-                        reason: e.to_string(),
+                        reason: super::error::with_causes(&e),
                     })?;
                 let chosen = index.manifests().iter().find(|m| {
                     m.platform()

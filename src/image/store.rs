@@ -265,7 +265,7 @@ impl ImageStore {
         let data = self.blobs.read_json_bytes(digest)?;
         ImageManifest::from_reader(&data[..]).map_err(|e| ImageError::BadJson {
             what: format!("image manifest {digest}"),
-            reason: e.to_string(),
+            reason: super::error::with_causes(&e),
         })
     }
 
@@ -279,7 +279,7 @@ impl ImageStore {
         let config =
             ImageConfiguration::from_reader(&data[..]).map_err(|e| ImageError::BadJson {
                 what: format!("image config {digest}"),
-                reason: e.to_string(),
+                reason: super::error::with_causes(&e),
             })?;
         let diff_ids = config.rootfs().diff_ids();
         if diff_ids.len() != manifest.layers().len() {

@@ -61,7 +61,15 @@ impl NodeCgroups {
             .trim_end_matches('/')
             .to_string();
         let root = match flag_root {
-            Some(r) => r.trim_end_matches('/').to_string(),
+            Some(r) => {
+                // An explicit root that does not exist yet is created (with controllers
+                // enabled on the way down), as systemd creates a service's cgroup.
+                let r = r.trim_end_matches('/').to_string();
+                if let Err(e) = v2.ensure("", &r) {
+                    return degraded(r.clone(), format!("cannot create --cgroup-root {r}: {e}"));
+                }
+                r
+            }
             None => {
                 // Leave our own cgroup free of processes: the daemon moves to a leaf.
                 if !own_path.is_empty() {
@@ -230,6 +238,12 @@ impl NodeCgroups {
             if qos == QosClass::Burstable {
                 self.set_burstable(uid, None);
             }
+            return;
+        }
+        // Degraded on a pure v2 host (controllers not delegated): its one hierarchy is
+        // /sys/fs/cgroup itself, whose subdirectories are cgroups, not hierarchies.
+        if detect_mode() == CgroupMode::Unified {
+            self.v2.remove_tree(&rel);
             return;
         }
         let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") else {

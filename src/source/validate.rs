@@ -167,6 +167,110 @@ fn validate_container(at: &str, c: &Container) -> Result<(), (String, String, St
         one_of(p, &["File", "FallbackToLogsOnError"])
             .map_err(|why| bad("terminationMessagePolicy", p, why))?;
     }
+    validate_resources(c).map_err(|(field, value, why)| bad(&field, &value, why))?;
+    validate_ports(c).map_err(|(field, value, why)| bad(&field, &value, why))?;
+    for (i, e) in c.env.iter().flatten().enumerate() {
+        // As the API server (RelaxedEnvironmentVariableValidation): "NAME=x" would set
+        // another variable than the one written.
+        if e.name.is_empty()
+            || e.name.contains('=')
+            || !e.name.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return Err(bad(
+                &format!("env[{i}].name"),
+                &e.name,
+                "must be printable ASCII characters other than '=' (and not empty)".to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every resource quantity must parse, none may be negative, and a request may not
+/// exceed its limit: a quantity that does not parse would otherwise run the container
+/// without the limit the user wrote.
+fn validate_resources(c: &Container) -> Result<(), (String, String, String)> {
+    let Some(r) = c.resources.as_ref() else {
+        return Ok(());
+    };
+    let mut parsed: HashMap<(&str, &str), i64> = HashMap::new();
+    for (kind, map) in [("requests", &r.requests), ("limits", &r.limits)] {
+        for (name, q) in map.iter().flatten() {
+            let field = format!("resources.{kind}.{name}");
+            let value = if name == "cpu" {
+                crate::model::quantity::cpu_millis(&q.0)
+            } else {
+                crate::model::quantity::bytes(&q.0)
+            };
+            let Some(value) = value else {
+                return Err((
+                    field,
+                    q.0.clone(),
+                    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (e.g. 500m, 0.5, 128Mi, 1G)".to_string(),
+                ));
+            };
+            if value < 0 {
+                return Err((
+                    field,
+                    q.0.clone(),
+                    "must be greater than or equal to 0".to_string(),
+                ));
+            }
+            parsed.insert((kind, name.as_str()), value);
+        }
+    }
+    for ((kind, name), request) in &parsed {
+        if *kind == "requests"
+            && let Some(limit) = parsed.get(&("limits", *name))
+            && request > limit
+        {
+            let written = r
+                .requests
+                .as_ref()
+                .and_then(|m| m.get(*name))
+                .map(|q| q.0.clone());
+            let limit_written = r
+                .limits
+                .as_ref()
+                .and_then(|m| m.get(*name))
+                .map(|q| q.0.clone());
+            return Err((
+                format!("resources.requests.{name}"),
+                written.unwrap_or_default(),
+                format!(
+                    "must be less than or equal to {name} limit of {}",
+                    limit_written.unwrap_or_default()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Port numbers in range and known protocols, as the API server checks them.
+fn validate_ports(c: &Container) -> Result<(), (String, String, String)> {
+    for (i, p) in c.ports.iter().flatten().enumerate() {
+        if !(1..=65535).contains(&p.container_port) {
+            return Err((
+                format!("ports[{i}].containerPort"),
+                p.container_port.to_string(),
+                "must be between 1 and 65535, inclusive".to_string(),
+            ));
+        }
+        if let Some(h) = p.host_port
+            && !(0..=65535).contains(&h)
+        {
+            return Err((
+                format!("ports[{i}].hostPort"),
+                h.to_string(),
+                "must be between 0 and 65535, inclusive".to_string(),
+            ));
+        }
+        if let Some(proto) = p.protocol.as_deref() {
+            one_of(proto, &["TCP", "UDP", "SCTP"])
+                .map_err(|why| (format!("ports[{i}].protocol"), proto.to_string(), why))?;
+        }
+    }
     Ok(())
 }
 

@@ -34,8 +34,6 @@ pub fn busybox_layout() -> &'static Path {
     })
 }
 
-/// Fails the test unless it runs as root: these tests create namespaces, mounts and
-/// cgroups, and a skipped test must never look like a passed one.
 /// Runs `oci/busybox/build.sh [ARGS…] DEST` (e.g. `--ref R --add FILE`); fails the test
 /// when it fails.
 pub fn build_busybox_layout(dest: &Path, args: &[&std::ffi::OsStr]) {
@@ -53,6 +51,9 @@ pub fn build_busybox_layout(dest: &Path, args: &[&std::ffi::OsStr]) {
     );
 }
 
+/// Fails the test unless it runs as root: these tests create namespaces, mounts and
+/// cgroups, and a skipped test must never look like a passed one. Never returns false
+/// (a bool only so that `assert!(require_root())` reads as what it does).
 pub fn require_root() -> bool {
     assert!(
         nix::unistd::geteuid().is_root(),
@@ -371,14 +372,28 @@ pub fn remove_cgroup_tree(rel: &str) {
         }
         let _ = std::fs::remove_dir(dir);
     }
-    if let Ok(hs) = std::fs::read_dir("/sys/fs/cgroup") {
-        for h in hs.flatten() {
-            let d = h.path().join(rel.trim_start_matches('/'));
-            if d.exists() {
-                rm(&d);
-            }
+    for h in cgroup_hierarchies() {
+        let d = h.join(rel.trim_start_matches('/'));
+        if d.exists() {
+            rm(&d);
         }
     }
+}
+
+/// Every mounted cgroup hierarchy's root: /sys/fs/cgroup itself on a pure cgroup v2
+/// host, its subdirectories (the v1 controllers and `unified`) on a hybrid one.
+pub fn cgroup_hierarchies() -> Vec<PathBuf> {
+    let root = PathBuf::from("/sys/fs/cgroup");
+    if root.join("cgroup.procs").exists() {
+        return vec![root];
+    }
+    std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect()
 }
 
 /// Polls `f` every 50 ms until it returns Some or the timeout passes.
@@ -445,7 +460,7 @@ pub fn busybox_pod(name: &str, extra_spec: &str, container_extra: &str, command:
 }
 
 /// A JSON blob of an OCI layout, by digest.
-fn read_blob_json(layout: &Path, digest: &str) -> Value {
+pub fn read_blob_json(layout: &Path, digest: &str) -> Value {
     let path = layout
         .join("blobs/sha256")
         .join(digest.trim_start_matches("sha256:"));
@@ -453,7 +468,7 @@ fn read_blob_json(layout: &Path, digest: &str) -> Value {
 }
 
 /// Stores `bytes` as a blob of an OCI layout; returns (digest, size).
-fn write_blob(layout: &Path, bytes: &[u8]) -> (String, usize) {
+pub fn write_blob(layout: &Path, bytes: &[u8]) -> (String, usize) {
     use sha2::Digest;
     let hex = hex::encode(sha2::Sha256::digest(bytes));
     std::fs::write(layout.join("blobs/sha256").join(&hex), bytes).unwrap();
@@ -462,7 +477,7 @@ fn write_blob(layout: &Path, bytes: &[u8]) -> (String, usize) {
 
 /// Rewrites the layout's (only) image: `edit` changes its manifest and config, and the
 /// new blobs are stored and referenced from index.json.
-fn edit_image(layout: &Path, edit: impl FnOnce(&mut Value, &mut Value)) {
+pub fn edit_image(layout: &Path, edit: impl FnOnce(&mut Value, &mut Value)) {
     let mut index: Value =
         serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
     let mut manifest = read_blob_json(layout, index["manifests"][0]["digest"].as_str().unwrap());

@@ -541,10 +541,7 @@ mod tests {
     /// Issues tokens only to the right user, and stops listening when dropped.
     #[test]
     fn serves_tokens_and_stops_on_drop() {
-        if !super::super::on_path("openssl") {
-            eprintln!("SKIP: no openssl");
-            return;
-        }
+        super::super::ensure_tools(&[("openssl", "openssl")]);
         let dir = tempfile::tempdir().unwrap();
         let server = TokenServer::start(dir.path(), "alice", "s3cret");
         let addr = server.addr.clone();

@@ -137,10 +137,10 @@ impl Drop for Mount {
 
 #[test]
 fn full_disk_mid_layer_leaves_nothing() {
-    if !is_root() {
-        eprintln!("SKIP: needs root to mount a small tmpfs");
-        return;
-    }
+    assert!(
+        is_root(),
+        "this test needs root to mount a small tmpfs: run it as root"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("root");
     fs::create_dir(&root).unwrap();

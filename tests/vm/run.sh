@@ -162,7 +162,10 @@ for check in "$SUITE_DIR"/checks/*.sh; do
   # shellcheck disable=SC2016 # expanded by the inner bash
   setsid bash -c '. "$SUITE_DIR/lib.sh" && . "$1"' "$name" "$check" >"$fifo" 2>&1 </dev/null &
   pid=$!
-  setsid sh -c "sleep $CHECK_TIMEOUT; : >$timeout_mark; kill -TERM -- -$pid; sleep 3; kill -KILL -- -$pid" >/dev/null 2>&1 &
+  # A check may ask for a longer watchdog in a "# check-timeout: SECONDS" line.
+  limit=$(sed -n 's/^# check-timeout: *\([0-9][0-9]*\) *$/\1/p' "$check" | head -1)
+  [ -n "$limit" ] && [ "$limit" -gt "$CHECK_TIMEOUT" ] || limit=$CHECK_TIMEOUT
+  setsid sh -c "sleep $limit; : >$timeout_mark; kill -TERM -- -$pid; sleep 3; kill -KILL -- -$pid" >/dev/null 2>&1 &
   watchdog=$!
   wait "$pid"
   rc=$?
@@ -174,7 +177,7 @@ for check in "$SUITE_DIR"/checks/*.sh; do
   if [ "$rc" -eq 0 ] && [ ! -e "$timeout_mark" ]; then
     record PASS "$name" && echo "   (${took} s)"
   elif [ -e "$timeout_mark" ]; then
-    record FAIL "$name" "timed out after ${CHECK_TIMEOUT} s"
+    record FAIL "$name" "timed out after ${limit} s"
   elif [ -s "$CHECK_REASON" ]; then
     record FAIL "$name" "$(head -c 400 "$CHECK_REASON" | tr '\n' ' ')"
   else

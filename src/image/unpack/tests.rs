@@ -159,9 +159,10 @@ fn a_directory_replaced_midway_is_resolved_again() {
 
 #[test]
 fn owners_other_than_the_creator_are_applied() {
-    if !nix::unistd::geteuid().is_root() {
-        return;
-    }
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (chown): run it as root"
+    );
     let mut b = tar::Builder::new(Vec::new());
     for (path, kind, uid) in [
         ("f", EntryType::Regular, 1234),
@@ -307,9 +308,10 @@ fn a_whiteout_or_an_explicit_directory_hides_the_lower_symlink() {
 
 #[test]
 fn a_made_up_directory_takes_the_lower_directorys_owner_and_mode() {
-    if !nix::unistd::geteuid().is_root() {
-        return;
-    }
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (chown): run it as root"
+    );
     let (tmp, fixes) = over_lower(
         |l| {
             fs::create_dir_all(l.join("srv/data")).unwrap();
