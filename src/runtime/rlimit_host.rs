@@ -77,7 +77,7 @@ pub fn raise_own_to(rlimits: &[oci_spec::runtime::PosixRlimit]) -> Vec<RefusedRl
             let current = (unsafe { libc::getrlimit(resource, &mut now) } == 0)
                 .then_some((now.rlim_cur, now.rlim_max));
             refused.push(RefusedRlimit {
-                rlimit: r.clone(),
+                rlimit: *r,
                 error,
                 current,
             });
