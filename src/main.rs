@@ -153,6 +153,14 @@ struct DaemonArgs {
     /// overrides them, as `name=soft:hard,…`.
     #[arg(long, default_value = "nofile=1048576:1048576")]
     default_rlimits: String,
+    /// Rotate a container's log before it grows past this size (kubelet's
+    /// containerLogMaxSize); 0 or negative turns rotation off.
+    #[arg(long, default_value = "10Mi", allow_hyphen_values = true)]
+    container_log_max_size: String,
+    /// Files kept per container log, the current one included (kubelet's
+    /// containerLogMaxFiles; at least 2).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true)]
+    container_log_max_files: i64,
     /// pids.max of every pod cgroup (the kubelet's podPidsLimit); -1 = unlimited.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pod_pids_limit: i64,
@@ -378,6 +386,10 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         socket_access,
         cgroup_root: args.cgroup_root,
         pod_pids_limit: (args.pod_pids_limit > 0).then_some(args.pod_pids_limit),
+        log_rotation: podhost::logs::RotationPolicy::from_flags(
+            &args.container_log_max_size,
+            args.container_log_max_files,
+        )?,
         userns_range: args.userns_range.parse()?,
         default_rlimits: podhost::model::rlimits::parse_rlimits(&args.default_rlimits)
             .map_err(|e| anyhow::anyhow!("--default-rlimits: {e}"))?,

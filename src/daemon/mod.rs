@@ -50,6 +50,8 @@ pub struct DaemonConfig {
     pub seccomp_default: bool,
     /// The sysctls pods may set.
     pub sysctls: crate::model::sysctl::SysctlAllowlist,
+    /// Container log rotation (`--container-log-max-size`, `--container-log-max-files`).
+    pub log_rotation: crate::logs::RotationPolicy,
 }
 
 /// Daemon start-up failures.
@@ -158,6 +160,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             &cfg.root_dir.join("userns"),
             cfg.userns_range,
         )?),
+        log_rotation: cfg.log_rotation,
     });
     let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
     gc.spawn_loops();

@@ -8,8 +8,13 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::sync::mpsc;
 
+use std::io::Read;
+
 use super::LogError;
+use super::files::{LogPart, log_parts};
 use super::reader::{Assembler, Limit, ReadOptions, TailSink};
+use super::rotate::RotationKey;
+use super::tail::{Segment, plan, scan_back};
 
 /// How often [`follow`] checks the file for new lines.
 pub const FOLLOW_INTERVAL: Duration = Duration::from_millis(100);
@@ -28,9 +33,13 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// returns. It also returns `Ok` early when the receiver of `out` is dropped or
 /// [`ReadOptions::limit_bytes`](super::ReadOptions::limit_bytes) is reached.
 ///
-/// Rotation is followed: if the file at `path` is replaced (another inode), the old
-/// file is read to its end and the new one from its start; if it is truncated, it is
-/// read again from the start. If `path` disappears, the open file keeps being watched.
+/// The rotated files of the log are printed first (oldest first, `.gz` ones
+/// decompressed; with `tail`, only those needed). Rotation is followed: if the file at
+/// `path` is replaced (another inode), the old file is read to its end, then any rotated
+/// files written since (several rotations between two looks), then the new one from its
+/// start; if it is truncated, it is read again from the start. If `path` disappears,
+/// the open file keeps being watched. A follower that falls behind by more than
+/// `max_files` rotations misses the files removed meanwhile.
 ///
 /// Sending waits for room in the channel (backpressure); `stop` is not observed while
 /// a send waits.
@@ -41,9 +50,18 @@ pub async fn follow<F: Future>(
     stop: F,
 ) -> Result<(), LogError> {
     let mut f = Follower::open(path, &opts).await?;
-    // Old content, with tail applied (then kept in memory until the end is reached).
+    // Old content: the rotated files, then the current file (as much as tail needs),
+    // kept in memory by tail until the end is reached.
     let mut tail = TailSink::new(opts.tail);
     let mut batch: Vec<u8> = Vec::new();
+    for data in f.history(&opts).await? {
+        let limit = &mut f.limit;
+        f.asm
+            .push_lines(&data, &f.path, &mut |m| tail.push(m, limit, &mut batch));
+        if batch.len() >= BATCH_BYTES && !send_batches(&out, std::mem::take(&mut batch)).await {
+            return Ok(());
+        }
+    }
     loop {
         let more = f
             .read_some(&mut |m, limit| tail.push(m, limit, &mut batch))
@@ -81,7 +99,19 @@ pub async fn follow<F: Future>(
             // Lines may have been appended to the old file since it was read.
             f.read_available(&mut |m, limit| limit.write(m, &mut batch))
                 .await?;
+            let new_id = match &next {
+                Rotation::Replaced(_, id) => Some(*id),
+                Rotation::Truncated => None,
+            };
             f.switch(next).await;
+            if let Some(id) = new_id {
+                // Rotations that happened between two looks: their files in order.
+                for data in f.missed_rotations(id).await? {
+                    let limit = &mut f.limit;
+                    f.asm
+                        .push_lines(&data, &f.path, &mut |m| limit.write(m, &mut batch));
+                }
+            }
             f.read_available(&mut |m, limit| limit.write(m, &mut batch))
                 .await?;
         }
@@ -120,6 +150,8 @@ async fn send_batches(out: &mpsc::Sender<Vec<u8>>, mut data: Vec<u8>) -> bool {
 /// State of [`follow`]: the open file, the unread fragment and the joiner.
 struct Follower {
     path: PathBuf,
+    /// The newest rotated file older than the open file.
+    last_key: Option<RotationKey>,
     file: tokio::fs::File,
     id: (u64, u64),
     offset: u64,
@@ -134,6 +166,7 @@ impl Follower {
         let (file, id) = open_with_id(&path).await?;
         Ok(Follower {
             path,
+            last_key: None,
             file,
             id,
             offset: 0,
@@ -196,6 +229,83 @@ impl Follower {
         }
     }
 
+    /// The log's rotated files older than the open file (with `tail`, only those it
+    /// needs), each read whole; positions the open file where the tail starts.
+    async fn history(&mut self, opts: &ReadOptions) -> Result<Vec<Vec<u8>>, LogError> {
+        let path = self.path.clone();
+        let io_err = |source| LogError::Read {
+            path: path.clone(),
+            source,
+        };
+        let current = self
+            .file
+            .try_clone()
+            .await
+            .map_err(io_err)?
+            .into_std()
+            .await;
+        let (id, tail, stream) = (self.id, opts.tail, opts.stream);
+        let path2 = self.path.clone();
+        let (start, last_key, data) = tokio::task::spawn_blocking(move || {
+            let (start, found) = match tail {
+                Some(n) => scan_back(&current, n, stream).map_err(|source| LogError::Read {
+                    path: path2.clone(),
+                    source,
+                })?,
+                None => (0, 0),
+            };
+            let rotated = older_rotated(&path2, id)?;
+            let last_key = rotated.last().and_then(|p| p.key.clone());
+            let need = tail.map(|n| n.saturating_sub(found));
+            let data = if need == Some(0) {
+                Vec::new()
+            } else {
+                read_whole(plan(rotated, need, stream)?)?
+            };
+            Ok::<_, LogError>((start, last_key, data))
+        })
+        .await
+        .map_err(|e| LogError::Read {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })??;
+        self.last_key = last_key;
+        if start > 0 {
+            self.file
+                .seek(std::io::SeekFrom::Start(start))
+                .await
+                .map_err(io_err)?;
+            self.offset = start;
+        }
+        Ok(data)
+    }
+
+    /// After a rotation to the file `new_id`: the rotated files newer than the one that
+    /// was open (which was read through its descriptor), each read whole.
+    async fn missed_rotations(&mut self, new_id: (u64, u64)) -> Result<Vec<Vec<u8>>, LogError> {
+        let path = self.path.clone();
+        let last = self.last_key.clone();
+        let (last_key, data) = tokio::task::spawn_blocking(move || {
+            let mut newer: Vec<LogPart> = older_rotated(&path, new_id)?
+                .into_iter()
+                .filter(|p| p.key > last)
+                .collect();
+            let last_key = newer.last().and_then(|p| p.key.clone()).or(last);
+            // The first newer one is the file that was open.
+            if !newer.is_empty() {
+                newer.remove(0);
+            }
+            Ok::<_, LogError>((last_key, read_whole(plan(newer, None, None)?)?))
+        })
+        .await
+        .map_err(|e| LogError::Read {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })??;
+        self.last_key = last_key;
+        Ok(data)
+    }
+
     /// Whether the file at the path was replaced (rotation) or truncated.
     async fn rotation(&self) -> Option<Rotation> {
         let meta = tokio::fs::metadata(&self.path).await.ok()?;
@@ -240,6 +350,38 @@ enum Rotation {
     Replaced(tokio::fs::File, (u64, u64)),
     /// The file is shorter than what was read.
     Truncated,
+}
+
+/// The rotated files of `log` older than the file `id` (when that file was itself
+/// rotated already, it and the newer ones are left for the next look).
+fn older_rotated(log: &Path, id: (u64, u64)) -> Result<Vec<LogPart>, LogError> {
+    let mut rotated = log_parts(log)?;
+    rotated.pop();
+    let same = |p: &LogPart| {
+        !p.compressed && std::fs::metadata(&p.path).is_ok_and(|m| (m.dev(), m.ino()) == id)
+    };
+    if let Some(i) = rotated.iter().position(same) {
+        rotated.truncate(i);
+    }
+    Ok(rotated)
+}
+
+/// Reads each segment whole (complete lines only).
+fn read_whole(segments: Vec<Segment>) -> Result<Vec<Vec<u8>>, LogError> {
+    segments
+        .into_iter()
+        .map(|seg| {
+            let mut data = Vec::new();
+            seg.reader
+                .into_buf_read()
+                .read_to_end(&mut data)
+                .map_err(|source| LogError::Read {
+                    path: seg.part.path.clone(),
+                    source,
+                })?;
+            Ok(data)
+        })
+        .collect()
 }
 
 async fn open_with_id(path: &Path) -> Result<(tokio::fs::File, (u64, u64)), LogError> {
