@@ -60,10 +60,20 @@ enum Command {
         /// The previous instance of the container.
         #[arg(short = 'p', long)]
         previous: bool,
+        /// Print only the last N lines (read backwards from the end of the log).
         #[arg(long)]
         tail: Option<usize>,
         #[arg(long)]
         timestamps: bool,
+        /// Only lines newer than this duration (e.g. 30s, 5m, 1h30m).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only lines at or after this RFC 3339 time.
+        #[arg(long)]
+        since_time: Option<String>,
+        /// Stop after this many bytes of output.
+        #[arg(long)]
+        limit_bytes: Option<u64>,
     },
     /// Run a command in a running container.
     Exec {
@@ -272,14 +282,22 @@ fn run(cli: Cli) -> Result<i32> {
             previous,
             tail,
             timestamps,
+            since,
+            since_time,
+            limit_bytes,
         } => logs(
             &Client::new(&socket),
             &pod,
-            container,
-            follow,
-            previous,
-            tail,
-            timestamps,
+            &podhost::cli::logs_query::LogsFlags {
+                container,
+                follow,
+                previous,
+                tail,
+                timestamps,
+                since,
+                since_time,
+                limit_bytes,
+            },
         ),
         Command::Exec {
             pod,
@@ -479,25 +497,8 @@ fn describe(client: &Client, name: &str) -> Result<i32> {
     Ok(0)
 }
 
-fn logs(
-    client: &Client,
-    pod: &str,
-    container: Option<String>,
-    follow: bool,
-    previous: bool,
-    tail: Option<usize>,
-    timestamps: bool,
-) -> Result<i32> {
-    let mut path = format!(
-        "/pods/{}/log?follow={follow}&previous={previous}&timestamps={timestamps}",
-        percent_encode(pod)
-    );
-    if let Some(c) = container {
-        path.push_str(&format!("&container={}", percent_encode(&c)));
-    }
-    if let Some(t) = tail {
-        path.push_str(&format!("&tail={t}"));
-    }
+fn logs(client: &Client, pod: &str, flags: &podhost::cli::logs_query::LogsFlags) -> Result<i32> {
+    let path = podhost::cli::logs_query::log_query_path(pod, flags)?;
     let mut stdout = std::io::stdout();
     client.request_streaming("GET", &path, None, &mut |chunk| {
         stdout.write_all(chunk)?;

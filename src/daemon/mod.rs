@@ -1,6 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod host;
+mod log_drops;
 mod manager;
 mod node_name;
 mod oom;
@@ -190,6 +191,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         store.clone(),
         ctx.oom_victims.clone(),
     );
+    log_drops::start(store.clone(), ctx.layout.clone());
     let scans = crate::source::watch(
         cfg.manifest_dir.clone(),
         cfg.node_name.clone(),
