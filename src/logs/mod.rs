@@ -180,4 +180,6 @@ pub enum LogError {
 }
 
 #[cfg(test)]
+mod rotation_tests;
+#[cfg(test)]
 mod tests;
