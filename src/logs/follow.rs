@@ -99,14 +99,14 @@ pub async fn follow<F: Future>(
             // Lines may have been appended to the old file since it was read.
             f.read_available(&mut |m, limit| limit.write(m, &mut batch))
                 .await?;
-            let new_id = match &next {
-                Rotation::Replaced(_, id) => Some(*id),
+            let rotated = match &next {
+                Rotation::Replaced(s) => Some(s.rotated.clone()),
                 Rotation::Truncated => None,
             };
             f.switch(next).await;
-            if let Some(id) = new_id {
+            if let Some(rotated) = rotated {
                 // Rotations that happened between two looks: their files in order.
-                for data in f.missed_rotations(id).await? {
+                for data in f.missed_rotations(rotated).await? {
                     let limit = &mut f.limit;
                     f.asm
                         .push_lines(&data, &f.path, &mut |m| limit.write(m, &mut batch));
@@ -152,6 +152,8 @@ struct Follower {
     path: PathBuf,
     /// The newest rotated file older than the open file.
     last_key: Option<RotationKey>,
+    /// The rotated files older than the open file, until [`Follower::history`] reads them.
+    history: Option<Vec<LogPart>>,
     file: tokio::fs::File,
     id: (u64, u64),
     offset: u64,
@@ -163,12 +165,13 @@ struct Follower {
 
 impl Follower {
     async fn open(path: PathBuf, opts: &ReadOptions) -> Result<Self, LogError> {
-        let (file, id) = open_with_id(&path).await?;
+        let settled = settle(path.clone()).await?;
         Ok(Follower {
             path,
             last_key: None,
-            file,
-            id,
+            history: Some(settled.rotated),
+            file: tokio::fs::File::from_std(settled.file),
+            id: settled.id,
             offset: 0,
             frag: Vec::new(),
             asm: Assembler::new(opts),
@@ -244,8 +247,9 @@ impl Follower {
             .map_err(io_err)?
             .into_std()
             .await;
-        let (id, tail, stream) = (self.id, opts.tail, opts.stream);
+        let (tail, stream) = (opts.tail, opts.stream);
         let path2 = self.path.clone();
+        let rotated = self.history.take().unwrap_or_default();
         let (start, last_key, data) = tokio::task::spawn_blocking(move || {
             let (start, found) = match tail {
                 Some(n) => scan_back(&current, n, stream).map_err(|source| LogError::Read {
@@ -254,7 +258,6 @@ impl Follower {
                 })?,
                 None => (0, 0),
             };
-            let rotated = older_rotated(&path2, id)?;
             let last_key = rotated.last().and_then(|p| p.key.clone());
             let need = tail.map(|n| n.saturating_sub(found));
             let data = if need == Some(0) {
@@ -280,16 +283,13 @@ impl Follower {
         Ok(data)
     }
 
-    /// After a rotation to the file `new_id`: the rotated files newer than the one that
-    /// was open (which was read through its descriptor), each read whole.
-    async fn missed_rotations(&mut self, new_id: (u64, u64)) -> Result<Vec<Vec<u8>>, LogError> {
-        let path = self.path.clone();
+    /// After a rotation, given the rotated files older than the new open file: those
+    /// newer than the one that was open (which was read through its descriptor), each
+    /// read whole.
+    async fn missed_rotations(&mut self, rotated: Vec<LogPart>) -> Result<Vec<Vec<u8>>, LogError> {
         let last = self.last_key.clone();
         let (last_key, data) = tokio::task::spawn_blocking(move || {
-            let mut newer: Vec<LogPart> = older_rotated(&path, new_id)?
-                .into_iter()
-                .filter(|p| p.key > last)
-                .collect();
+            let mut newer: Vec<LogPart> = rotated.into_iter().filter(|p| p.key > last).collect();
             let last_key = newer.last().and_then(|p| p.key.clone()).or(last);
             // The first newer one is the file that was open.
             if !newer.is_empty() {
@@ -310,8 +310,8 @@ impl Follower {
     async fn rotation(&self) -> Option<Rotation> {
         let meta = tokio::fs::metadata(&self.path).await.ok()?;
         if (meta.dev(), meta.ino()) != self.id {
-            match open_with_id(&self.path).await {
-                Ok((file, id)) => Some(Rotation::Replaced(file, id)),
+            match settle(self.path.clone()).await {
+                Ok(s) => Some(Rotation::Replaced(s)),
                 Err(e) => {
                     tracing::debug!(error = %e, "cannot open rotated log file yet");
                     None
@@ -327,10 +327,10 @@ impl Follower {
     /// Continues with the new file, or from the start of the truncated one.
     async fn switch(&mut self, r: Rotation) {
         match r {
-            Rotation::Replaced(file, id) => {
+            Rotation::Replaced(s) => {
                 tracing::debug!(path = %self.path.display(), "log file rotated; following the new file");
-                self.file = file;
-                self.id = id;
+                self.file = tokio::fs::File::from_std(s.file);
+                self.id = s.id;
             }
             Rotation::Truncated => {
                 tracing::debug!(path = %self.path.display(), "log file truncated; reading it from the start");
@@ -347,23 +347,69 @@ impl Follower {
 /// How the followed file changed under its path.
 enum Rotation {
     /// Another file is at the path now.
-    Replaced(tokio::fs::File, (u64, u64)),
+    Replaced(Settled),
     /// The file is shorter than what was read.
     Truncated,
 }
 
-/// The rotated files of `log` older than the file `id` (when that file was itself
-/// rotated already, it and the newer ones are left for the next look).
-fn older_rotated(log: &Path, id: (u64, u64)) -> Result<Vec<LogPart>, LogError> {
-    let mut rotated = log_parts(log)?;
-    rotated.pop();
-    let same = |p: &LogPart| {
-        !p.compressed && std::fs::metadata(&p.path).is_ok_and(|m| (m.dev(), m.ino()) == id)
-    };
-    if let Some(i) = rotated.iter().position(same) {
-        rotated.truncate(i);
+/// The current file of a log, opened while no rotation happened, with the rotated files
+/// (all older than it) as they were then.
+struct Settled {
+    file: std::fs::File,
+    id: (u64, u64),
+    rotated: Vec<LogPart>,
+}
+
+/// Opens the current file between two listings of the rotated files that agree on the
+/// newest one: no rotation happened in between, so every listed file is older than the
+/// opened one and the next rotated file will be it. (Compressed files have new inodes,
+/// so identity by inode does not hold once the writer's gzip thread ran.)
+async fn settle(path: PathBuf) -> Result<Settled, LogError> {
+    let p = path.clone();
+    tokio::task::spawn_blocking(move || settle_blocking(&p))
+        .await
+        .map_err(|e| LogError::Read {
+            path,
+            source: std::io::Error::other(e),
+        })?
+}
+
+fn settle_blocking(log: &Path) -> Result<Settled, LogError> {
+    let newest = |parts: &[LogPart]| parts.last().and_then(|p| p.key.clone());
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut before = log_parts(log)?;
+        before.pop();
+        let file = match std::fs::File::open(log) {
+            Ok(f) => f,
+            // Between the rename and the new file of a rotation.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && attempt < 100 => {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            Err(source) => {
+                return Err(LogError::Open {
+                    path: log.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let mut after = log_parts(log)?;
+        after.pop();
+        // Under a flood that rotates faster than this can look, settle for the last try.
+        if newest(&before) == newest(&after) || attempt >= 100 {
+            let meta = file.metadata().map_err(|source| LogError::Open {
+                path: log.to_path_buf(),
+                source,
+            })?;
+            return Ok(Settled {
+                file,
+                id: (meta.dev(), meta.ino()),
+                rotated: after,
+            });
+        }
     }
-    Ok(rotated)
 }
 
 /// Reads each segment whole (complete lines only).
@@ -382,14 +428,4 @@ fn read_whole(segments: Vec<Segment>) -> Result<Vec<Vec<u8>>, LogError> {
             Ok(data)
         })
         .collect()
-}
-
-async fn open_with_id(path: &Path) -> Result<(tokio::fs::File, (u64, u64)), LogError> {
-    let open_err = |source| LogError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = tokio::fs::File::open(path).await.map_err(open_err)?;
-    let meta = file.metadata().await.map_err(open_err)?;
-    Ok((file, (meta.dev(), meta.ino())))
 }

@@ -39,7 +39,7 @@ use std::path::PathBuf;
 pub use drops::{LOG_DROPS_FILE, LogDrops, read_drops};
 pub use follow::follow;
 pub use reader::{CriLine, ReadOptions, ReadSummary, parse_line, read_log, read_messages};
-pub use rotate::{PolicyError, RotationPolicy};
+pub use rotate::{PolicyError, RotationPolicy, remove_log_files};
 pub use writer::{copy_streams, copy_streams_to_cri_log, open_log_file};
 
 /// How the writer treats the log file.

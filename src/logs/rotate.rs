@@ -222,6 +222,29 @@ pub fn rotated_files(log: &Path) -> std::io::Result<Vec<RotatedFile>> {
     Ok(found)
 }
 
+/// Removes a container log with its rotated files (plain, `.gz` and `.tmp`), as
+/// container GC does for a dead container. Absent files are fine.
+pub fn remove_log_files(log: &Path) -> std::io::Result<()> {
+    let mut paths: Vec<PathBuf> = rotated_files(log)?
+        .into_iter()
+        .flat_map(|f| {
+            let plain = f.uncompressed_path();
+            let mut gz = plain.as_os_str().to_os_string();
+            gz.push(COMPRESSED_SUFFIX);
+            [plain, PathBuf::from(gz)]
+        })
+        .collect();
+    paths.extend(leftover_tmp_files(log));
+    paths.push(log.to_path_buf());
+    for p in paths {
+        match std::fs::remove_file(&p) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// The `.tmp` files of `log`'s rotated files (left by a compression that was cut short).
 pub fn leftover_tmp_files(log: &Path) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (log.parent(), log.file_name().and_then(|n| n.to_str())) else {

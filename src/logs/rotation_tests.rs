@@ -418,7 +418,16 @@ async fn follow_reads_rotated_history_and_every_rotation_between_two_looks() {
     stop_tx.send(()).unwrap();
     task.await.unwrap().unwrap();
     let text = String::from_utf8(got).unwrap();
-    assert_eq!(seqs(&text), (0..5000).collect::<Vec<_>>());
+    let got = seqs(&text);
+    let want: Vec<usize> = (0..5000).collect();
+    if got != want {
+        let at = got.iter().zip(&want).position(|(a, b)| a != b);
+        panic!(
+            "{} lines; first difference at {at:?}: {:?}",
+            got.len(),
+            at.map(|i| &got[i.saturating_sub(2)..(i + 3).min(got.len())])
+        );
+    }
 }
 
 #[tokio::test]
@@ -443,4 +452,57 @@ async fn follow_with_tail_starts_in_the_right_file() {
     task.await.unwrap().unwrap();
     let text = String::from_utf8(got).unwrap();
     assert_eq!(seqs(&text), (250..400).collect::<Vec<_>>());
+}
+
+#[test]
+fn remove_log_files_takes_the_rotated_ones_and_leaves_other_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("0.log");
+    write_through(
+        &path,
+        RotationPolicy {
+            max_size: 1024,
+            max_files: 4,
+        },
+        numbered(0, 200, 10),
+    );
+    std::fs::write(dir.path().join("0.log.20260101-000000_009.gz.tmp"), b"x").unwrap();
+    std::fs::write(dir.path().join("1.log"), b"").unwrap();
+    std::fs::write(dir.path().join("1.log.20260101-000000"), b"").unwrap();
+    assert!(names(dir.path()).len() > 4);
+    rotate::remove_log_files(&path).unwrap();
+    assert_eq!(names(dir.path()), ["1.log", "1.log.20260101-000000"]);
+    rotate::remove_log_files(&path).unwrap();
+}
+
+#[test]
+fn a_log_that_cannot_be_opened_still_drains_the_pipes_and_counts_the_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let path = file.join("0.log"); // its parent is a regular file
+    let record = dir.path().join(LOG_DROPS_FILE);
+    let (or, ow) = pipe();
+    let (er, ew) = pipe();
+    drop(ew);
+    // 1 MiB: far more than a pipe holds, so a writer that stopped reading would block.
+    let feeder = thread::spawn(move || {
+        let mut f = std::fs::File::from(ow);
+        f.write_all(&numbered(0, 20_000, 40)).unwrap();
+    });
+    let opts = WriterOptions {
+        rotation: RotationPolicy::default(),
+        drop_record: Some(record.clone()),
+    };
+    let err = copy_streams(or, er, &path, &opts, None, || {}).unwrap_err();
+    feeder.join().unwrap();
+    match &err {
+        LogError::Write { dropped, .. } => assert!(*dropped > 1_000_000, "{err}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("0.log"), "{err}");
+    let d = read_drops(&record).unwrap().unwrap();
+    assert_eq!(d.dropped_lines, 20_000);
+    assert_eq!((d.failures, d.failing), (1, true));
+    assert!(d.error.is_some());
 }

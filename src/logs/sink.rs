@@ -21,7 +21,9 @@ use super::{LogError, WriterOptions};
 const RECORD_EVERY: Duration = Duration::from_secs(1);
 
 pub(super) struct Sink {
-    file: File,
+    /// `None` while the file cannot be opened (a full disk at start): tried again at
+    /// each write, the output dropped meanwhile.
+    file: Option<File>,
     pub(super) path: PathBuf,
     /// Bytes in the current file (the writer is its only writer).
     size: u64,
@@ -39,16 +41,24 @@ pub(super) struct Sink {
 
 impl Sink {
     /// Opens (or creates) the log at `path` and looks at what earlier rotations left.
-    pub(super) fn open(path: &Path, opts: &WriterOptions) -> Result<Sink, LogError> {
-        let file = open_log_file(path)?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    /// A file that cannot be opened is not an error: the writer must drain the pipes
+    /// anyway (else the container blocks or gets EPIPE), so it drops the output and
+    /// tries again at each write.
+    pub(super) fn open(path: &Path, opts: &WriterOptions) -> Sink {
+        let file = open_log_file(path)
+            .map_err(|e| tracing::warn!(error = %e, "cannot open the container log yet; dropping output until it can be"))
+            .ok();
+        let size = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.len());
         for tmp in leftover_tmp_files(path) {
             let _ = std::fs::remove_file(tmp);
         }
         let last_key = rotated_files(path)
             .ok()
             .and_then(|r| r.last().map(|f| f.key.clone()));
-        Ok(Sink {
+        Sink {
             file,
             path: path.to_path_buf(),
             size,
@@ -67,7 +77,7 @@ impl Sink {
                 .map(|p| DropRecord::create(p, path)),
             recorded_at: Instant::now(),
             first_error: None,
-        })
+        }
     }
 
     /// Writes the buffered lines, rotating first whenever the next lines would not fit;
@@ -115,7 +125,23 @@ impl Sink {
     /// Appends whole lines; on failure cuts the file back to its last whole line and
     /// counts the lines as dropped.
     fn write_chunk(&mut self, chunk: &[u8]) {
-        match self.file.write_all(chunk) {
+        let mut open_error = None;
+        if self.file.is_none() {
+            match open_log_file(&self.path) {
+                Ok(f) => {
+                    self.size = f.metadata().map_or(0, |m| m.len());
+                    self.file = Some(f);
+                }
+                Err(e) => open_error = Some(e),
+            }
+        }
+        let written = match (&mut self.file, open_error) {
+            (Some(f), _) => f.write_all(chunk),
+            (None, e) => Err(std::io::Error::other(
+                e.map_or_else(|| "no log file".to_string(), |e| e.to_string()),
+            )),
+        };
+        match written {
             Ok(()) => {
                 self.size += chunk.len() as u64;
                 if self.drops.failing {
@@ -132,7 +158,9 @@ impl Sink {
             Err(e) => {
                 // A short write left part of a line: take it back, so the file only
                 // ever holds whole lines.
-                let _ = self.file.set_len(self.size);
+                if let Some(f) = &self.file {
+                    let _ = f.set_len(self.size);
+                }
                 self.drops.dropped_lines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
                 self.drops.dropped_bytes += chunk.len() as u64;
                 if !self.drops.failing {
@@ -191,7 +219,7 @@ impl Sink {
                 return false;
             }
         };
-        self.file = file;
+        self.file = Some(file);
         self.size = 0;
         self.last_key = Some(key);
         drop(guard);

@@ -93,7 +93,7 @@ pub fn copy_streams(
     stop: Option<BorrowedFd<'_>>,
     on_drained: impl FnOnce(),
 ) -> Result<(), LogError> {
-    let sink = Sink::open(log_path, opts)?;
+    let sink = Sink::open(log_path, opts);
     let mut copier = Copier {
         streams: [
             StreamState::new(stdout, Stream::Stdout),
