@@ -88,6 +88,18 @@ fn same(got: &[u64], want: &[u64], what: &str) {
     }
 }
 
+/// Like [`logs`], but `None` while the API refuses (e.g. a new instance's file does not
+/// exist yet), for waiting loops.
+fn try_logs(d: &TestDaemon, pod: &str, extra: &[&str]) -> Option<String> {
+    let full = d.full_name(pod);
+    let mut args = vec!["logs", full.as_str()];
+    args.extend_from_slice(extra);
+    let out = d.cli(&args);
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 fn logs(d: &TestDaemon, pod: &str, extra: &[&str]) -> String {
     let full = d.full_name(pod);
     let mut args = vec!["logs", full.as_str()];
@@ -125,7 +137,7 @@ fn flood_rotates_within_max_files_with_kubelet_names_and_reads_back() {
         for f in &n {
             assert!(kubelet_name(f.trim_end_matches(".tmp")), "bad name {f}");
         }
-        let tail = logs(&d, "flood", &["--tail", "1"]);
+        let tail = try_logs(&d, "flood", &["--tail", "1"])?;
         (tail == "200000\n").then_some(())
     });
     assert!(
@@ -181,7 +193,9 @@ fn no_line_is_lost_across_many_rotations_and_previous_reads_the_last_instance() 
     );
     let dir = log_dir(&d, "seq");
     wait_until(Duration::from_secs(60), "first flood", || {
-        logs(&d, "seq", &["--tail", "1"]).eq("100\n").then_some(())
+        try_logs(&d, "seq", &["--tail", "1"])?
+            .eq("100\n")
+            .then_some(())
     })
     .expect("the first instance's output");
     kill_first_instance(&d);
@@ -218,7 +232,7 @@ fn no_line_is_lost_across_many_rotations_and_previous_reads_the_last_instance() 
     assert_eq!(limited, "1\n2\n3\n4\n5\n6\n");
     // The current instance: its own file set (1.log…), read in full.
     let current = wait_until(Duration::from_secs(30), "second flood", || {
-        let t = logs(&d, "seq", &[]);
+        let t = try_logs(&d, "seq", &[])?;
         t.ends_with("99\n100\n").then_some(t)
     })
     .expect("second instance's output");
@@ -292,7 +306,7 @@ fn full_log_disk_drops_lines_with_an_event_and_resumes() {
     );
     let dir = log_dir(&d, "chatty");
     wait_until(Duration::from_secs(20), "first lines", || {
-        logs(&d, "chatty", &["--tail", "1"])
+        try_logs(&d, "chatty", &["--tail", "1"])?
             .starts_with("line-")
             .then_some(())
     })
@@ -326,7 +340,7 @@ fn full_log_disk_drops_lines_with_an_event_and_resumes() {
         "{resumed}"
     );
     let after = wait_until(Duration::from_secs(10), "new lines", || {
-        let t = logs(&d, "chatty", &["--tail", "1"]);
+        let t = try_logs(&d, "chatty", &["--tail", "1"])?;
         (t != before_free).then_some(t)
     })
     .expect("writing resumed");
