@@ -75,7 +75,7 @@ pub fn run(config_path: &Path) -> i32 {
             let finished_at = Utc::now();
             // The pid namespace is gone, so the pipes close; don't wait forever if a
             // stray process outside it kept them.
-            let _ = done_rx.recv_timeout(Duration::from_secs(5));
+            let drained = done_rx.recv_timeout(Duration::from_secs(5)).is_ok();
             let (oom_killed, memory_peak, memory_max) =
                 kernel::oom_verdict(cfg.cgroup_dir.as_deref(), oom_baseline);
             let record = ExitRecord {
@@ -93,8 +93,9 @@ pub fn run(config_path: &Path) -> i32 {
             report(&ShimReady::Exited(record));
             tracing::info!(container = %cfg.container_id, exit_code, "container exited");
             cleanup(&cfg);
-            // Let a compression of a rotated log finish (bounded), so no `.tmp` is left.
-            if done_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
+            // Let a compression of a rotated log finish (bounded), so no `.tmp` is left;
+            // not when a stray process still holds the pipes (the copy never ended).
+            if drained && done_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
                 let _ = log_thread.join();
             }
             0
