@@ -60,10 +60,20 @@ enum Command {
         /// The previous instance of the container.
         #[arg(short = 'p', long)]
         previous: bool,
+        /// Print only the last N lines (read backwards from the end of the log).
         #[arg(long)]
         tail: Option<usize>,
         #[arg(long)]
         timestamps: bool,
+        /// Only lines newer than this duration (e.g. 30s, 5m, 1h30m).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only lines at or after this RFC 3339 time.
+        #[arg(long)]
+        since_time: Option<String>,
+        /// Stop after this many bytes of output.
+        #[arg(long)]
+        limit_bytes: Option<u64>,
     },
     /// Run a command in a running container.
     Exec {
@@ -159,6 +169,14 @@ struct DaemonArgs {
     /// overrides them, as `name=soft:hard,…`.
     #[arg(long, default_value = "nofile=1048576:1048576")]
     default_rlimits: String,
+    /// Rotate a container's log before it grows past this size (kubelet's
+    /// containerLogMaxSize); 0 or negative turns rotation off.
+    #[arg(long, default_value = "10Mi", allow_hyphen_values = true)]
+    container_log_max_size: String,
+    /// Files kept per container log, the current one included (kubelet's
+    /// containerLogMaxFiles; at least 2).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true)]
+    container_log_max_files: i64,
     /// pids.max of every pod cgroup (the kubelet's podPidsLimit); -1 = unlimited.
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pod_pids_limit: i64,
@@ -270,14 +288,22 @@ fn run(cli: Cli) -> Result<i32> {
             previous,
             tail,
             timestamps,
+            since,
+            since_time,
+            limit_bytes,
         } => logs(
             &Client::new(&socket),
             &pod,
-            container,
-            follow,
-            previous,
-            tail,
-            timestamps,
+            &podhost::cli::logs_query::LogsFlags {
+                container,
+                follow,
+                previous,
+                tail,
+                timestamps,
+                since,
+                since_time,
+                limit_bytes,
+            },
         ),
         Command::Exec {
             pod,
@@ -396,6 +422,10 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         socket_access,
         cgroup_root: args.cgroup_root,
         pod_pids_limit: (args.pod_pids_limit > 0).then_some(args.pod_pids_limit),
+        log_rotation: podhost::logs::RotationPolicy::from_flags(
+            &args.container_log_max_size,
+            args.container_log_max_files,
+        )?,
         userns_range: args.userns_range.parse()?,
         default_rlimits: podhost::model::rlimits::parse_rlimits(&args.default_rlimits)
             .map_err(|e| anyhow::anyhow!("--default-rlimits: {e}"))?,
@@ -485,25 +515,8 @@ fn describe(client: &Client, name: &str) -> Result<i32> {
     Ok(0)
 }
 
-fn logs(
-    client: &Client,
-    pod: &str,
-    container: Option<String>,
-    follow: bool,
-    previous: bool,
-    tail: Option<usize>,
-    timestamps: bool,
-) -> Result<i32> {
-    let mut path = format!(
-        "/pods/{}/log?follow={follow}&previous={previous}&timestamps={timestamps}",
-        percent_encode(pod)
-    );
-    if let Some(c) = container {
-        path.push_str(&format!("&container={}", percent_encode(&c)));
-    }
-    if let Some(t) = tail {
-        path.push_str(&format!("&tail={t}"));
-    }
+fn logs(client: &Client, pod: &str, flags: &podhost::cli::logs_query::LogsFlags) -> Result<i32> {
+    let path = podhost::cli::logs_query::log_query_path(pod, flags)?;
     let mut stdout = std::io::stdout();
     client.request_streaming("GET", &path, None, &mut |chunk| {
         stdout.write_all(chunk)?;

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use super::query::parse_query;
 use super::server::{ApiState, Body, error, ok_json, respond};
 use super::types::{ExecTarget, LoadRequest, LoadResponse};
-use crate::logs::reader::{ReadOptions, follow, read_messages};
+use crate::logs::reader::{ReadOptions, follow, read_log};
 use crate::runtime::paths::container_id;
 use crate::runtime::records::EXIT_FILE;
 use crate::status::PodRecord;
@@ -174,10 +174,9 @@ async fn logs(
     let path = state
         .layout
         .container_log(&ns, rec.name(), rec.uid(), &container, attempt as u32);
-    let opts = ReadOptions {
-        tail: query.get("tail").and_then(|t| t.parse().ok()),
-        timestamps: query.get("timestamps").is_some_and(|v| v == "true"),
-        ..Default::default()
+    let opts = match log_options(query) {
+        Ok(o) => o,
+        Err(msg) => return error(400, msg),
     };
     if !path.exists() {
         return error(
@@ -193,7 +192,7 @@ async fn logs(
     if !follow_mode {
         let mut out = Vec::new();
         return match tokio::task::spawn_blocking(move || {
-            read_messages(&path, &opts, &mut out).map(|_| out)
+            read_log(&path, &opts, &mut out).map(|_| out)
         })
         .await
         {
@@ -231,6 +230,43 @@ async fn logs(
         resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
     }
     resp
+}
+
+/// The read options of a log request: `tail` (or kubectl's `tailLines`), `timestamps`,
+/// `sinceSeconds`, `sinceTime` (RFC 3339), `limitBytes`.
+fn log_options(query: &std::collections::HashMap<String, String>) -> Result<ReadOptions, String> {
+    let num = |key: &str| -> Result<Option<u64>, String> {
+        query
+            .get(key)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| format!("{key}={v:?} is not a non-negative integer"))
+            })
+            .transpose()
+    };
+    let tail = match num("tail")? {
+        Some(t) => Some(t),
+        None => num("tailLines")?,
+    };
+    let since = match (num("sinceSeconds")?, query.get("sinceTime")) {
+        (Some(_), Some(_)) => return Err("at most one of sinceSeconds and sinceTime".into()),
+        (Some(s), None) => {
+            Some(chrono::Utc::now() - chrono::Duration::seconds(s.min(i64::MAX as u64) as i64))
+        }
+        (None, Some(t)) => Some(
+            chrono::DateTime::parse_from_rfc3339(t)
+                .map_err(|e| format!("sinceTime={t:?} is not an RFC 3339 time: {e}"))?
+                .with_timezone(&chrono::Utc),
+        ),
+        (None, None) => None,
+    };
+    Ok(ReadOptions {
+        tail: tail.map(|t| t as usize),
+        timestamps: query.get("timestamps").is_some_and(|v| v == "true"),
+        since,
+        limit_bytes: num("limitBytes")?,
+        ..Default::default()
+    })
 }
 
 /// Pulls an image, streaming progress as JSON lines (`PullProgress`), then a last line

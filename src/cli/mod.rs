@@ -4,4 +4,5 @@ pub mod age;
 pub mod describe;
 pub mod events;
 pub mod images;
+pub mod logs_query;
 pub mod table;

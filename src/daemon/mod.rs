@@ -1,6 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod host;
+mod log_drops;
 mod manager;
 mod node_name;
 mod oom;
@@ -51,6 +52,8 @@ pub struct DaemonConfig {
     pub seccomp_default: bool,
     /// The sysctls pods may set.
     pub sysctls: crate::model::sysctl::SysctlAllowlist,
+    /// Container log rotation (`--container-log-max-size`, `--container-log-max-files`).
+    pub log_rotation: crate::logs::RotationPolicy,
 }
 
 /// Daemon start-up failures.
@@ -161,6 +164,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             &cfg.root_dir.join("userns"),
             cfg.userns_range,
         )?),
+        log_rotation: cfg.log_rotation,
     });
     let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
     gc.spawn_loops();
@@ -190,6 +194,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         store.clone(),
         ctx.oom_victims.clone(),
     );
+    log_drops::start(store.clone(), ctx.layout.clone());
     let scans = crate::source::watch(
         cfg.manifest_dir.clone(),
         cfg.node_name.clone(),

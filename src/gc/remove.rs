@@ -14,22 +14,16 @@ pub(crate) const TRASH_PREFIX: &str = ".gc-";
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Removes the container's log file and attempt dir. Absent ones are fine.
+/// Removes the container's log file (with its rotated files) and attempt dir. Absent
+/// ones are fine.
 pub fn remove(dead: &DeadContainer) -> io::Result<()> {
     if !dead.log_file.as_os_str().is_empty() {
-        remove_file_if_present(&dead.log_file)?;
+        crate::logs::remove_log_files(&dead.log_file)?;
     }
     remove_tree(&dead.attempt_dir)?;
     tracing::info!(pod_uid = %dead.pod_uid, container = %dead.container, attempt = dead.attempt,
         "container GC: removed dead container");
     Ok(())
-}
-
-fn remove_file_if_present(path: &Path) -> io::Result<()> {
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// Detaches mounts under `dir`, renames it to `.gc-…` beside itself and deletes that.

@@ -13,22 +13,44 @@
 //! (full).
 //!
 //! - [`writer`]: synchronous, used by the single-threaded shim: drains the container's
-//!   stdout and stderr pipes with poll(2) and appends CRI lines to the log file.
+//!   stdout and stderr pipes with poll(2) and appends CRI lines to the log file,
+//!   rotating it ([`rotate`], [`sink`]) and compressing older rotated files on a thread
+//!   of its own ([`compress`]); output it cannot write is dropped and recorded
+//!   ([`drops`]).
+//! - [`files`]: the files of one container log, oldest first (rotated, then current).
 //! - [`reader`]: parses CRI lines, reassembles `P…F` chunks into whole messages,
 //!   implements `--tail`, `--timestamps`, `--since`, `--limit-bytes` and stream
 //!   selection.
 //! - [`follow`](mod@follow): follows a growing (or rotated) log file from tokio.
 
+pub mod compress;
+pub mod drops;
+pub mod files;
 pub mod follow;
 pub mod reader;
+pub mod rotate;
+mod sink;
+mod tail;
 pub mod writer;
 
 use std::fmt;
 use std::path::PathBuf;
 
+pub use drops::{LOG_DROPS_FILE, LogDrops, read_drops};
 pub use follow::follow;
-pub use reader::{CriLine, ReadOptions, ReadSummary, parse_line, read_messages};
+pub use reader::{CriLine, ReadOptions, ReadSummary, parse_line, read_log, read_messages};
+pub use rotate::{PolicyError, RotationPolicy, remove_log_files};
 pub use writer::{copy_streams, copy_streams_to_cri_log, open_log_file};
+
+/// How the writer treats the log file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// Rotation (the kubelet's defaults unless the daemon's flags say otherwise).
+    pub rotation: RotationPolicy,
+    /// Where to record output that could not be written (the attempt dir's
+    /// [`LOG_DROPS_FILE`]); `None`: only counted and logged.
+    pub drop_record: Option<PathBuf>,
+}
 
 /// Longest message chunk in one CRI line (containerd's default
 /// `max_container_log_line_size`, 16 KiB). Longer lines are split into `P` chunks of
@@ -157,5 +179,7 @@ pub enum LogError {
     },
 }
 
+#[cfg(test)]
+mod rotation_tests;
 #[cfg(test)]
 mod tests;

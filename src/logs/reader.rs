@@ -17,6 +17,8 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
+use super::files::log_parts;
+use super::tail::plan;
 use super::{LogError, Stream};
 
 /// Re-exported here too: following is reading a file that grows.
@@ -106,15 +108,15 @@ fn excerpt(b: &[u8]) -> String {
 }
 
 /// A parsed line borrowing its message.
-struct LineRef<'a> {
-    time: DateTime<Utc>,
-    stream: Stream,
-    partial: bool,
-    msg: &'a [u8],
+pub(super) struct LineRef<'a> {
+    pub(super) time: DateTime<Utc>,
+    pub(super) stream: Stream,
+    pub(super) partial: bool,
+    pub(super) msg: &'a [u8],
 }
 
 /// Borrowing parser behind [`parse_line`].
-fn parse_parts(line: &[u8]) -> Result<LineRef<'_>, LogError> {
+pub(super) fn parse_parts(line: &[u8]) -> Result<LineRef<'_>, LogError> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let mut rest = line;
     let mut field = |what: &str| -> Result<&[u8], LogError> {
@@ -170,9 +172,64 @@ fn parse_parts(line: &[u8]) -> Result<LineRef<'_>, LogError> {
     })
 }
 
-/// Writes the messages of the CRI log file at `path` to `out`, one per line
+/// Writes the messages of the container log at `log` to `out` — its rotated files
+/// (oldest first, `.gz` ones decompressed), then `log` itself — one per line (`msg\n`,
+/// or `<timestamp> msg\n` with [`ReadOptions::timestamps`]), joining split lines (also
+/// across a rotation) and applying the options.
+///
+/// `tail` reads plain files backwards from their end and opens only the files it needs;
+/// with `since`, rotated files rotated before that time are not opened. A rotated file
+/// removed (as the oldest) while it is read is skipped. The summary's `end_offset` is
+/// the offset in `log` itself.
+pub fn read_log(
+    log: &Path,
+    opts: &ReadOptions,
+    out: &mut impl Write,
+) -> Result<ReadSummary, LogError> {
+    let mut parts = log_parts(log)?;
+    if let Some(since) = opts.since {
+        // Every line of a rotated file is older than its rotation (to the second).
+        parts.retain(|p| {
+            p.rotated_at()
+                .is_none_or(|t| t + chrono::Duration::seconds(1) >= since)
+        });
+    }
+    let segments = plan(parts, opts.tail, opts.stream)?;
+    if !segments.iter().any(|s| s.part.key.is_none()) && !log.exists() {
+        return Err(LogError::Open {
+            path: log.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+    }
+    let mut state = ReadState::new(opts);
+    let mut summary = ReadSummary::default();
+    for seg in segments {
+        let current = seg.part.key.is_none();
+        let reader = seg
+            .reader
+            .starting_at(seg.start)
+            .map_err(|source| LogError::Read {
+                path: seg.part.path.clone(),
+                source,
+            })?
+            .into_buf_read();
+        let (end, skipped) = state.feed(reader, &seg.part.path, out)?;
+        summary.skipped_lines += skipped;
+        if current {
+            summary.end_offset = seg.start + end;
+        }
+        if state.limit.exhausted() {
+            break;
+        }
+    }
+    state.finish(log, out)?;
+    Ok(summary)
+}
+
+/// Writes the messages of the one CRI log file at `path` to `out`, one per line
 /// (`msg\n`, or `<timestamp> msg\n` with [`ReadOptions::timestamps`]), joining split
-/// lines and applying the options.
+/// lines and applying the options. [`read_log`] reads a container log with its
+/// rotated files.
 ///
 /// Reads up to the last complete line present when it gets there; chunks of a split
 /// line whose final `F` chunk is not written yet are printed as a line of their own.
@@ -187,47 +244,87 @@ pub fn read_messages(
         path: path.to_path_buf(),
         source,
     })?;
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
-    let mut asm = Assembler::new(opts);
-    let mut sink = TailSink::new(opts.tail);
-    let mut limit = Limit::new(opts.limit_bytes);
-    let mut line = Vec::with_capacity(1024);
-    let mut summary = ReadSummary::default();
-    let write_err = |source| LogError::Output {
-        path: path.to_path_buf(),
-        source,
-    };
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|source| LogError::Read {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        if n == 0 || line.last() != Some(&b'\n') {
-            break;
+    let mut state = ReadState::new(opts);
+    let (end_offset, skipped_lines) =
+        state.feed(BufReader::with_capacity(64 * 1024, file), path, out)?;
+    state.finish(path, out)?;
+    Ok(ReadSummary {
+        end_offset,
+        skipped_lines,
+    })
+}
+
+/// One pass over one or more files: the joiner, the tail and the byte limit.
+struct ReadState {
+    asm: Assembler,
+    sink: TailSink,
+    limit: Limit,
+}
+
+impl ReadState {
+    fn new(opts: &ReadOptions) -> Self {
+        ReadState {
+            asm: Assembler::new(opts),
+            sink: TailSink::new(opts.tail),
+            limit: Limit::new(opts.limit_bytes),
         }
-        summary.end_offset += n as u64;
-        if !asm.push(&line, path, &mut |m| sink.push(m, &mut limit, out)) {
-            summary.skipped_lines += 1;
+    }
+
+    /// Feeds the complete lines of `reader`; returns the bytes consumed (up to the last
+    /// newline) and the malformed lines skipped.
+    fn feed(
+        &mut self,
+        mut reader: impl BufRead,
+        path: &Path,
+        out: &mut impl Write,
+    ) -> Result<(u64, u64), LogError> {
+        let mut line = Vec::with_capacity(1024);
+        let (mut consumed, mut skipped) = (0u64, 0u64);
+        let ReadState { asm, sink, limit } = self;
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|source| LogError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            if n == 0 || line.last() != Some(&b'\n') {
+                break;
+            }
+            consumed += n as u64;
+            if !asm.push(&line, path, &mut |m| sink.push(m, limit, out)) {
+                skipped += 1;
+            }
+            if let Some(source) = sink.error.take() {
+                return Err(LogError::Output {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+            if limit.exhausted() {
+                break;
+            }
         }
+        Ok((consumed, skipped))
+    }
+
+    /// Prints split lines left without their `F` chunk and the kept tail.
+    fn finish(&mut self, path: &Path, out: &mut impl Write) -> Result<(), LogError> {
+        let ReadState { asm, sink, limit } = self;
+        if !limit.exhausted() {
+            asm.flush(&mut |m| sink.push(m, limit, out));
+            sink.finish(limit, out);
+        }
+        let write_err = |source| LogError::Output {
+            path: path.to_path_buf(),
+            source,
+        };
         if let Some(e) = sink.error.take() {
             return Err(write_err(e));
         }
-        if limit.exhausted() {
-            break;
-        }
+        out.flush().map_err(write_err)
     }
-    if !limit.exhausted() {
-        asm.flush(&mut |m| sink.push(m, &mut limit, out));
-        sink.finish(&mut limit, out);
-    }
-    if let Some(e) = sink.error.take() {
-        return Err(write_err(e));
-    }
-    out.flush().map_err(write_err)?;
-    Ok(summary)
 }
 
 /// Counts and cuts output at [`ReadOptions::limit_bytes`].
@@ -380,6 +477,15 @@ impl Assembler {
             }
         }
         true
+    }
+
+    /// Processes every complete line of `data` (a trailing fragment is ignored).
+    pub(super) fn push_lines(&mut self, data: &[u8], path: &Path, emit: &mut impl FnMut(&[u8])) {
+        for line in data.split_inclusive(|&b| b == b'\n') {
+            if line.ends_with(b"\n") {
+                self.push(line, path, emit);
+            }
+        }
     }
 
     /// Emits split lines whose `F` chunk never came, oldest first.

@@ -310,8 +310,15 @@ fn stop_fd_ends_the_copy_and_flushes_pending_text() {
         thread::sleep(Duration::from_millis(100));
         drop(stop_w); // hang-up makes the stop fd readable
     });
-    let file = open_log_file(&path).unwrap();
-    copy_streams(or, er, file, &path, Some(stop_r.as_fd())).unwrap();
+    copy_streams(
+        or,
+        er,
+        &path,
+        &WriterOptions::default(),
+        Some(stop_r.as_fd()),
+        || {},
+    )
+    .unwrap();
     stopper.join().unwrap();
     drop(w);
     let p = parsed(&log_lines(&path));

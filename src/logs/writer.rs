@@ -6,21 +6,23 @@
 //! without a syscall per line.
 //!
 //! Output is never allowed to back up into the container: if the log file cannot be
-//! written (disk full), the writer keeps draining the pipes, drops the output, retries
-//! on the next wake-up and reports [`LogError::Write`] when it ends.
+//! written (disk full), the writer keeps draining the pipes, drops the output (counted
+//! in the drop record, see [`super::drops`]), retries on the next wake-up and reports
+//! [`LogError::Write`] when it ends. Rotation happens here too, before the write that
+//! would cross the size limit ([`super::sink`], [`super::rotate`]).
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{SecondsFormat, Utc};
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use super::{LogError, MAX_LINE_BYTES, Stream};
+use super::sink::Sink;
+use super::{LogError, MAX_LINE_BYTES, Stream, WriterOptions};
 
 /// Size of one read(2) from a pipe (the default pipe capacity).
 const READ_CHUNK: usize = 64 * 1024;
@@ -50,50 +52,54 @@ pub fn open_log_file(log_path: &Path) -> Result<File, LogError> {
 
 /// Copies the container's stdout and stderr pipes into the CRI log file at `log_path`
 /// until both pipes reach end of file (every process holding their write ends has
-/// closed them or exited).
+/// closed them or exited), with the default [`WriterOptions`] (the kubelet's rotation,
+/// no drop record).
 ///
-/// Opens the file with [`open_log_file`] and runs [`copy_streams`] with no stop fd.
-/// Blocks the calling thread; uses no other thread.
+/// Blocks the calling thread; uses no other thread until a rotation needs compression.
 pub fn copy_streams_to_cri_log(
     stdout: OwnedFd,
     stderr: OwnedFd,
     log_path: &Path,
 ) -> Result<(), LogError> {
-    let file = open_log_file(log_path)?;
-    copy_streams(stdout, stderr, file, log_path, None)
+    copy_streams(
+        stdout,
+        stderr,
+        log_path,
+        &WriterOptions::default(),
+        None,
+        || {},
+    )
 }
 
-/// Copies the read ends of the container's `stdout` and `stderr` pipes into the already
-/// open CRI log file `log` (its path `log_path` is only used in errors).
+/// Copies the read ends of the container's `stdout` and `stderr` pipes into the CRI log
+/// file at `log_path` (opened or created with [`open_log_file`]), rotating it as
+/// `opts.rotation` says and recording dropped output in `opts.drop_record`.
 ///
 /// Returns when both pipes reach end of file, or when `stop` (an eventfd or the read end
 /// of a pipe) becomes readable or hung up. On stop, whatever the pipes hold at that
 /// moment is still copied. Text left without a trailing newline is written as an `F`
-/// line in both cases.
+/// line in both cases. `on_drained` is called once the last line is written, before
+/// the function waits for the compression of rotated files still queued.
 ///
 /// The pipes are switched to non-blocking mode. Errors: [`LogError::Poll`] and
 /// [`LogError::Pipe`] end the copy at once (after writing what was read);
 /// [`LogError::Write`] is reported only at the end, since the copy keeps draining the
-/// pipes after a failed write.
+/// pipes after a failed write (dropping output until writes work again).
 pub fn copy_streams(
     stdout: OwnedFd,
     stderr: OwnedFd,
-    log: File,
     log_path: &Path,
+    opts: &WriterOptions,
     stop: Option<BorrowedFd<'_>>,
+    on_drained: impl FnOnce(),
 ) -> Result<(), LogError> {
+    let sink = Sink::open(log_path, opts);
     let mut copier = Copier {
         streams: [
             StreamState::new(stdout, Stream::Stdout),
             StreamState::new(stderr, Stream::Stderr),
         ],
-        sink: Sink {
-            file: log,
-            path: log_path.to_path_buf(),
-            out: Vec::with_capacity(2 * READ_CHUNK),
-            error: None,
-            dropped: 0,
-        },
+        sink,
         buf: vec![0u8; READ_CHUNK],
     };
     for s in &copier.streams {
@@ -105,8 +111,10 @@ pub fn copy_streams(
     }
     let result = copier.run(stop);
     copier.finish();
+    on_drained();
+    let written = copier.sink.finish();
     result?;
-    copier.sink.into_result()
+    written
 }
 
 fn set_nonblocking(fd: BorrowedFd<'_>) -> nix::Result<()> {
@@ -317,45 +325,4 @@ pub(crate) fn encode_chunk(out: &mut Vec<u8>, ts: &str, stream: Stream, partial:
     out.extend_from_slice(if partial { b" P " } else { b" F " });
     out.extend_from_slice(msg);
     out.push(b'\n');
-}
-
-/// The log file plus the bytes waiting to be written to it.
-struct Sink {
-    file: File,
-    path: PathBuf,
-    out: Vec<u8>,
-    error: Option<std::io::Error>,
-    dropped: u64,
-}
-
-impl Sink {
-    /// Writes the buffered lines; on failure drops them (and remembers the first error).
-    fn flush(&mut self) {
-        if self.out.is_empty() {
-            return;
-        }
-        if let Err(e) = self.file.write_all(&self.out) {
-            if self.error.is_none() {
-                tracing::warn!(
-                    path = %self.path.display(),
-                    error = %e,
-                    "cannot write container log; dropping output until writes succeed again"
-                );
-                self.error = Some(e);
-            }
-            self.dropped += self.out.len() as u64;
-        }
-        self.out.clear();
-    }
-
-    fn into_result(self) -> Result<(), LogError> {
-        match self.error {
-            None => Ok(()),
-            Some(source) => Err(LogError::Write {
-                path: self.path,
-                dropped: self.dropped,
-                source,
-            }),
-        }
-    }
 }

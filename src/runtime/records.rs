@@ -28,6 +28,9 @@ pub struct ShimConfig {
     /// hostUsers: false: the rootfs is made the pod's (idmapped or chowned snapshots).
     #[serde(default)]
     pub userns: Option<super::userns::rootfs::UsernsRootfs>,
+    /// When the shim rotates the container's log (`--container-log-max-size/-files`).
+    #[serde(default)]
+    pub log_rotation: crate::logs::RotationPolicy,
 }
 
 /// Written by the shim once the container's process runs.

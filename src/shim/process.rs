@@ -48,20 +48,36 @@ pub fn run(config_path: &Path) -> i32 {
             // stdout stays the report pipe: the daemon may be gone (EPIPE is ignored).
             report(&ShimReady::Started(started.clone()));
             let log_path = cfg.log_path.clone();
+            let log_opts = crate::logs::WriterOptions {
+                rotation: cfg.log_rotation,
+                drop_record: Some(cfg.bundle.join(crate::logs::LOG_DROPS_FILE)),
+            };
             let (done_tx, done_rx) = std::sync::mpsc::channel();
-            // The only thread the shim ever has; libcontainer is not called while it runs.
-            std::thread::spawn(move || {
-                if let Err(e) = crate::logs::copy_streams_to_cri_log(stdout_r, stderr_r, &log_path)
-                {
+            // The only thread the shim ever has (it may start one more to compress
+            // rotated logs); libcontainer is not called while it copies.
+            let log_thread = std::thread::spawn(move || {
+                let drained = done_tx.clone();
+                let copied = crate::logs::copy_streams(
+                    stdout_r,
+                    stderr_r,
+                    &log_path,
+                    &log_opts,
+                    None,
+                    move || {
+                        let _ = drained.send(());
+                    },
+                );
+                if let Err(e) = copied {
                     tracing::error!(error = %e, "log copy failed");
                 }
+                // Second signal: queued compressions are done too.
                 let _ = done_tx.send(());
             });
             let (exit_code, sig) = reap_until(started.init_pid);
             let finished_at = Utc::now();
             // The pid namespace is gone, so the pipes close; don't wait forever if a
             // stray process outside it kept them.
-            let _ = done_rx.recv_timeout(Duration::from_secs(5));
+            let drained = done_rx.recv_timeout(Duration::from_secs(5)).is_ok();
             let (oom_killed, memory_peak, memory_max) =
                 kernel::oom_verdict(cfg.cgroup_dir.as_deref(), oom_baseline);
             let record = ExitRecord {
@@ -79,6 +95,11 @@ pub fn run(config_path: &Path) -> i32 {
             report(&ShimReady::Exited(record));
             tracing::info!(container = %cfg.container_id, exit_code, "container exited");
             cleanup(&cfg);
+            // Let a compression of a rotated log finish (bounded), so no `.tmp` is left;
+            // not when a stray process still holds the pipes (the copy never ended).
+            if drained && done_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
+                let _ = log_thread.join();
+            }
             0
         }
     }

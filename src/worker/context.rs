@@ -44,6 +44,8 @@ pub struct Ctx {
     pub security: super::security::NodeSecurity,
     /// The ID blocks of `hostUsers: false` pods.
     pub userns: Arc<crate::runtime::userns::UsernsAllocator>,
+    /// Container log rotation, handed to every shim.
+    pub log_rotation: crate::logs::RotationPolicy,
 }
 
 /// The immutable facts of one pod that its worker needs.
