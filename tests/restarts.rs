@@ -173,7 +173,8 @@ fn missing_image_waits_and_starts_once_loaded() {
         let r = container_status(p, "main")?["state"]["waiting"]["reason"]
             .as_str()?
             .to_string();
-        (r == "ErrImagePull" || r == "ImagePullBackOff").then_some(r)
+        // localhost/ images are local only: never pulled, so no pull back-off.
+        (r == "ErrImageNeverPull").then_some(r)
     });
     eprintln!("waiting reason: {w}");
     let p = d.pod("img").unwrap();
