@@ -12,6 +12,7 @@ pub mod error;
 pub mod exec;
 pub mod fsutil;
 pub mod host_devices;
+pub mod lost;
 pub mod node_cgroups;
 pub mod overlay;
 pub mod paths;

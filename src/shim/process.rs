@@ -70,6 +70,7 @@ pub fn run(config_path: &Path) -> i32 {
                 oom_killed,
                 memory_peak,
                 memory_max,
+                unknown: None,
             };
             if let Err(e) = write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
                 tracing::error!(error = %e, "cannot record the exit");
