@@ -110,6 +110,10 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
         }
         Ok(ShimReady::Exited(_)) | Err(_) => {
             let _ = child.wait().await;
+            // Killed mid-create, the shim leaves a created container (its init waiting
+            // for start) and the rootfs mount behind; nothing else would release them.
+            let bundle = cfg.bundle.clone();
+            let _ = tokio::task::spawn_blocking(move || reap_lost_container(&bundle)).await;
             let log = std::fs::read_to_string(cfg.bundle.join(super::records::SHIM_LOG_FILE))
                 .unwrap_or_default();
             Err(failed(format!(

@@ -295,14 +295,26 @@ impl Supervisor {
     fn start_failed(&mut self, attempt: u32, reason: &'static str, message: String) -> Step {
         self.view.restart_count = attempt as i32;
         let now = Utc::now();
+        let record = ExitRecord {
+            exit_code: 128,
+            signal: None,
+            started_at: now,
+            finished_at: now,
+            ..Default::default()
+        };
+        // The attempt counts as a restart: its end is recorded as a shim's would be, so
+        // that a restarted daemon neither loses it nor takes the number again.
+        let bundle = self
+            .ctx
+            .layout
+            .attempt_dir(&self.pod.uid, &self.c.name, attempt);
+        if bundle.exists()
+            && let Err(e) = write_json_atomic(&bundle.join(EXIT_FILE), &record)
+        {
+            tracing::warn!(error = %e, "cannot record a failed start");
+        }
         Step::Exited {
-            record: ExitRecord {
-                exit_code: 128,
-                signal: None,
-                started_at: now,
-                finished_at: now,
-                ..Default::default()
-            },
+            record,
             reason: Some(reason),
             message: Some(message),
             gone: None,
