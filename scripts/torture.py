@@ -338,7 +338,11 @@ def main():
             fresh = [p for p in (api_pods(a.sock) or []) if p["metadata"]["uid"] == uid]
             if fresh:
                 cs = (fresh[0].get("status", {}).get("containerStatuses") or [{}])[0]
-            if listing() == nums:
+            # A last attempt without records is being started: its status lags.
+            tail = os.path.join(cdir, str(nums[-1])) if nums else None
+            settled = tail is None or any(
+                os.path.exists(os.path.join(tail, f)) for f in ("started.json", "exit.json"))
+            if listing() == nums and settled:
                 break
             time.sleep(0.3)
         if not nums:

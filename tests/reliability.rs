@@ -379,3 +379,61 @@ fn image_id_and_last_state_survive_a_daemon_restart() {
     assert_eq!(last["reason"], "Error", "{cs}");
     assert!(cs["restartCount"].as_i64().unwrap() >= 1, "{cs}");
 }
+
+/// Pid namespaces of the live processes whose MARK starts with `prefix`.
+fn live_instances(prefix: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = e.file_name().to_string_lossy().to_string();
+        if pid.parse::<i32>().is_err() {
+            continue;
+        }
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let marked = env
+            .split(|b| *b == 0)
+            .any(|kv| kv.starts_with(format!("MARK={prefix}").as_bytes()));
+        if let (true, Ok(ns)) = (marked, std::fs::read_link(format!("/proc/{pid}/ns/pid"))) {
+            out.insert(ns.display().to_string());
+        }
+    }
+    out
+}
+
+/// Found by the torture test: v2 of a pod waits for v1 to terminate; v2 removed while
+/// waiting made v3 start at once, beside the still-terminating v1.
+#[test]
+fn a_version_removed_while_waiting_still_holds_back_its_successor() {
+    assert!(nix::unistd::geteuid().is_root(), "this test needs root");
+    let d = TestDaemon::start();
+    let marker = format!("chain-{}", d.node);
+    let version = |v: u32| {
+        busybox_pod(
+            "p",
+            "  terminationGracePeriodSeconds: 5\n",
+            &format!(
+                "    env:\n    - name: MARK\n      value: {marker}-v{v}\n    lifecycle:\n      preStop:\n        exec:\n          command: [\"sh\", \"-c\", \"sleep 3\"]\n"
+            ),
+            &format!("exec sleep 1000 # v{v}"),
+        )
+    };
+    d.write_manifest("p.yaml", &version(1));
+    d.wait_pod("p", "v1 Running", 20, |p| {
+        (phase(p) == "Running").then_some(())
+    });
+    d.write_manifest("p.yaml", &version(2));
+    // v1 is in its preStop hook now; v2 waits for it. Replace v2 by v3.
+    std::thread::sleep(Duration::from_millis(1500));
+    d.write_manifest("p.yaml", &version(3));
+    let until = std::time::Instant::now() + Duration::from_secs(12);
+    let mut most = 0;
+    while std::time::Instant::now() < until {
+        most = most.max(live_instances(&marker).len());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(most, 1, "two versions of the pod ran at once");
+    assert!(
+        TestDaemon::pids_with("sleep 1000 # v3").len() == 1
+            || !live_instances(&format!("{marker}-v3")).is_empty(),
+        "v3 runs in the end"
+    );
+}

@@ -80,9 +80,16 @@ async fn run(
 ) {
     if let Some(mut prev) = predecessor {
         tracing::info!(pod = %pod.name, "waiting for the previous version of the pod to terminate");
-        tokio::select! {
-            _ = prev.wait_for(|done| *done) => {}
-            _ = term.wait_for(|t| t.is_some()) => return,
+        let terminated_first = tokio::select! {
+            _ = prev.wait_for(|done| *done) => false,
+            _ = term.wait_for(|t| t.is_some()) => true,
+        };
+        if terminated_first {
+            // This version ends before it started, but its successor waits on it: it is
+            // done only once the one before it is, or a third version would start while
+            // the first still runs.
+            let _ = prev.wait_for(|done| *done).await;
+            return;
         }
     }
     let fresh = ctx.store.get(&pod.uid).is_none();
