@@ -224,7 +224,8 @@ def main():
             time.sleep(0.25)
 
     def killer():
-        interval = a.duration / max(a.kills, 1)
+        # A restart takes about a second of its own: leave room for it in the spacing.
+        interval = max(a.duration / max(a.kills, 1) - 1.2, 0.5)
         shim_at = sorted(rng.uniform(0.1, 0.9) * a.duration for _ in range(a.shim_kills))
         began = time.time()
         while not stop.is_set() and daemon.kills < a.kills:
