@@ -153,7 +153,17 @@ def shims_of(root):
             continue
         if len(argv) > 2 and argv[1] == b"shim" and argv[2].decode().startswith(root):
             out.append((int(pid), os.path.dirname(argv[2].decode())))
-    return out
+    # libcontainer's children carry the shim's command line until the container's exec:
+    # a shim is one whose parent is not among them.
+    pids = {p for p, _ in out}
+
+    def parent(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+    return [(p, b) for p, b in out if parent(p) not in pids]
 
 
 def read_json(path):

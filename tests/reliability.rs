@@ -248,6 +248,13 @@ fn catch_starting_shim(d: &TestDaemon, timeout: Duration) -> Option<(i32, std::p
             else {
                 continue;
             };
+            // libcontainer's children carry the shim's command line until the
+            // container's exec: only the shim itself (its parent is not one) is wanted.
+            let parent =
+                std::fs::read(format!("/proc/{}/cmdline", parent_pid(pid))).unwrap_or_default();
+            if String::from_utf8_lossy(&parent).contains(cfg) {
+                continue;
+            }
             let _ = nix::sys::signal::kill(
                 nix::unistd::Pid::from_raw(pid),
                 nix::sys::signal::Signal::SIGSTOP,
@@ -436,4 +443,13 @@ fn a_version_removed_while_waiting_still_holds_back_its_successor() {
             || !live_instances(&format!("{marker}-v3")).is_empty(),
         "v3 runs in the end"
     );
+}
+
+fn parent_pid(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .and_then(|s| s.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
 }

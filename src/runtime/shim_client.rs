@@ -86,6 +86,9 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     match read {
         Err(_) => {
             let _ = child.start_kill();
+            let _ = child.wait().await;
+            let bundle = cfg.bundle.clone();
+            let _ = tokio::task::spawn_blocking(move || reap_lost_container(&bundle)).await;
             return Err(failed(format!(
                 "shim did not report within {READY_TIMEOUT:?}"
             )));
@@ -331,9 +334,25 @@ async fn wait_for_start_or_exit(bundle: &Path, pid: i32) {
 /// its pid yet).
 fn find_shim(bundle: &Path) -> Option<i32> {
     let rd = std::fs::read_dir("/proc").ok()?;
+    // libcontainer's children (before the container's exec) carry the shim's command
+    // line too: the shim is the one whose parent is not one of them.
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| is_our_shim(*pid, bundle))
+        .find(|pid| is_our_shim(*pid, bundle) && !is_our_shim(parent_of(*pid), bundle))
+}
+
+fn parent_of(pid: i32) -> i32 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit(')')
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
 }
 
 fn watch_pid(pid: i32) -> Result<AsyncFd<OwnedFd>, RuntimeError> {
