@@ -260,7 +260,9 @@ fn catch_starting_shim(d: &TestDaemon, timeout: Duration) -> Option<(i32, std::p
                 nix::sys::signal::Signal::SIGSTOP,
             );
             let bundle = std::path::Path::new(cfg).parent().unwrap().to_path_buf();
-            if bundle.join("started.json").exists() {
+            // Caught too late (started) or too early (not yet settled: a shim that did
+            // not record its pid is treated as never started, and killed).
+            if bundle.join("started.json").exists() || !bundle.join("shim.pid").exists() {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
                     nix::sys::signal::Signal::SIGCONT,

@@ -42,9 +42,12 @@ pub struct Reaped {
 /// Blocking: call it off the async threads.
 pub fn reap_lost_container(bundle: &Path) -> Reaped {
     let mut reaped = Reaped::default();
+    // libcontainer's children of the dead shim (before the container's exec they carry
+    // its command line) may not have reached the cgroup yet.
+    reaped.killed += kill_shim_children(bundle);
     if let Some(rel) = cgroups_path(bundle) {
         let dirs = cgroup_dirs(&rel);
-        reaped.killed = kill_cgroup(&dirs);
+        reaped.killed += kill_cgroup(&dirs);
         // A container that never got past "created" has its init waiting in podhost's
         // own code; killing it does not make the attempt count.
         reaped.survivors = wait_empty(&dirs);
@@ -213,4 +216,30 @@ fn remove_cgroup_dir(dir: &Path) {
         }
     }
     tracing::warn!(cgroup = %dir.display(), "cannot remove the cgroup of a lost container");
+}
+
+/// SIGKILLs every process whose command line names this bundle's shim config: called
+/// only once the shim itself is gone, so these are its libcontainer children.
+fn kill_shim_children(bundle: &Path) -> usize {
+    let config = bundle.join(SHIM_CONFIG_FILE);
+    let wanted = config.as_os_str().as_encoded_bytes();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut killed = 0;
+    for pid in rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    {
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|b| *b == 0).any(|arg| arg == wanted)
+            && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
+        {
+            tracing::info!(pid, "killed a libcontainer child left by a dead shim");
+            killed += 1;
+        }
+    }
+    killed
 }

@@ -78,6 +78,9 @@ pub const SHIM_CONFIG_FILE: &str = "shim-config.json";
 pub const STARTED_FILE: &str = "started.json";
 pub const EXIT_FILE: &str = "exit.json";
 pub const SHIM_LOG_FILE: &str = "shim.log";
+/// The shim's own pid, written before it forks anything: libcontainer's children carry
+/// the same command line, so the command line alone cannot tell the shim.
+pub const SHIM_PID_FILE: &str = "shim.pid";
 /// The daemon's verdict on an attempt's end (its terminated state as shown: reason,
 /// message), so that `lastState` survives a daemon restart.
 pub const TERMINATED_FILE: &str = "terminated.json";

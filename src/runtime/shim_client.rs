@@ -15,7 +15,8 @@ use super::RuntimeError;
 use super::fsutil::{read_json, write_json_atomic};
 use super::lost::reap_lost_container;
 use super::records::{
-    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
+    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, ShimConfig, ShimReady,
+    StartedRecord,
 };
 
 /// The safety-net look at a running container's exit record.
@@ -330,29 +331,14 @@ async fn wait_for_start_or_exit(bundle: &Path, pid: i32) {
     }
 }
 
-/// The live shim process of `bundle`, found by its command line (it has not recorded
-/// its pid yet).
+/// The live shim process of `bundle`, by the pid it recorded before forking anything.
 fn find_shim(bundle: &Path) -> Option<i32> {
-    let rd = std::fs::read_dir("/proc").ok()?;
-    // libcontainer's children (before the container's exec) carry the shim's command
-    // line too: the shim is the one whose parent is not one of them.
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .find(|pid| is_our_shim(*pid, bundle) && !is_our_shim(parent_of(*pid), bundle))
-}
-
-fn parent_of(pid: i32) -> i32 {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit(')')
-                .next()?
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
+    let pid: i32 = std::fs::read_to_string(bundle.join(SHIM_PID_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    is_our_shim(pid, bundle).then_some(pid)
 }
 
 fn watch_pid(pid: i32) -> Result<AsyncFd<OwnedFd>, RuntimeError> {
