@@ -24,7 +24,7 @@ cleanup() {
   done
   sleep 0.5
   grep -F " $work" /proc/self/mountinfo | awk '{print $5}' | sort -r |
-    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done || true
   if [ "${KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
