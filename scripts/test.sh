@@ -22,4 +22,6 @@ fi
 # Two threads: the integration tests each run a daemon with containers; timings in them
 # have generous margins, but a 2-core machine should not run more at once.
 cargo test --all-targets --locked -- --test-threads=2
+# The kill -9 torture test in its short form (the full run: scripts/torture.sh).
+bash scripts/torture.sh --short
 bash scripts/vm-test.sh

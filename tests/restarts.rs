@@ -77,10 +77,14 @@ fn on_failure_restarts_with_doubling_backoff() {
     for n in 0..=4 {
         // restartCount counts a start; the container's first line may land just after.
         let path = dir.join(format!("{n}.log"));
-        let lines = wait_until(Duration::from_secs(10), "the attempt's first log line", || {
-            let lines = log_lines(&path);
-            (!lines.is_empty()).then_some(lines)
-        })
+        let lines = wait_until(
+            Duration::from_secs(10),
+            "the attempt's first log line",
+            || {
+                let lines = log_lines(&path);
+                (!lines.is_empty()).then_some(lines)
+            },
+        )
         .unwrap_or_default();
         assert_eq!(
             lines.first().map(|l| l.2.as_str()),

@@ -13,6 +13,7 @@ pub mod exec;
 pub mod fsutil;
 pub mod host_devices;
 pub mod log_owner;
+pub mod lost;
 pub mod node_cgroups;
 pub mod not_applied;
 pub mod overlay;

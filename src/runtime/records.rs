@@ -59,6 +59,12 @@ pub struct ExitRecord {
     pub memory_peak: Option<u64>,
     #[serde(default)]
     pub memory_max: Option<u64>,
+    /// Set when podhost wrote the record itself because the shim was gone without one
+    /// (killed): the container's real end is unknown, what was left of it was killed.
+    /// The status shows it as the kubelet shows a lost container
+    /// (`ContainerStatusUnknown`, exit 137, this message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
 }
 
 /// The lines a shim prints on its stdout for the daemon that spawned it: how the start
@@ -75,3 +81,9 @@ pub const SHIM_CONFIG_FILE: &str = "shim-config.json";
 pub const STARTED_FILE: &str = "started.json";
 pub const EXIT_FILE: &str = "exit.json";
 pub const SHIM_LOG_FILE: &str = "shim.log";
+/// The shim's own pid, written before it forks anything: libcontainer's children carry
+/// the same command line, so the command line alone cannot tell the shim.
+pub const SHIM_PID_FILE: &str = "shim.pid";
+/// The daemon's verdict on an attempt's end (its terminated state as shown: reason,
+/// message), so that `lastState` survives a daemon restart.
+pub const TERMINATED_FILE: &str = "terminated.json";

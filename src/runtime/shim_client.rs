@@ -13,8 +13,10 @@ use tokio::io::unix::AsyncFd;
 
 use super::RuntimeError;
 use super::fsutil::{read_json, write_json_atomic};
+use super::lost::reap_lost_container;
 use super::records::{
-    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
+    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, ShimConfig, ShimReady,
+    StartedRecord,
 };
 
 /// The safety-net look at a running container's exit record.
@@ -47,10 +49,13 @@ enum Waiter {
 pub enum Adopted {
     /// The shim still runs: the container is alive.
     Running(Box<ShimHandle>),
-    /// The container exited (possibly while the daemon was down).
+    /// The container exited (possibly while the daemon was down), or its shim was gone
+    /// without a record and what was left of it was killed (`ExitRecord::unknown`).
     Exited(ExitRecord),
-    /// No live shim and no exit record: the container's fate is unknown.
-    Lost { started: Option<StartedRecord> },
+    /// The attempt never ran its program (the daemon died before the shim was spawned,
+    /// or the shim died before starting the container); its dir is removed and the
+    /// number may be used again.
+    NeverStarted,
 }
 
 /// Writes the shim config into the bundle and starts `podhost shim` for it.
@@ -88,6 +93,9 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     match read {
         Err(_) => {
             let _ = child.start_kill();
+            let _ = child.wait().await;
+            let bundle = cfg.bundle.clone();
+            let _ = tokio::task::spawn_blocking(move || reap_lost_container(&bundle)).await;
             return Err(failed(format!(
                 "shim did not report within {READY_TIMEOUT:?}"
             )));
@@ -112,6 +120,10 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
         }
         Ok(ShimReady::Exited(_)) | Err(_) => {
             let _ = child.wait().await;
+            // Killed mid-create, the shim leaves a created container (its init waiting
+            // for start) and the rootfs mount behind; nothing else would release them.
+            let bundle = cfg.bundle.clone();
+            let _ = tokio::task::spawn_blocking(move || reap_lost_container(&bundle)).await;
             let log = std::fs::read_to_string(cfg.bundle.join(super::records::SHIM_LOG_FILE))
                 .unwrap_or_default();
             Err(failed(format!(
@@ -168,7 +180,7 @@ impl ShimHandle {
                     if exit_file.exists() {
                         if seen_record {
                             tracing::warn!(bundle = %self.bundle.display(), "shim still alive long after recording the exit; using the record");
-                            let rec = read_exit_or_unknown(&self.bundle, Some(&self.started));
+                            let rec = read_exit_or_reap_async(&self.bundle, Some(&self.started)).await;
                             return (rec, gone);
                         }
                         seen_record = true;
@@ -176,85 +188,182 @@ impl ShimHandle {
                 }
             }
         }
-        let rec = read_exit_or_unknown(&self.bundle, Some(&self.started));
+        let rec = read_exit_or_reap_async(&self.bundle, Some(&self.started)).await;
         (rec, Box::pin(std::future::ready(())))
     }
 }
 
-/// Reads `exit.json`; without one, the container is reported as killed (137) now, as the
-/// kubelet does for a container it lost.
-fn read_exit_or_unknown(bundle: &Path, started: Option<&StartedRecord>) -> ExitRecord {
+/// Reads `exit.json`; without one the shim is gone and never recorded the exit: what is
+/// left of the container is killed and released, and the exit is recorded (so that the
+/// verdict survives another restart) as the kubelet reports a container it lost.
+fn read_exit_or_reap(bundle: &Path, started: Option<&StartedRecord>) -> ExitRecord {
     match read_json::<ExitRecord>(&bundle.join(EXIT_FILE)) {
-        Ok(Some(r)) => r,
-        other => {
-            if let Err(e) = other {
-                tracing::warn!(error = %e, "unreadable exit record");
-            }
-            let now = Utc::now();
-            let record = ExitRecord {
-                exit_code: 137,
-                signal: None,
-                started_at: started.map(|s| s.started_at).unwrap_or(now),
-                finished_at: now,
-                ..Default::default()
-            };
-            // Persist it so that the verdict survives another daemon restart.
-            let _ = write_json_atomic(&bundle.join(EXIT_FILE), &record);
-            record
-        }
+        Ok(Some(r)) => return r,
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %e, "unreadable exit record"),
     }
-}
-
-/// Re-attaches to the container of a bundle after a daemon restart.
-pub fn adopt(bundle: &Path) -> Adopted {
-    let started: Option<StartedRecord> = read_json(&bundle.join(STARTED_FILE)).ok().flatten();
-    if let Ok(Some(exit)) = read_json::<ExitRecord>(&bundle.join(EXIT_FILE)) {
-        return Adopted::Exited(exit);
+    let reaped = reap_lost_container(bundle);
+    // The shim may have recorded the exit after all, just before it died.
+    if let Ok(Some(r)) = read_json::<ExitRecord>(&bundle.join(EXIT_FILE)) {
+        return r;
     }
-    let Some(started) = started else {
-        return Adopted::Lost { started: None };
+    let now = Utc::now();
+    let shim = started
+        .map(|s| format!("(pid {}) ", s.shim_pid))
+        .unwrap_or_default();
+    let message = if reaped.killed > 0 {
+        format!(
+            "The container's shim {shim}died without recording the exit; podhost killed the {} process(es) left in the container",
+            reaped.killed
+        )
+    } else {
+        format!("The container's shim {shim}died without recording the exit")
     };
-    if !is_our_shim(started.shim_pid, bundle) {
-        // The shim died between the exit and its record, or was killed.
-        return Adopted::Exited(read_exit_or_unknown(bundle, Some(&started)));
+    tracing::warn!(bundle = %bundle.display(), %message, "container lost");
+    let record = ExitRecord {
+        exit_code: 137,
+        signal: None,
+        started_at: started.map(|s| s.started_at).unwrap_or(now),
+        finished_at: now,
+        unknown: Some(message),
+        ..Default::default()
+    };
+    if let Err(e) = write_json_atomic(&bundle.join(EXIT_FILE), &record) {
+        tracing::warn!(error = %e, "cannot record the exit of a lost container");
     }
-    match pidfd_open(started.shim_pid) {
-        // SAFETY: the OwnedFd moves into the AsyncFd, so it stays open and refers to the
-        // same pidfd for the AsyncFd's whole lifetime.
-        Ok(fd) => {
-            match unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
-                .map_err(|e| e.into_parts().1)
-            {
-                Ok(fd) => {
-                    super::shim_log::forward(
-                        bundle,
-                        started.shim_pid,
-                        super::shim_log::ForwardFrom::Start,
-                    );
-                    Adopted::Running(Box::new(ShimHandle {
-                        started,
-                        bundle: bundle.to_path_buf(),
-                        waiter: Waiter::Pidfd(fd),
-                        reports: None,
-                    }))
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot watch the shim's pidfd");
-                    Adopted::Lost {
-                        started: Some(started),
-                    }
-                }
+    record
+}
+
+/// [`read_exit_or_reap`] off the async threads (the reap waits for the kill).
+async fn read_exit_or_reap_async(bundle: &Path, started: Option<&StartedRecord>) -> ExitRecord {
+    let (bundle, started) = (bundle.to_path_buf(), started.cloned());
+    let dir = bundle.clone();
+    tokio::task::spawn_blocking(move || read_exit_or_reap(&bundle, started.as_ref()))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::error!(error = %e, bundle = %dir.display(), "reaping a lost container panicked");
+            let now = Utc::now();
+            ExitRecord {
+                exit_code: 137,
+                started_at: now,
+                finished_at: now,
+                unknown: Some("The container's shim died without recording the exit".into()),
+                ..Default::default()
             }
+        })
+}
+
+/// Re-attaches to the container of a bundle after a daemon restart. A shim that is
+/// still creating the container (the previous daemon died before its report) is waited
+/// for, never started a second time; a container whose shim is gone is killed.
+pub async fn adopt(bundle: &Path) -> Adopted {
+    loop {
+        if let Ok(Some(exit)) = read_json::<ExitRecord>(&bundle.join(EXIT_FILE)) {
+            return Adopted::Exited(exit);
         }
-        Err(e) => {
-            tracing::warn!(error = %e, pid = started.shim_pid, "pidfd_open failed");
-            Adopted::Lost {
-                started: Some(started),
+        let started: Option<StartedRecord> = read_json(&bundle.join(STARTED_FILE)).ok().flatten();
+        let Some(started) = started else {
+            if !bundle.join(SHIM_CONFIG_FILE).exists() {
+                // The daemon died before it spawned the shim.
+                return never_started(bundle);
+            }
+            if let Some(pid) = find_shim(bundle) {
+                tracing::info!(bundle = %bundle.display(), pid, "a shim is still starting this container; waiting for it");
+                wait_for_start_or_exit(bundle, pid).await;
+                continue;
+            }
+            let b = bundle.to_path_buf();
+            let reaped = tokio::task::spawn_blocking(move || reap_lost_container(&b))
+                .await
+                .unwrap_or_default();
+            if let Ok(Some(exit)) = read_json::<ExitRecord>(&bundle.join(EXIT_FILE)) {
+                return Adopted::Exited(exit);
+            }
+            if !reaped.ran {
+                return never_started(bundle);
+            }
+            return Adopted::Exited(read_exit_or_reap_async(bundle, None).await);
+        };
+        if !is_our_shim(started.shim_pid, bundle) {
+            // The shim died between the exit and its record, or was killed.
+            return Adopted::Exited(read_exit_or_reap_async(bundle, Some(&started)).await);
+        }
+        match watch_pid(started.shim_pid) {
+            Ok(fd) => {
+                super::shim_log::forward(
+                    bundle,
+                    started.shim_pid,
+                    super::shim_log::ForwardFrom::Start,
+                );
+                return Adopted::Running(Box::new(ShimHandle {
+                    started,
+                    bundle: bundle.to_path_buf(),
+                    waiter: Waiter::Pidfd(fd),
+                    reports: None,
+                }));
+            }
+            Err(e) => {
+                // Only a shim that just exited has no pidfd: look again.
+                tracing::warn!(error = %e, pid = started.shim_pid, "cannot watch the shim");
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
     }
 }
 
+fn never_started(bundle: &Path) -> Adopted {
+    tracing::info!(bundle = %bundle.display(), "attempt never started its container; its number is used again");
+    if let Err(e) = std::fs::remove_dir_all(bundle)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %e, bundle = %bundle.display(), "cannot remove an unused attempt dir");
+    }
+    Adopted::NeverStarted
+}
+
+/// Waits until the shim `pid` of `bundle` has written `started.json` (or the exit) or is
+/// gone. The shim reports on a pipe that died with the previous daemon, so its files are
+/// watched (only in this rare recovery path) alongside its pidfd.
+async fn wait_for_start_or_exit(bundle: &Path, pid: i32) {
+    let gone = match watch_pid(pid) {
+        Ok(fd) => fd,
+        Err(_) => return,
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    loop {
+        tokio::select! {
+            _ = gone.readable() => return,
+            _ = tick.tick() => {
+                if bundle.join(STARTED_FILE).exists() || bundle.join(EXIT_FILE).exists() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The live shim process of `bundle`, by the pid it recorded before forking anything.
+fn find_shim(bundle: &Path) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(bundle.join(SHIM_PID_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    is_our_shim(pid, bundle).then_some(pid)
+}
+
+fn watch_pid(pid: i32) -> Result<AsyncFd<OwnedFd>, RuntimeError> {
+    let fd = pidfd_open(pid)?;
+    // SAFETY: the OwnedFd moves into the AsyncFd, so it stays open and refers to the
+    // same pidfd for the AsyncFd's whole lifetime.
+    unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.map_err(|e| {
+        RuntimeError::io(
+            "watch the pidfd of",
+            format!("/proc/{pid}"),
+            e.into_parts().1,
+        )
+    })
+}
 /// Whether `pid` is the shim of this bundle (and not a reused pid).
 fn is_our_shim(pid: i32, bundle: &Path) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {

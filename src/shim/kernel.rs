@@ -11,6 +11,12 @@ use crate::runtime::records::ShimConfig;
 /// Moves the shim into its leaf cgroup and sets its own OOM score (clamped: the host may
 /// forbid lowering it).
 pub fn settle_shim(cfg: &ShimConfig) {
+    let pid_file = cfg.bundle.join(crate::runtime::records::SHIM_PID_FILE);
+    if let Err(e) =
+        crate::runtime::fsutil::write_atomic(&pid_file, std::process::id().to_string().as_bytes())
+    {
+        tracing::warn!(error = %e, "cannot record the shim's pid");
+    }
     if let Some(leaf) = &cfg.shim_cgroup {
         let procs = leaf.join("cgroup.procs");
         if let Err(e) = std::fs::write(&procs, std::process::id().to_string()) {

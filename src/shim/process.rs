@@ -88,6 +88,7 @@ pub fn run(config_path: &Path) -> i32 {
                 oom_killed,
                 memory_peak,
                 memory_max,
+                unknown: None,
             };
             if let Err(e) = write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
                 tracing::error!(error = %e, "cannot record the exit");
@@ -145,11 +146,30 @@ fn detach_from_daemon(cfg: &ShimConfig) {
 
 type Started = (StartedRecord, OwnedFd, OwnedFd, Option<MemoryEvents>);
 
+/// The longest libcontainer may take to create and start the container: a child of it
+/// killed midway leaves it waiting forever, and a shim stuck like that would hold the
+/// pod in ContainerCreating for good. SIGALRM's default action ends the shim; the
+/// daemon then reaps what is left (runtime/lost.rs).
+const CREATE_TIMEOUT_SECS: u32 = 60;
+
 fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
     // What the container asked for and will run without: recorded before the start is
     // reported, for the daemon to turn into pod events.
     let mut not_applied = Vec::new();
     mount_rootfs(cfg, &mut not_applied)?;
+    // SAFETY: alarm(2) only arms this process's timer (forked children do not inherit
+    // it); it is disarmed below once the container runs.
+    unsafe { libc::alarm(CREATE_TIMEOUT_SECS) };
+    let started = create_and_start_inner(cfg, not_applied);
+    // SAFETY: as above; 0 disarms the timer.
+    unsafe { libc::alarm(0) };
+    started
+}
+
+fn create_and_start_inner(
+    cfg: &ShimConfig,
+    mut not_applied: Vec<NotApplied>,
+) -> Result<Started, String> {
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     let (stderr_r, stderr_w) =

@@ -6,16 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, ContainerState};
 use tokio::sync::watch;
 
 use super::context::{Ctx, PodInfo};
 use super::kill::{Running, stop_container};
-use super::prepare::prepare_attempt;
+use super::prepare::{IMAGE_REF_FILE, prepare_attempt};
 use super::state::{ContainerView, running, terminated, waiting};
 use crate::model::backoff::Backoff;
+use crate::runtime::fsutil::{read_json, write_json_atomic};
 use crate::runtime::paths::{attempts, container_id};
-use crate::runtime::records::ExitRecord;
+use crate::runtime::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
 use crate::runtime::shim_client::{self, Adopted, ShimGone, ShimHandle};
 use crate::status::EventKind;
 
@@ -59,7 +60,7 @@ pub async fn supervise(ctx: Arc<Ctx>, pod: Arc<PodInfo>, c: Container, mut term:
         pod,
         c,
     };
-    let mut step = sup.adopt();
+    let mut step = sup.adopt().await;
     loop {
         step = match step {
             Step::Start => sup.start(&mut term).await,
@@ -112,61 +113,81 @@ impl Supervisor {
         );
     }
 
-    /// Picks up where a previous daemon left off: the newest attempt dir tells.
-    fn adopt(&mut self) -> Step {
+    /// Picks up where a previous daemon left off: the newest attempt dir tells, and the
+    /// attempt before it gives `lastState`.
+    async fn adopt(&mut self) -> Step {
         let dir = self.ctx.layout.container_dir(&self.pod.uid, &self.c.name);
-        let Some(&last) = attempts(&dir).last() else {
-            self.publish();
-            return Step::Start;
-        };
-        self.next_attempt = last + 1;
-        self.view.restart_count = last as i32;
-        // Rebuild the back-off as it stood after `last` restarts.
-        for _ in 0..last {
-            self.backoff.next_delay(&self.ctx.backoff, Duration::ZERO);
+        loop {
+            let Some(&last) = attempts(&dir).last() else {
+                self.publish();
+                return Step::Start;
+            };
+            let bundle = self
+                .ctx
+                .layout
+                .attempt_dir(&self.pod.uid, &self.c.name, last);
+            let adopted = shim_client::adopt(&bundle).await;
+            if matches!(adopted, Adopted::NeverStarted) {
+                // Its dir is gone: the attempt before it (if any) is the newest.
+                continue;
+            }
+            self.next_attempt = last + 1;
+            self.view.restart_count = last as i32;
+            // Rebuild the back-off as it stood after `last` restarts.
+            for _ in 0..last {
+                self.backoff.next_delay(&self.ctx.backoff, Duration::ZERO);
+            }
+            let id = container_id(&self.pod.uid, &self.c.name, last);
+            self.view.container_id = Some(format!("podhost://{id}"));
+            self.view.image_id = std::fs::read_to_string(bundle.join(IMAGE_REF_FILE))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            if last > 0 {
+                self.view.last_state = self.recorded_end(last - 1);
+            }
+            return match adopted {
+                Adopted::Running(handle) => {
+                    tracing::info!(pod = %self.pod.name, container = %self.c.name, pid = handle.started.init_pid, "adopted running container");
+                    self.view.state = running(handle.started.started_at);
+                    self.publish();
+                    let run = Running {
+                        started: handle.started.clone(),
+                        container_id: id,
+                        stop_signal: stop_signal_of(&bundle),
+                    };
+                    Step::Wait(run, wait_boxed(*handle))
+                }
+                Adopted::Exited(record) => Step::Exited {
+                    record,
+                    reason: None,
+                    message: None,
+                    gone: None,
+                },
+                Adopted::NeverStarted => unreachable!("handled above"),
+            };
         }
+    }
+
+    /// The terminated state attempt `attempt` ended with, as it was shown (its verdict
+    /// file), else as its exit record says.
+    fn recorded_end(&self, attempt: u32) -> Option<ContainerState> {
         let bundle = self
             .ctx
             .layout
-            .attempt_dir(&self.pod.uid, &self.c.name, last);
-        let id = container_id(&self.pod.uid, &self.c.name, last);
-        self.view.container_id = Some(format!("podhost://{id}"));
-        match shim_client::adopt(&bundle) {
-            Adopted::Running(handle) => {
-                tracing::info!(pod = %self.pod.name, container = %self.c.name, pid = handle.started.init_pid, "adopted running container");
-                self.view.state = running(handle.started.started_at);
-                self.publish();
-                let run = Running {
-                    started: handle.started.clone(),
-                    container_id: id,
-                    stop_signal: stop_signal_of(&bundle),
-                };
-                Step::Wait(run, wait_boxed(*handle))
-            }
-            Adopted::Exited(record) => Step::Exited {
-                record,
-                reason: None,
-                message: None,
-                gone: None,
-            },
-            Adopted::Lost { started } => {
-                let now = Utc::now();
-                Step::Exited {
-                    record: ExitRecord {
-                        exit_code: 137,
-                        signal: None,
-                        started_at: started.map(|s| s.started_at).unwrap_or(now),
-                        finished_at: now,
-                        ..Default::default()
-                    },
-                    reason: Some("ContainerStatusUnknown"),
-                    message: Some(
-                        "The container could not be located when the daemon restarted".into(),
-                    ),
-                    gone: None,
-                }
-            }
+            .attempt_dir(&self.pod.uid, &self.c.name, attempt);
+        if let Ok(Some(state)) = read_json::<ContainerState>(&bundle.join(TERMINATED_FILE)) {
+            return Some(state);
         }
+        let record = read_json::<ExitRecord>(&bundle.join(EXIT_FILE)).ok()??;
+        let id = container_id(&self.pod.uid, &self.c.name, attempt);
+        let (reason, message) = verdict_of(&record);
+        Some(terminated(
+            &record,
+            Some(format!("podhost://{id}")),
+            reason,
+            message,
+        ))
     }
 
     async fn start(&mut self, term: &mut watch::Receiver<Option<Duration>>) -> Step {
@@ -278,14 +299,26 @@ impl Supervisor {
     fn start_failed(&mut self, attempt: u32, reason: &'static str, message: String) -> Step {
         self.view.restart_count = attempt as i32;
         let now = Utc::now();
+        let record = ExitRecord {
+            exit_code: 128,
+            signal: None,
+            started_at: now,
+            finished_at: now,
+            ..Default::default()
+        };
+        // The attempt counts as a restart: its end is recorded as a shim's would be, so
+        // that a restarted daemon neither loses it nor takes the number again.
+        let bundle = self
+            .ctx
+            .layout
+            .attempt_dir(&self.pod.uid, &self.c.name, attempt);
+        if bundle.exists()
+            && let Err(e) = write_json_atomic(&bundle.join(EXIT_FILE), &record)
+        {
+            tracing::warn!(error = %e, "cannot record a failed start");
+        }
         Step::Exited {
-            record: ExitRecord {
-                exit_code: 128,
-                signal: None,
-                started_at: now,
-                finished_at: now,
-                ..Default::default()
-            },
+            record,
             reason: Some(reason),
             message: Some(message),
             gone: None,
@@ -463,6 +496,22 @@ impl Supervisor {
         msg
     }
 
+    /// Keeps the terminated state as shown beside the attempt's records, for `lastState`
+    /// after a daemon restart. Not for a start that failed: that attempt dir may be gone.
+    fn record_end(&self, state: &ContainerState) {
+        let attempt = self.view.restart_count.max(0) as u32;
+        let bundle = self
+            .ctx
+            .layout
+            .attempt_dir(&self.pod.uid, &self.c.name, attempt);
+        if !bundle.join(EXIT_FILE).exists() {
+            return;
+        }
+        if let Err(e) = write_json_atomic(&bundle.join(TERMINATED_FILE), state) {
+            tracing::warn!(error = %e, "cannot record the container's terminated state");
+        }
+    }
+
     async fn after_exit(
         &mut self,
         record: ExitRecord,
@@ -472,6 +521,7 @@ impl Supervisor {
         term: &mut watch::Receiver<Option<Duration>>,
     ) -> Step {
         let (reason, message) = match (reason, record.oom_killed) {
+            (None, _) if record.unknown.is_some() => verdict_of(&record),
             (None, true) => {
                 let message = self.oom_message(&record).await;
                 self.event(EventKind::Warning, "OOMKilled", message.clone());
@@ -480,6 +530,7 @@ impl Supervisor {
             other => (other.0, message),
         };
         let state = terminated(&record, self.view.container_id.clone(), reason, message);
+        self.record_end(&state);
         tracing::info!(pod = %self.pod.name, container = %self.c.name, exit_code = record.exit_code,
             finished_at = %record.finished_at, "container exited");
         // The exit is visible at once; then the shim must have released the cgroup and
@@ -525,6 +576,16 @@ impl Supervisor {
             _ = term.wait_for(|t| t.is_some()) => Step::Done,
             _ = tokio::time::sleep(wait) => Step::Start,
         }
+    }
+}
+
+/// The reason and message of an exit record that carries no daemon verdict: a lost
+/// container is `ContainerStatusUnknown`, an OOM kill `OOMKilled`, else by the code.
+fn verdict_of(record: &ExitRecord) -> (Option<&'static str>, Option<String>) {
+    match (&record.unknown, record.oom_killed) {
+        (Some(msg), _) => (Some("ContainerStatusUnknown"), Some(msg.clone())),
+        (None, true) => (Some("OOMKilled"), None),
+        (None, false) => (None, None),
     }
 }
 

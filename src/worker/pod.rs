@@ -80,9 +80,16 @@ async fn run(
 ) {
     if let Some(mut prev) = predecessor {
         tracing::info!(pod = %pod.name, "waiting for the previous version of the pod to terminate");
-        tokio::select! {
-            _ = prev.wait_for(|done| *done) => {}
-            _ = term.wait_for(|t| t.is_some()) => return,
+        let terminated_first = tokio::select! {
+            _ = prev.wait_for(|done| *done) => false,
+            _ = term.wait_for(|t| t.is_some()) => true,
+        };
+        if terminated_first {
+            // This version ends before it started, but its successor waits on it: it is
+            // done only once the one before it is, or a third version would start while
+            // the first still runs.
+            let _ = prev.wait_for(|done| *done).await;
+            return;
         }
     }
     let fresh = ctx.store.get(&pod.uid).is_none();
@@ -108,6 +115,12 @@ async fn run(
         mark_deleting(&ctx, &pod);
         finish(&ctx, &pod).await;
         return;
+    }
+    if fresh {
+        // The pod's record is on disk before anything of it runs: a daemon killed right
+        // after a start must find the pod (and stop it if its manifest went meanwhile).
+        let store = ctx.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.flush()).await;
     }
     // False only when the pod terminates first; the supervisors still run then, to adopt
     // and stop whatever a previous daemon left running.
@@ -295,11 +308,38 @@ async fn finish(ctx: &Ctx, pod: &PodInfo) {
     // its directory meanwhile.
     ctx.store.stop_persisting(&pod.uid);
     let dir = ctx.layout.pod_dir(&pod.uid);
-    if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!(pod = %pod.name, error = %e, "cannot remove {}", dir.display());
-        }
+    if let Err(e) = remove_pod_dir(&dir).await {
+        tracing::warn!(pod = %pod.name, error = %e, "cannot remove {}", dir.display());
     }
     ctx.store.remove(&pod.uid);
     tracing::info!(pod = %pod.name, uid = %pod.uid, "pod terminated");
+}
+
+/// Removes the pod's directory with its status record last: a daemon killed midway
+/// still finds the record, knows the pod and finishes the removal, instead of leaving a
+/// directory nobody claims until container GC's orphan pass.
+async fn remove_pod_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut entries = match tokio::fs::read_dir(dir).await {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut record = None;
+    while let Some(e) = entries.next_entry().await? {
+        let path = e.path();
+        if e.file_name() == "status.json" {
+            record = Some(path);
+        } else if e.file_type().await?.is_dir() {
+            tokio::fs::remove_dir_all(&path).await?;
+        } else {
+            tokio::fs::remove_file(&path).await?;
+        }
+    }
+    if let Some(record) = record {
+        tokio::fs::remove_file(record).await?;
+    }
+    match tokio::fs::remove_dir(dir).await {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }

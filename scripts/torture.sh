@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The kill -9 torture test: a churn of pods while the daemon is kill -9'd and restarted
+# at random moments and a few shims are kill -9'd; the containers' own records (their
+# log lines) are compared with podhost's, and nothing may be left behind (see
+# scripts/torture.py). Run as root, with the release build.
+# Usage: scripts/torture.sh [--short] [torture.py options, e.g. --seed N --pods 300]
+#   full (default): 200 pods, 50 daemon kills, 5 shim kills over 5 minutes
+#   --short (CI):    40 pods, 10 daemon kills, 2 shim kills over 1 minute
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" -eq 0 ] || { echo "scripts/torture.sh must run as root" >&2; exit 1; }
+size=(--pods 200 --kills 50 --shim-kills 5 --duration 300)
+if [ "${1:-}" = "--short" ]; then
+  shift
+  size=(--pods 40 --kills 10 --shim-kills 2 --duration 60 --live 12)
+fi
+command -v python3 >/dev/null || bash scripts/install-deps.sh python3
+cargo build --release --locked -q
+work=$(mktemp -d /tmp/podhost-torture.XXXXXX)
+cleanup() {
+  # Only what this run started: processes whose command line names its work dir.
+  for p in $(grep -l -s -F "$work" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+    kill -9 "$p" 2>/dev/null || true
+  done
+  sleep 0.5
+  grep -F " $work" /proc/self/mountinfo | awk '{print $5}' | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done || true
+  if [ "${KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+bash oci/busybox/build.sh "$work/layout" >/dev/null 2>&1
+target/release/podhost load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
+python3 scripts/torture.py --podhost "$(pwd)/target/release/podhost" --work "$work" "${size[@]}" "$@"
