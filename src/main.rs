@@ -52,28 +52,8 @@ enum Command {
     /// Print a container's logs.
     Logs {
         pod: String,
-        #[arg(short = 'c', long)]
-        container: Option<String>,
-        /// Keep streaming new lines until the container exits.
-        #[arg(short = 'f', long)]
-        follow: bool,
-        /// The previous instance of the container.
-        #[arg(short = 'p', long)]
-        previous: bool,
-        /// Print only the last N lines (read backwards from the end of the log).
-        #[arg(long)]
-        tail: Option<usize>,
-        #[arg(long)]
-        timestamps: bool,
-        /// Only lines newer than this duration (e.g. 30s, 5m, 1h30m).
-        #[arg(long)]
-        since: Option<String>,
-        /// Only lines at or after this RFC 3339 time.
-        #[arg(long)]
-        since_time: Option<String>,
-        /// Stop after this many bytes of output.
-        #[arg(long)]
-        limit_bytes: Option<u64>,
+        #[command(flatten)]
+        flags: podhost::cli::logs_query::LogsFlags,
     },
     /// Run a command in a running container.
     Exec {
@@ -281,30 +261,7 @@ fn run(cli: Cli) -> Result<i32> {
             pods_resource(&resource)?;
             describe(&Client::new(&socket), &name)
         }
-        Command::Logs {
-            pod,
-            container,
-            follow,
-            previous,
-            tail,
-            timestamps,
-            since,
-            since_time,
-            limit_bytes,
-        } => logs(
-            &Client::new(&socket),
-            &pod,
-            &podhost::cli::logs_query::LogsFlags {
-                container,
-                follow,
-                previous,
-                tail,
-                timestamps,
-                since,
-                since_time,
-                limit_bytes,
-            },
-        ),
+        Command::Logs { pod, flags } => logs(&Client::new(&socket), &pod, &flags),
         Command::Exec {
             pod,
             container,

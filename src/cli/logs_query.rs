@@ -5,18 +5,30 @@ use chrono::{DateTime, Utc};
 
 use crate::api::percent_encode;
 
-/// The flags of `podhost logs`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The flags of `podhost logs` (parsed by clap straight into this struct).
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct LogsFlags {
+    #[arg(short = 'c', long)]
     pub container: Option<String>,
+    /// Keep streaming new lines until the container exits.
+    #[arg(short = 'f', long)]
     pub follow: bool,
+    /// The previous instance of the container.
+    #[arg(short = 'p', long)]
     pub previous: bool,
+    /// Print only the last N lines (read backwards from the end of the log).
+    #[arg(long)]
     pub tail: Option<usize>,
+    #[arg(long)]
     pub timestamps: bool,
-    /// `--since`: a Go-style duration (`30s`, `5m`, `1h30m`, `500ms`).
+    /// Only lines newer than this duration (e.g. 30s, 5m, 1h30m; Go-style durations).
+    #[arg(long)]
     pub since: Option<String>,
-    /// `--since-time`: an RFC 3339 time.
+    /// Only lines at or after this RFC 3339 time.
+    #[arg(long)]
     pub since_time: Option<String>,
+    /// Stop after this many bytes of output.
+    #[arg(long)]
     pub limit_bytes: Option<u64>,
 }
 
