@@ -168,19 +168,26 @@ fn expect_lost_then_restarted(d: &TestDaemon, name: &str) -> serde_json::Value {
     pod
 }
 
+/// Runs pod "s" (a sleeper whose command line carries `marker`) and returns its first
+/// attempt's start record and the container's pids, seen from the host.
+fn run_marked_sleeper(d: &TestDaemon, marker: &str) -> (serde_json::Value, Vec<i32>) {
+    d.write_manifest("s.yaml", &marked_sleeper("s", marker));
+    let pod = d.wait_pod("s", "s Running", 20, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let first = started_record(d, &uid, 0);
+    let before = container_pids(marker);
+    assert_eq!(before.len(), 1, "{before:?}");
+    (first, before)
+}
+
 #[test]
 fn shim_kill9_with_daemon_alive_kills_container_and_restarts_it() {
     assert!(nix::unistd::geteuid().is_root(), "this test needs root");
     let d = TestDaemon::start();
     let marker = format!("shimkill-{}", d.node);
-    d.write_manifest("s.yaml", &marked_sleeper("s", &marker));
-    let pod = d.wait_pod("s", "s Running", 20, |p| {
-        (phase(p) == "Running").then(|| p.clone())
-    });
-    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
-    let first = started_record(&d, &uid, 0);
-    let before = container_pids(&marker);
-    assert_eq!(before.len(), 1, "{before:?}");
+    let (first, before) = run_marked_sleeper(&d, &marker);
 
     kill9(first["shim_pid"].as_i64().unwrap() as i32);
     expect_lost_then_restarted(&d, "s");
@@ -202,14 +209,7 @@ fn shim_kill9_while_daemon_down_is_reaped_by_the_next_daemon() {
     assert!(nix::unistd::geteuid().is_root(), "this test needs root");
     let mut d = TestDaemon::start();
     let marker = format!("shimdown-{}", d.node);
-    d.write_manifest("s.yaml", &marked_sleeper("s", &marker));
-    let pod = d.wait_pod("s", "s Running", 20, |p| {
-        (phase(p) == "Running").then(|| p.clone())
-    });
-    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
-    let first = started_record(&d, &uid, 0);
-    let before = container_pids(&marker);
-    assert_eq!(before.len(), 1, "{before:?}");
+    let (first, before) = run_marked_sleeper(&d, &marker);
 
     d.kill9();
     kill9(first["shim_pid"].as_i64().unwrap() as i32);
