@@ -25,15 +25,6 @@ fn own_status(field: &str) -> String {
         .unwrap()
 }
 
-/// The value after `KEY=` on the line that starts with it.
-fn field(logs: &str, key: &str) -> String {
-    logs.lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("no {key}= in:\n{logs}"))
-        .trim()
-        .to_string()
-}
-
 /// Waits until container `c` of `pod` has printed its `done` line.
 fn logs_when_done(d: &TestDaemon, pod: &str, c: &str) -> String {
     wait_until(Duration::from_secs(30), "the probe printed done", || {

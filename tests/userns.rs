@@ -20,14 +20,6 @@ echo "netdevs=$(ls /sys/class/net | tr '\n' ' ')"
 echo done
 exec sleep 1000"#;
 
-fn field(logs: &str, key: &str) -> String {
-    logs.lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("no {key}= in:\n{logs}"))
-        .trim()
-        .to_string()
-}
-
 fn logs_when_done(d: &TestDaemon, pod: &str) -> String {
     wait_until(Duration::from_secs(40), "the probe printed done", || {
         let l = d.logs_of(pod, "main");

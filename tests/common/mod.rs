@@ -557,3 +557,13 @@ impl TestDaemon {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
+
+/// The value of the `key=value` line a probe printed (panics, showing the logs, when
+/// there is none).
+pub fn field(logs: &str, key: &str) -> String {
+    logs.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in:\n{logs}"))
+        .trim()
+        .to_string()
+}
