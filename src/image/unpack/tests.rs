@@ -286,24 +286,27 @@ fn a_whiteout_or_an_explicit_directory_hides_the_lower_symlink() {
     }
     fs::create_dir_all(l0.join("usr/lib")).unwrap();
     symlink("usr/lib", l0.join("lib")).unwrap();
-    if nix::unistd::geteuid().is_root() {
-        nix::sys::stat::mknod(
-            &l1.join("lib"),
-            nix::sys::stat::SFlag::S_IFCHR,
-            nix::sys::stat::Mode::empty(),
-            0,
-        )
-        .unwrap();
-        let stats = unpack_layer(
-            &tar_of(&[("lib/x", EntryType::Regular, "x")])[..],
-            &up,
-            "sha256:up",
-        )
-        .unwrap();
-        let fixes = resolve_implicit_dirs(&up, &stats.implicit_dirs, &[l1, l0]).unwrap();
-        assert!(up.join("lib/x").is_file());
-        assert!(fixes.redirected.is_empty());
-    }
+    // An overlay whiteout is a 0:0 character device: making one needs root.
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (mknod of a whiteout): run it as root"
+    );
+    nix::sys::stat::mknod(
+        &l1.join("lib"),
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::empty(),
+        0,
+    )
+    .unwrap();
+    let stats = unpack_layer(
+        &tar_of(&[("lib/x", EntryType::Regular, "x")])[..],
+        &up,
+        "sha256:up",
+    )
+    .unwrap();
+    let fixes = resolve_implicit_dirs(&up, &stats.implicit_dirs, &[l1, l0]).unwrap();
+    assert!(up.join("lib/x").is_file());
+    assert!(fixes.redirected.is_empty());
 }
 
 #[test]
