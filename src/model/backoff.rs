@@ -37,6 +37,25 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// The delay before the restart that follows an exit after `ran_for`, and the state
+    /// once that restart has begun; `self` is unchanged (the pod-sync core decides with it).
+    pub fn after_exit(&self, policy: &BackoffPolicy, ran_for: Duration) -> (Duration, Self) {
+        let mut next = self.clone();
+        let delay = next.next_delay(policy, ran_for);
+        (delay, next)
+    }
+
+    /// Delay before the `failures`-th retry of a blocked start (image pull, config): the
+    /// initial delay, doubling, capped (the kubelet's image back-off).
+    pub fn retry_delay(policy: &BackoffPolicy, failures: u32) -> Duration {
+        let doublings = failures.saturating_sub(1).min(31);
+        policy
+            .initial
+            .saturating_mul(1u32 << doublings)
+            .min(policy.max)
+            .max(policy.initial.min(policy.max))
+    }
+
     /// Records an exit after the container ran for `ran_for`, and returns how long to wait
     /// before starting it again.
     pub fn next_delay(&mut self, policy: &BackoffPolicy, ran_for: Duration) -> Duration {
@@ -78,6 +97,27 @@ mod tests {
             Duration::ZERO
         );
         assert_eq!(b.next_delay(&policy, Duration::from_secs(1)).as_secs(), 10);
+    }
+
+    #[test]
+    fn after_exit_leaves_the_state_alone() {
+        let policy = BackoffPolicy::default();
+        let b = Backoff::default();
+        let (d0, b1) = b.after_exit(&policy, Duration::from_secs(1));
+        assert_eq!((d0, b.clone()), (Duration::ZERO, Backoff::default()));
+        let (d1, _) = b1.after_exit(&policy, Duration::from_secs(1));
+        assert_eq!(d1, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn retry_delays_double_from_the_initial_and_cap() {
+        let policy = BackoffPolicy::default();
+        let got: Vec<u64> = (1..=8)
+            .map(|n| Backoff::retry_delay(&policy, n).as_secs())
+            .collect();
+        assert_eq!(got, vec![10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(Backoff::retry_delay(&policy, 0).as_secs(), 10);
+        assert_eq!(Backoff::retry_delay(&policy, u32::MAX).as_secs(), 300);
     }
 
     #[test]

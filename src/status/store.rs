@@ -47,8 +47,7 @@ impl PodRecord {
 
 /// Converts a chrono time to the API's time type.
 pub fn k8s_time(t: DateTime<Utc>) -> Time {
-    let nanos = t.timestamp_nanos_opt().unwrap_or_default() as i128;
-    Time(k8s_openapi::jiff::Timestamp::from_nanosecond(nanos).unwrap_or_default())
+    crate::model::k8s_time::to_k8s(t)
 }
 
 /// Pods by UID plus node events. Cheap to clone out of; everyone holds the lock briefly

@@ -1,0 +1,303 @@
+//! What the worker has observed of a pod's containers, and the pure transitions that fold
+//! each observation (or each performed action) into it.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::PodCondition;
+
+use super::super::backoff::Backoff;
+use super::super::phase::PodPhase;
+
+/// The pod is terminating: since when, and with what grace (it can only shrink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TerminationOrder {
+    pub since: DateTime<Utc>,
+    pub grace: Duration,
+}
+
+/// How one container instance ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Termination {
+    pub exit_code: i32,
+    pub signal: Option<i32>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    /// A reason the exit code cannot tell (OOMKilled, StartError, ContainerStatusUnknown);
+    /// `None` means Completed for 0 and Error otherwise.
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub container_id: Option<String>,
+}
+
+impl Termination {
+    /// How long the instance ran.
+    pub fn ran_for(&self) -> Duration {
+        (self.finished_at - self.started_at)
+            .to_std()
+            .unwrap_or_default()
+    }
+
+    /// The reason shown: the known one, else by the exit code.
+    pub fn shown_reason(&self) -> &str {
+        match &self.reason {
+            Some(r) => r,
+            None if self.exit_code == 0 => "Completed",
+            None => "Error",
+        }
+    }
+}
+
+/// Why a start could not go ahead before anything ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// The image is not in the store and could not be pulled.
+    Image,
+    /// The image is not in the store and may not be pulled (policy Never, `localhost/`).
+    ImageNeverPull,
+    /// The container cannot be configured (its user, securityContext, image config).
+    Config,
+}
+
+/// A start that was blocked, and how many times in a row that happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartBlock {
+    pub kind: BlockKind,
+    pub message: String,
+    pub since: DateTime<Utc>,
+    /// Consecutive blocked starts of this kind, this one included (≥ 1).
+    pub failures: u32,
+    /// The image generation when it happened: a loaded image retries at once.
+    pub image_generation: u64,
+}
+
+/// The state of the container's current instance.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Instance {
+    /// Nothing was started yet (or the previous daemon's attempt left nothing).
+    #[default]
+    None,
+    /// A start action is being performed.
+    Starting {
+        since: DateTime<Utc>,
+    },
+    /// The last start was blocked before anything ran.
+    Blocked(StartBlock),
+    Running {
+        started_at: DateTime<Utc>,
+    },
+    /// It exited; `released` once its shim has cleaned up (cgroup, rootfs), before which
+    /// nothing may reuse them.
+    Exited {
+        termination: Termination,
+        released: bool,
+    },
+}
+
+/// A preStop hook's progress.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HookProgress {
+    #[default]
+    NotRun,
+    Running {
+        since: DateTime<Utc>,
+    },
+    Ended {
+        at: DateTime<Utc>,
+        failure: Option<String>,
+    },
+}
+
+/// How far the stop of the running instance went.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StopProgress {
+    /// When the stop began (the `Killing` event); the grace deduction counts from here.
+    pub began_at: Option<DateTime<Utc>>,
+    pub hook: HookProgress,
+    /// When the stop signal was sent, and the grace it was given before SIGKILL.
+    pub stop_signal: Option<(DateTime<Utc>, Duration)>,
+    pub kill_sent_at: Option<DateTime<Utc>>,
+}
+
+/// What the worker knows of one container.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerObserved {
+    pub name: String,
+    /// The attempt number of the current (or next) instance: the restart count shown.
+    pub restart_count: u32,
+    /// The attempt number the next start uses (one past the last that ran).
+    pub next_attempt: u32,
+    /// CrashLoopBackOff state, advanced by each start that follows an exit.
+    pub backoff: Backoff,
+    pub instance: Instance,
+    /// How the instance before the current one ended (`lastState`).
+    pub last_termination: Option<Termination>,
+    pub container_id: Option<String>,
+    pub image_id: String,
+    pub stop: StopProgress,
+    /// Consecutive blocked starts of one kind (kept across the retries in between).
+    pub block_streak: Option<(BlockKind, u32)>,
+    /// The waiting reason last published, so that a transition's event is recorded once.
+    pub shown_waiting: Option<String>,
+}
+
+impl ContainerObserved {
+    pub fn new(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// Nothing of it runs or holds host resources: the pod may finish.
+    pub fn is_settled(&self) -> bool {
+        match &self.instance {
+            Instance::None | Instance::Blocked(_) => true,
+            Instance::Exited { released, .. } => *released,
+            Instance::Starting { .. } | Instance::Running { .. } => false,
+        }
+    }
+
+    /// The worker began performing [`Action::Start`](super::Action::Start).
+    pub fn on_start_begun(&mut self, now: DateTime<Utc>, backoff_after: Backoff) {
+        if let Instance::Exited { termination, .. } = std::mem::take(&mut self.instance) {
+            self.last_termination = Some(termination);
+        }
+        self.backoff = backoff_after;
+        self.instance = Instance::Starting { since: now };
+    }
+
+    /// The start was blocked before anything ran; the attempt number is not used up.
+    pub fn on_start_blocked(
+        &mut self,
+        kind: BlockKind,
+        message: String,
+        now: DateTime<Utc>,
+        image_generation: u64,
+    ) {
+        let failures = match self.block_streak {
+            Some((k, n)) if k == kind => n.saturating_add(1),
+            _ => 1,
+        };
+        self.block_streak = Some((kind, failures));
+        self.instance = Instance::Blocked(StartBlock {
+            kind,
+            message,
+            since: now,
+            failures,
+            image_generation,
+        });
+    }
+
+    /// The shim runs the container's process.
+    pub fn on_started(&mut self, attempt: u32, started_at: DateTime<Utc>, container_id: String) {
+        self.restart_count = attempt;
+        self.next_attempt = attempt.saturating_add(1);
+        self.block_streak = None;
+        self.container_id = Some(container_id);
+        self.instance = Instance::Running { started_at };
+        self.stop = StopProgress::default();
+    }
+
+    /// The instance exited (or its start failed, which counts as an exit).
+    pub fn on_exited(&mut self, attempt: u32, termination: Termination, released: bool) {
+        self.restart_count = attempt;
+        self.next_attempt = self.next_attempt.max(attempt.saturating_add(1));
+        self.block_streak = None;
+        if let Instance::Exited {
+            termination: prev, ..
+        } = std::mem::take(&mut self.instance)
+        {
+            self.last_termination = Some(prev);
+        }
+        self.instance = Instance::Exited {
+            termination,
+            released,
+        };
+    }
+
+    /// The exited instance's shim has released the cgroup and rootfs.
+    pub fn on_released(&mut self) {
+        if let Instance::Exited { released, .. } = &mut self.instance {
+            *released = true;
+        }
+    }
+
+    /// The worker began performing [`Action::RunPreStop`](super::Action::RunPreStop).
+    pub fn on_hook_started(&mut self, now: DateTime<Utc>) {
+        self.stop.began_at.get_or_insert(now);
+        self.stop.hook = HookProgress::Running { since: now };
+    }
+
+    /// The preStop hook ended (`failure` says why it failed). A hook that ends after the
+    /// stop signal went out (it timed out) changes nothing.
+    pub fn on_hook_ended(&mut self, now: DateTime<Utc>, failure: Option<String>) {
+        if self.stop.stop_signal.is_none() {
+            self.stop.hook = HookProgress::Ended { at: now, failure };
+        }
+    }
+
+    /// The worker sent the stop signal (with `grace` before SIGKILL) or SIGKILL.
+    pub fn on_signal_sent(&mut self, kind: super::SignalKind, now: DateTime<Utc>) {
+        self.stop.began_at.get_or_insert(now);
+        match kind {
+            super::SignalKind::Stop { grace } => self.stop.stop_signal = Some((now, grace)),
+            super::SignalKind::Kill => self.stop.kill_sent_at = Some(now),
+        }
+    }
+}
+
+/// What the worker knows of the pod.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PodObserved {
+    /// One per spec container, in spec order.
+    pub containers: Vec<ContainerObserved>,
+    pub terminating: Option<TerminationOrder>,
+    /// Bumped when an image is loaded: image and config back-offs end at once.
+    pub image_generation: u64,
+    /// The phase last published (a terminal phase never goes back).
+    pub phase: Option<PodPhase>,
+    /// The conditions last published (transition times move only on change).
+    pub conditions: Vec<PodCondition>,
+    /// When the first container status was published (`status.startTime`).
+    pub start_time: Option<DateTime<Utc>>,
+}
+
+impl PodObserved {
+    pub fn new(names: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
+        Self {
+            containers: names
+                .into_iter()
+                .map(|n| ContainerObserved::new(n.as_ref()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    pub fn container_mut(&mut self, name: &str) -> Option<&mut ContainerObserved> {
+        self.containers.iter_mut().find(|c| c.name == name)
+    }
+
+    /// The pod terminates with `grace`; a later order can only shorten it.
+    pub fn on_terminate(&mut self, now: DateTime<Utc>, grace: Duration) {
+        match &mut self.terminating {
+            Some(order) => order.grace = order.grace.min(grace),
+            None => self.terminating = Some(TerminationOrder { since: now, grace }),
+        }
+    }
+
+    /// An image was loaded into the store.
+    pub fn on_image_loaded(&mut self) {
+        self.image_generation = self.image_generation.wrapping_add(1);
+    }
+
+    /// The worker published `decision`'s status: remember what a later sync compares to.
+    pub fn on_published(&mut self, decision: &super::Decision) {
+        self.phase = Some(decision.status.phase);
+        self.conditions = decision.status.conditions.clone();
+        self.start_time = decision.status.start_time;
+        for (c, state) in self.containers.iter_mut().zip(&decision.container_states) {
+            c.shown_waiting = state.waiting.as_ref().and_then(|w| w.reason.clone());
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! The pod's status as a sync leaves it: container states, phase (the kubelet's
+//! `getPhase`) and the standard conditions.
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, PodCondition,
+};
+
+use super::super::k8s_time::to_k8s;
+use super::super::phase::{ContainerSummary, PodPhase, pod_phase};
+use super::observed::{ContainerObserved, Instance, PodObserved, Termination};
+use super::{ContainerFacts, PodFacts};
+
+/// The part of `v1.PodStatus` the core owns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodStatusView {
+    pub phase: PodPhase,
+    pub conditions: Vec<PodCondition>,
+    pub container_statuses: Vec<ContainerStatus>,
+    pub start_time: Option<DateTime<Utc>>,
+}
+
+impl Default for PodStatusView {
+    fn default() -> Self {
+        Self {
+            phase: PodPhase::Pending,
+            conditions: Vec::new(),
+            container_statuses: Vec::new(),
+            start_time: None,
+        }
+    }
+}
+
+pub(super) fn waiting(reason: &str, message: Option<String>) -> ContainerState {
+    ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(reason.to_string()),
+            message,
+        }),
+        ..Default::default()
+    }
+}
+
+pub(super) fn running(started_at: DateTime<Utc>) -> ContainerState {
+    ContainerState {
+        running: Some(ContainerStateRunning {
+            started_at: Some(to_k8s(started_at)),
+        }),
+        ..Default::default()
+    }
+}
+
+/// The terminated state an ended instance shows.
+pub fn terminated_state(t: &Termination) -> ContainerState {
+    ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code: t.exit_code,
+            signal: t.signal,
+            reason: Some(t.shown_reason().to_string()),
+            message: t.message.clone(),
+            started_at: Some(to_k8s(t.started_at)),
+            finished_at: Some(to_k8s(t.finished_at)),
+            container_id: t.container_id.clone(),
+        }),
+        ..Default::default()
+    }
+}
+
+fn container_status(
+    spec: &ContainerFacts,
+    obs: &ContainerObserved,
+    state: &ContainerState,
+) -> ContainerStatus {
+    let running = state.running.is_some();
+    // While an exited instance waits for its restart, its end is the last state.
+    let last = match &obs.instance {
+        Instance::Exited { termination, .. } if state.terminated.is_none() => Some(termination),
+        _ => obs.last_termination.as_ref(),
+    };
+    ContainerStatus {
+        name: spec.name.clone(),
+        image: spec.image.clone(),
+        image_id: obs.image_id.clone(),
+        container_id: obs.container_id.clone(),
+        ready: running,
+        started: Some(running),
+        restart_count: i32::try_from(obs.restart_count).unwrap_or(i32::MAX),
+        state: Some(state.clone()),
+        last_state: last.map(terminated_state),
+        ..Default::default()
+    }
+}
+
+fn summary(obs: &ContainerObserved, state: &ContainerState) -> ContainerSummary {
+    if state.running.is_some() {
+        return ContainerSummary::Running;
+    }
+    if let Some(t) = &state.terminated {
+        return ContainerSummary::Terminated {
+            exit_code: t.exit_code,
+        };
+    }
+    let last_exit = match &obs.instance {
+        Instance::Exited { termination, .. } => Some(termination.exit_code),
+        _ => obs.last_termination.as_ref().map(|t| t.exit_code),
+    };
+    ContainerSummary::Waiting { last_exit }
+}
+
+pub(super) fn pod_status(
+    pod: &PodFacts,
+    observed: &PodObserved,
+    states: &[ContainerState],
+    now: DateTime<Utc>,
+) -> PodStatusView {
+    let statuses: Vec<ContainerStatus> = pod
+        .containers
+        .iter()
+        .zip(&observed.containers)
+        .zip(states)
+        .map(|((spec, obs), state)| container_status(spec, obs, state))
+        .collect();
+    let summaries: Vec<ContainerSummary> = observed
+        .containers
+        .iter()
+        .zip(states)
+        .map(|(obs, state)| summary(obs, state))
+        .collect();
+    let computed = pod_phase(pod.restart_policy, &summaries);
+    // A terminal phase never goes back (the kubelet's rule).
+    let phase = match observed.phase {
+        Some(p @ (PodPhase::Succeeded | PodPhase::Failed)) => p,
+        _ => computed,
+    };
+    let all_ready = !statuses.is_empty() && statuses.iter().all(|c| c.ready);
+    let start_time = observed.start_time.or(Some(now));
+    // The worker syncs only once the pod's sandbox exists.
+    let sandbox_ready = true;
+    PodStatusView {
+        phase,
+        conditions: conditions(
+            &observed.conditions,
+            &[
+                ("PodScheduled", true),
+                ("Initialized", true),
+                ("ContainersReady", all_ready),
+                ("Ready", all_ready),
+                ("PodReadyToStartContainers", sandbox_ready),
+            ],
+            now,
+        ),
+        container_statuses: statuses,
+        start_time,
+    }
+}
+
+/// The conditions with these values; a condition's transition time moves only when its
+/// status changes.
+pub fn conditions(
+    previous: &[PodCondition],
+    values: &[(&str, bool)],
+    now: DateTime<Utc>,
+) -> Vec<PodCondition> {
+    let mut out = previous.to_vec();
+    for (kind, ok) in values {
+        let value = if *ok { "True" } else { "False" };
+        match out.iter_mut().find(|c| c.type_ == *kind) {
+            Some(c) if c.status == value => {}
+            Some(c) => {
+                c.status = value.to_string();
+                c.last_transition_time = Some(to_k8s(now));
+            }
+            None => out.push(PodCondition {
+                type_: (*kind).to_string(),
+                status: value.to_string(),
+                last_transition_time: Some(to_k8s(now)),
+                ..Default::default()
+            }),
+        }
+    }
+    out
+}

@@ -1,0 +1,108 @@
+//! The core's tests: kubelet corner cases as tables (restart, back-off, image and config
+//! back-off, termination, status) and property tests over random observation sequences.
+
+mod props;
+mod restart;
+mod status;
+mod termination;
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::*;
+use crate::model::backoff::BackoffPolicy;
+use crate::model::restart::RestartPolicy;
+
+/// A fixed instant plus `secs` (fractions allowed), so tables read in seconds.
+pub(super) fn t(secs: f64) -> DateTime<Utc> {
+    let base = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+    base + chrono::Duration::milliseconds((secs * 1000.0).round() as i64)
+}
+
+pub(super) fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+pub(super) fn pod(policy: RestartPolicy, containers: &[(&str, PreStop)]) -> PodFacts {
+    PodFacts {
+        uid: "u1".into(),
+        name: "web".into(),
+        namespace: "default".into(),
+        containers: containers
+            .iter()
+            .map(|(n, p)| ContainerFacts {
+                name: (*n).to_string(),
+                image: format!("img-{n}"),
+                pre_stop: *p,
+            })
+            .collect(),
+        restart_policy: policy,
+        backoff: BackoffPolicy::default(),
+    }
+}
+
+pub(super) fn one(policy: RestartPolicy) -> PodFacts {
+    pod(policy, &[("app", PreStop::None)])
+}
+
+pub(super) fn observed(pod: &PodFacts) -> PodObserved {
+    PodObserved::new(pod.containers.iter().map(|c| c.name.clone()))
+}
+
+pub(super) fn exit(code: i32, started: f64, finished: f64) -> Termination {
+    Termination {
+        exit_code: code,
+        signal: None,
+        started_at: t(started),
+        finished_at: t(finished),
+        reason: None,
+        message: None,
+        container_id: Some("podhost://x".into()),
+    }
+}
+
+/// Performs `decision`'s actions on `obs` as the worker does when it begins them.
+pub(super) fn fold_actions(obs: &mut PodObserved, decision: &Decision, now: DateTime<Utc>) {
+    for action in &decision.actions {
+        let Some(c) = obs.container_mut(action.container()) else {
+            continue;
+        };
+        match action {
+            Action::Start { backoff_after, .. } => c.on_start_begun(now, backoff_after.clone()),
+            Action::RunPreStop { .. } => c.on_hook_started(now),
+            Action::Signal { signal, .. } => c.on_signal_sent(*signal, now),
+        }
+    }
+}
+
+/// Syncs, publishes and performs the actions: what one worker iteration does.
+pub(super) fn step(pod: &PodFacts, obs: &mut PodObserved, now: DateTime<Utc>) -> Decision {
+    let d = sync_pod(pod, obs, now);
+    obs.on_published(&d);
+    fold_actions(obs, &d, now);
+    d
+}
+
+pub(super) fn reason(d: &Decision, i: usize) -> String {
+    let s = &d.container_states[i];
+    if let Some(w) = &s.waiting {
+        return w.reason.clone().unwrap_or_default();
+    }
+    if let Some(t) = &s.terminated {
+        return format!("Terminated:{}", t.reason.clone().unwrap_or_default());
+    }
+    "Running".into()
+}
+
+pub(super) fn starts(d: &Decision) -> Vec<(String, u32)> {
+    d.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Start {
+                container, attempt, ..
+            } => Some((container.clone(), *attempt)),
+            _ => None,
+        })
+        .collect()
+}
