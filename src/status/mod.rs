@@ -1,10 +1,9 @@
 //! The single writer of pod status (v1.PodStatus shape) and events, persisted atomically.
 //!
-//! Workers report container states here; the API and the CLI only read. Every change
-//! recomputes phase and conditions in memory; one writer thread rewrites
+//! Workers publish what the pod-sync core computed (phase, conditions, container states);
+//! the API and the CLI only read. One writer thread rewrites
 //! `<root>/pods/<uid>/status.json` (temp, fsync, rename), batched, newest state wins.
 
-mod conditions;
 mod events;
 mod store;
 mod writer;

@@ -6,14 +6,13 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 
-use super::conditions::recompute;
 use super::events::{Event, EventKind, push_capped};
 use super::writer::{Job, STATUS_FILE, Shared, WriterStats};
-use crate::model::restart::RestartPolicy;
+use crate::model::podsync::PodStatusView;
 use crate::runtime::fsutil::read_json;
 use crate::runtime::paths::Layout;
 
@@ -166,57 +165,28 @@ impl StatusStore {
         self.persist(&uid);
     }
 
-    /// Applies `f` to the pod's status, recomputes phase and conditions, persists.
+    /// Applies `f` to the pod's status and persists it.
     pub fn update_status(&self, uid: &str, f: impl FnOnce(&mut PodStatus)) {
         let mut inner = self.lock();
         let Some(rec) = inner.changing(uid) else {
             return;
         };
-        let policy = RestartPolicy::from_spec(
-            rec.pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.restart_policy.as_deref()),
-        )
-        .unwrap_or(RestartPolicy::Always);
-        let count = rec
-            .pod
-            .spec
-            .as_ref()
-            .map(|s| s.containers.len())
-            .unwrap_or(0);
-        let status = rec.pod.status.get_or_insert_with(Default::default);
-        f(status);
-        recompute(status, policy, count);
+        f(rec.pod.status.get_or_insert_with(Default::default));
         drop(inner);
         self.persist(uid);
     }
 
-    /// Replaces one container's status (by name), keeping spec order.
-    pub fn set_container_status(&self, uid: &str, cs: ContainerStatus) {
-        let order: Vec<String> = self
-            .get(uid)
-            .and_then(|r| {
-                r.pod
-                    .spec
-                    .map(|s| s.containers.into_iter().map(|c| c.name).collect())
-            })
-            .unwrap_or_default();
+    /// Replaces what the pod-sync core decides of the pod's status: phase, conditions,
+    /// container statuses and startTime. A terminal phase already recorded (a rejected
+    /// pod) stays.
+    pub fn publish_sync(&self, uid: &str, view: &PodStatusView) {
         self.update_status(uid, |status| {
-            let list = status.container_statuses.get_or_insert_with(Vec::new);
-            match list.iter_mut().find(|c| c.name == cs.name) {
-                Some(slot) => *slot = cs,
-                None => list.push(cs),
+            if !matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")) {
+                status.phase = Some(view.phase.as_str().to_string());
             }
-            list.sort_by_key(|c| {
-                order
-                    .iter()
-                    .position(|n| *n == c.name)
-                    .unwrap_or(usize::MAX)
-            });
-            if status.start_time.is_none() {
-                status.start_time = Some(k8s_time(Utc::now()));
-            }
+            status.conditions = Some(view.conditions.clone());
+            status.container_statuses = Some(view.container_statuses.clone());
+            status.start_time = view.start_time.map(k8s_time);
         });
     }
 

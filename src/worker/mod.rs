@@ -1,18 +1,26 @@
 //! One task per pod UID: start the sandbox and containers, supervise them (restart policy,
 //! CrashLoopBackOff), and terminate them as the kubelet does when the pod goes away.
 //!
-//! Side effects live in separate files: `prepare` (bundle), `container` (one container's
-//! life), `kill` (preStop → stop signal → SIGKILL), `pod` (sandbox and the pod's life).
+//! The worker decides nothing about containers: `sync_loop` observes, asks the pure
+//! pod-sync core (`model::podsync`) and performs its actions — `start` (image, bundle,
+//! shim), `hook` (preStop), signals — while `exit` and `adopt` turn what the shims report
+//! into observations. `pod` holds the pod's own life: admission, sandbox, release.
 
-mod container;
+mod adopt;
 mod context;
-mod kill;
+mod error;
+mod exit;
+mod facts;
+mod hook;
 mod limits;
 mod pod;
 mod prepare;
+mod report;
 pub mod security;
-mod state;
+mod start;
+mod sync_loop;
 
 pub use context::{Ctx, PodInfo};
+pub use error::WorkerError;
 pub use pod::{PodHandle, spawn_pod};
 pub use prepare::IMAGE_REF_FILE;

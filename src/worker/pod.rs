@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use super::container::supervise;
 use super::context::{Ctx, PodInfo};
+use super::error::WorkerError;
 use super::prepare::write_pod_files;
+use super::sync_loop::run_containers;
 use crate::model::qos::pod_resources;
 use crate::model::resources::pod_cgroup_config;
 use crate::runtime::sandbox::{self, SandboxPaths};
@@ -126,15 +127,13 @@ async fn run(
     // and stop whatever a previous daemon left running.
     let pod = allocate_userns(&ctx, pod, &mut term).await;
     let _sandbox_ready = ensure_sandbox(&ctx, &pod, &mut term).await;
-    let mut supervisors = tokio::task::JoinSet::new();
-    for c in pod.pod.spec.clone().unwrap_or_default().containers {
-        supervisors.spawn(supervise(ctx.clone(), pod.clone(), c, term.clone()));
-    }
+    let containers = tokio::spawn(run_containers(ctx.clone(), pod.clone(), term.clone()));
     let _ = term.wait_for(|t| t.is_some()).await;
     tracing::info!(pod = %pod.name, uid = %pod.uid, "terminating pod");
-    ctx.store.update_status(&pod.uid, |_| {});
     mark_deleting(&ctx, &pod);
-    while supervisors.join_next().await.is_some() {}
+    if let Err(e) = containers.await {
+        tracing::error!(pod = %pod.name, error = %e, "the pod's sync loop failed");
+    }
     finish(&ctx, &pod).await;
 }
 
@@ -178,7 +177,7 @@ async fn ensure_sandbox(
         let result = match write_pod_files(ctx, pod).and_then(|_| setup_pod_cgroup(ctx, pod)) {
             Err(e) => Err(e.to_string()),
             Ok(()) if SandboxPaths::new(&ns_dir, pod.sandbox_shape()).exists() => Ok(()),
-            Ok(()) => create_sandbox(ctx, pod).await,
+            Ok(()) => create_sandbox(ctx, pod).await.map_err(|e| e.to_string()),
         };
         match result {
             Ok(()) => return true,
@@ -245,7 +244,7 @@ fn setup_pod_cgroup(ctx: &Ctx, pod: &PodInfo) -> Result<(), crate::runtime::Runt
     ctx.cgroups.setup_pod(pod.qos, &pod.uid, &cfg, cpu_requests)
 }
 
-async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
+async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
     let mut cmd = tokio::process::Command::new(&ctx.exe);
     cmd.arg("sandbox")
         .arg("--ns-dir")
@@ -273,11 +272,17 @@ async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
         .stderr(Stdio::piped())
         .output()
         .await
-        .map_err(|e| format!("cannot run the sandbox helper: {e}"))?;
+        .map_err(|source| WorkerError::SandboxSpawn {
+            pod: pod.name.clone(),
+            source,
+        })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        Err(WorkerError::Sandbox {
+            pod: pod.name.clone(),
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 

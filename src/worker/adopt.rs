@@ -1,0 +1,155 @@
+//! Picks up where a previous daemon left off: each container's newest attempt dir tells
+//! whether it runs (its shim is adopted) or how it ended; the attempt before it gives
+//! `lastState`, and the pod's record its published phase and conditions.
+
+use k8s_openapi::api::core::v1::ContainerState;
+
+use super::context::{Ctx, PodInfo};
+use super::exit::{termination, termination_of};
+use super::report::{ExitFuture, Running};
+use crate::model::k8s_time::from_k8s;
+use crate::model::phase::PodPhase;
+use crate::model::podsync::{ContainerObserved, PodFacts, PodObserved, Termination};
+use crate::runtime::fsutil::read_json;
+use crate::runtime::paths::{attempts, container_id};
+use crate::runtime::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
+use crate::runtime::shim_client::{self, Adopted};
+use crate::runtime::signals::parse_signal;
+
+/// A container found running: what the sync loop must keep and await.
+pub struct AdoptedRun {
+    pub container: String,
+    pub run: Running,
+    pub exit: ExitFuture,
+}
+
+/// The observed state of `pod` as the disk and the live shims tell it.
+pub async fn adopt_pod(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    facts: &PodFacts,
+) -> (PodObserved, Vec<AdoptedRun>) {
+    let mut observed = PodObserved::new(facts.containers.iter().map(|c| c.name.clone()));
+    if let Some(record) = ctx.store.get(&pod.uid) {
+        let status = record.pod.status.unwrap_or_default();
+        observed.phase = status.phase.as_deref().and_then(phase_of);
+        observed.conditions = status.conditions.unwrap_or_default();
+        observed.start_time = status.start_time.as_ref().map(from_k8s);
+    }
+    let mut running = Vec::new();
+    for c in observed.containers.iter_mut() {
+        if let Some(run) = adopt_container(ctx, pod, c).await {
+            running.push(run);
+        }
+    }
+    (observed, running)
+}
+
+fn phase_of(s: &str) -> Option<PodPhase> {
+    [
+        PodPhase::Pending,
+        PodPhase::Running,
+        PodPhase::Succeeded,
+        PodPhase::Failed,
+    ]
+    .into_iter()
+    .find(|p| p.as_str() == s)
+}
+
+async fn adopt_container(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    c: &mut ContainerObserved,
+) -> Option<AdoptedRun> {
+    let dir = ctx.layout.container_dir(&pod.uid, &c.name);
+    loop {
+        let &last = attempts(&dir).last()?;
+        let bundle = ctx.layout.attempt_dir(&pod.uid, &c.name, last);
+        let adopted = shim_client::adopt(&bundle).await;
+        if matches!(adopted, Adopted::NeverStarted) {
+            // Its dir is gone: the attempt before it (if any) is the newest.
+            continue;
+        }
+        // The back-off as it stood after `last` restarts.
+        for _ in 0..last {
+            c.backoff
+                .next_delay(&ctx.backoff, std::time::Duration::ZERO);
+        }
+        c.next_attempt = last.saturating_add(1);
+        c.restart_count = last;
+        c.image_id = std::fs::read_to_string(bundle.join(super::prepare::IMAGE_REF_FILE))
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        if last > 0 {
+            c.last_termination = recorded_end(ctx, pod, &c.name, last - 1);
+        }
+        let id = container_id(&pod.uid, &c.name, last);
+        return match adopted {
+            Adopted::Running(handle) => {
+                tracing::info!(pod = %pod.name, container = %c.name, pid = handle.started.init_pid, "adopted running container");
+                c.on_started(last, handle.started.started_at, format!("podhost://{id}"));
+                let run = Running {
+                    started: handle.started.clone(),
+                    attempt: last,
+                    container_id: id,
+                    stop_signal: stop_signal_of(&bundle),
+                };
+                Some(AdoptedRun {
+                    container: c.name.clone(),
+                    run,
+                    exit: Box::pin(handle.wait()),
+                })
+            }
+            Adopted::Exited(record) => {
+                c.container_id = Some(format!("podhost://{id}"));
+                let end = termination_of(ctx, pod, &c.name, last, &record).await;
+                c.on_exited(last, end, true);
+                None
+            }
+            Adopted::NeverStarted => None,
+        };
+    }
+}
+
+/// How attempt `attempt` ended, as it was shown (its verdict file), else as its exit
+/// record says.
+fn recorded_end(ctx: &Ctx, pod: &PodInfo, container: &str, attempt: u32) -> Option<Termination> {
+    let bundle = ctx.layout.attempt_dir(&pod.uid, container, attempt);
+    let id = Some(format!(
+        "podhost://{}",
+        container_id(&pod.uid, container, attempt)
+    ));
+    if let Ok(Some(state)) = read_json::<ContainerState>(&bundle.join(TERMINATED_FILE))
+        && let Some(t) = state.terminated
+    {
+        let started = t.started_at.as_ref().map(from_k8s).unwrap_or_default();
+        return Some(Termination {
+            exit_code: t.exit_code,
+            signal: t.signal,
+            started_at: started,
+            finished_at: t.finished_at.as_ref().map(from_k8s).unwrap_or(started),
+            reason: t.reason,
+            message: t.message,
+            container_id: t.container_id.or(id),
+        });
+    }
+    let record = read_json::<ExitRecord>(&bundle.join(EXIT_FILE)).ok()??;
+    let (reason, message) = match (&record.unknown, record.oom_killed) {
+        (Some(msg), _) => (
+            Some("ContainerStatusUnknown".to_string()),
+            Some(msg.clone()),
+        ),
+        (None, true) => (Some("OOMKilled".to_string()), None),
+        (None, false) => (None, None),
+    };
+    Some(termination(&record, id, reason, message))
+}
+
+/// The stop signal of an adopted container, as `prepare_attempt` recorded it.
+fn stop_signal_of(bundle: &std::path::Path) -> nix::sys::signal::Signal {
+    std::fs::read_to_string(bundle.join("stop-signal"))
+        .ok()
+        .and_then(|s| parse_signal(&s))
+        .unwrap_or(nix::sys::signal::Signal::SIGTERM)
+}

@@ -1,0 +1,142 @@
+//! Observes a container's end: the exit record becomes a [`Termination`] (OOM victim
+//! named, lost containers marked), is kept beside the attempt, and is reported; then the
+//! shim's clean-up is awaited and reported.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::context::{Ctx, PodInfo};
+use super::report::{ExitFuture, Report};
+use crate::model::podsync::{Termination, terminated_state};
+use crate::runtime::fsutil::write_json_atomic;
+use crate::runtime::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
+use crate::status::EventKind;
+
+/// How long the shim's clean-up (cgroup and rootfs removal) may take before the next
+/// start or the pod's removal goes ahead anyway.
+const SHIM_CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Awaits the exit of attempt `attempt` of `container`, then its shim's clean-up.
+pub async fn watch(
+    ctx: Arc<Ctx>,
+    pod: Arc<PodInfo>,
+    container: String,
+    attempt: u32,
+    exit: ExitFuture,
+    reports: UnboundedSender<Report>,
+) {
+    let (record, gone) = exit.await;
+    let termination = termination_of(&ctx, &pod, &container, attempt, &record).await;
+    tracing::info!(pod = %pod.name, container = %container, exit_code = record.exit_code,
+        finished_at = %record.finished_at, "container exited");
+    let _ = reports.send(Report::Exited {
+        container: container.clone(),
+        attempt,
+        termination,
+        released: false,
+    });
+    if tokio::time::timeout(SHIM_CLEANUP_TIMEOUT, gone)
+        .await
+        .is_err()
+    {
+        tracing::warn!(pod = %pod.name, container = %container,
+            "shim clean-up takes over {SHIM_CLEANUP_TIMEOUT:?}; going on");
+    }
+    let _ = reports.send(Report::Released { container });
+}
+
+/// How the instance ended, as shown: a lost container is `ContainerStatusUnknown`, an
+/// OOM kill `OOMKilled` with its victim named (and an event). Kept beside the attempt's
+/// records so that a restarted daemon shows the same `lastState`.
+pub async fn termination_of(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    container: &str,
+    attempt: u32,
+    record: &ExitRecord,
+) -> Termination {
+    let id = crate::runtime::paths::container_id(&pod.uid, container, attempt);
+    let (reason, message) = match (&record.unknown, record.oom_killed) {
+        (Some(msg), _) => (
+            Some("ContainerStatusUnknown".to_string()),
+            Some(msg.clone()),
+        ),
+        (None, true) => {
+            let message = oom_message(ctx, pod, container, record).await;
+            ctx.store.pod_event(
+                &pod.uid,
+                EventKind::Warning,
+                "OOMKilled",
+                &pod.object(container),
+                message.clone(),
+            );
+            (Some("OOMKilled".to_string()), Some(message))
+        }
+        (None, false) => (None, None),
+    };
+    let termination = termination(record, Some(format!("podhost://{id}")), reason, message);
+    let bundle = ctx.layout.attempt_dir(&pod.uid, container, attempt);
+    if bundle.join(EXIT_FILE).exists()
+        && let Err(e) = write_json_atomic(
+            &bundle.join(TERMINATED_FILE),
+            &terminated_state(&termination),
+        )
+    {
+        tracing::warn!(error = %e, "cannot record the container's terminated state");
+    }
+    termination
+}
+
+/// The termination an exit record describes.
+pub fn termination(
+    record: &ExitRecord,
+    container_id: Option<String>,
+    reason: Option<String>,
+    message: Option<String>,
+) -> Termination {
+    Termination {
+        exit_code: record.exit_code,
+        signal: record.signal,
+        started_at: record.started_at,
+        finished_at: record.finished_at,
+        reason,
+        message,
+        container_id,
+    }
+}
+
+/// `OOMKilled: tail (pid 142) at memory limit 32Mi, peak 32Mi`: the victim as the kernel
+/// named it (when its report arrives within a second), the limit and the peak.
+async fn oom_message(ctx: &Ctx, pod: &PodInfo, container: &str, record: &ExitRecord) -> String {
+    let cgroup = ctx.cgroups.container_path(pod.qos, &pod.uid, container);
+    let suffix = cgroup
+        .find("/kubepods")
+        .map(|i| cgroup[i..].to_string())
+        .unwrap_or(cgroup);
+    let ran_for = (Utc::now() - record.started_at)
+        .to_std()
+        .unwrap_or_default();
+    let since = std::time::Instant::now()
+        .checked_sub(ran_for)
+        .unwrap_or_else(std::time::Instant::now);
+    let victim = ctx
+        .oom_victims
+        .wait_for(&suffix, since, Duration::from_secs(1))
+        .await;
+    let mut msg = String::from("OOMKilled:");
+    if let Some(v) = victim {
+        msg.push_str(&format!(" {} (pid {})", v.comm, v.pid));
+    }
+    let fmt = |b: u64| crate::model::quantity::format_bytes(i64::try_from(b).unwrap_or(i64::MAX));
+    match record.memory_max {
+        Some(max) => msg.push_str(&format!(" at memory limit {}", fmt(max))),
+        None => msg.push_str(" with no memory limit of its own"),
+    }
+    if let Some(peak) = record.memory_peak {
+        msg.push_str(&format!(", peak {}", fmt(peak)));
+    }
+    msg
+}

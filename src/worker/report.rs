@@ -1,0 +1,54 @@
+//! What the worker's tasks report back to the pod's sync loop.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use nix::sys::signal::Signal;
+
+use crate::model::podsync::{BlockKind, Termination};
+use crate::runtime::records::{ExitRecord, StartedRecord};
+use crate::runtime::shim_client::ShimGone;
+
+/// Resolves when the container's init has exited (then when its shim is gone).
+pub type ExitFuture = Pin<Box<dyn Future<Output = (ExitRecord, ShimGone)> + Send>>;
+
+/// A running container as signals and hooks need it.
+#[derive(Debug, Clone)]
+pub struct Running {
+    pub started: StartedRecord,
+    pub attempt: u32,
+    /// libcontainer's id (`<uid>-<name>-<attempt>`), for exec hooks.
+    pub container_id: String,
+    pub stop_signal: Signal,
+}
+
+/// One observation, sent by the task that made it.
+pub enum Report {
+    /// The shim runs the container; `exit` resolves when it ends.
+    Started {
+        container: String,
+        run: Running,
+        image_id: String,
+        exit: ExitFuture,
+    },
+    /// The start was blocked before anything ran (image, configuration).
+    Blocked {
+        container: String,
+        kind: BlockKind,
+        message: String,
+    },
+    /// The instance ended (a failed start counts, already released).
+    Exited {
+        container: String,
+        attempt: u32,
+        termination: Termination,
+        released: bool,
+    },
+    /// The exited instance's shim is gone: cgroup and rootfs are released.
+    Released { container: String },
+    /// The preStop hook ended.
+    HookEnded {
+        container: String,
+        failure: Option<String>,
+    },
+}

@@ -1,0 +1,275 @@
+//! Performs the core's `Start`: the image per its pull policy, the bundle, the shim.
+//! Everything that happens is reported back; nothing here decides what comes next.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::Container;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::context::{Ctx, PodInfo};
+use super::error::WorkerError;
+use super::prepare::prepare_attempt;
+use super::report::{Report, Running};
+use crate::image::ResolvedImage;
+use crate::model::podsync::{BlockKind, Termination};
+use crate::runtime::fsutil::write_json_atomic;
+use crate::runtime::paths::container_id;
+use crate::runtime::records::{EXIT_FILE, ExitRecord};
+use crate::runtime::shim_client;
+use crate::status::EventKind;
+
+/// The exit code a start that failed counts as (as containerd reports it).
+const START_FAILED_EXIT_CODE: i32 = 128;
+
+/// Starts attempt `attempt` of `c` and reports how it went.
+pub async fn start(
+    ctx: Arc<Ctx>,
+    pod: Arc<PodInfo>,
+    c: Container,
+    attempt: u32,
+    reports: UnboundedSender<Report>,
+) {
+    let _ = reports.send(start_report(&ctx, &pod, &c, attempt).await);
+}
+
+async fn start_report(ctx: &Arc<Ctx>, pod: &Arc<PodInfo>, c: &Container, attempt: u32) -> Report {
+    let name = c.name.clone();
+    let image = match ensure_image(ctx, pod, c).await {
+        Ok(image) => image,
+        Err(e) => {
+            let kind = match e {
+                WorkerError::ImageNotPresent { .. } | WorkerError::LocalImageNotPresent { .. } => {
+                    BlockKind::ImageNeverPull
+                }
+                _ => BlockKind::Image,
+            };
+            let message = e.to_string();
+            event(ctx, pod, c, EventKind::Warning, "Failed", message.clone());
+            return Report::Blocked {
+                container: name,
+                kind,
+                message,
+            };
+        }
+    };
+    let _ = ctx.images.touch(&image.reference);
+    let image_id = image.manifest_digest.clone();
+    let id = container_id(&pod.uid, &c.name, attempt);
+    // Off the async threads: it reads the image's files and writes the bundle.
+    let prepared = {
+        let (ctx, pod, c) = (ctx.clone(), pod.clone(), c.clone());
+        tokio::task::spawn_blocking(move || prepare_attempt(&ctx, &pod, &c, &image, attempt)).await
+    };
+    let prepared = match prepared {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return config_error(ctx, pod, c, attempt, e.to_string()),
+        Err(source) => {
+            let e = WorkerError::Task {
+                what: "preparing the bundle",
+                container: name.clone(),
+                source,
+            };
+            return config_error(ctx, pod, c, attempt, e.to_string());
+        }
+    };
+    match shim_client::spawn(&ctx.exe, &prepared.shim).await {
+        Ok(handle) => {
+            event(
+                ctx,
+                pod,
+                c,
+                EventKind::Normal,
+                "Started",
+                format!("Started container {name}"),
+            );
+            // What the shim could not apply (e.g. oom_score_adj without CAP_SYS_RESOURCE).
+            for n in crate::runtime::not_applied::read(&handle.bundle) {
+                event(ctx, pod, c, EventKind::Warning, &n.reason, n.message());
+            }
+            let run = Running {
+                started: handle.started.clone(),
+                attempt,
+                container_id: id,
+                stop_signal: prepared.stop_signal,
+            };
+            Report::Started {
+                container: name,
+                run,
+                image_id,
+                exit: Box::pin(handle.wait()),
+            }
+        }
+        Err(e) => {
+            event(
+                ctx,
+                pod,
+                c,
+                EventKind::Warning,
+                "Failed",
+                format!("Error: {e}"),
+            );
+            Report::Exited {
+                container: name,
+                attempt,
+                termination: start_failed(ctx, pod, c, attempt, &id, e.to_string()),
+                released: true,
+            }
+        }
+    }
+}
+
+/// The container cannot be configured: nothing ran in the attempt, so its dir goes and
+/// its number is used by the next try.
+fn config_error(ctx: &Ctx, pod: &PodInfo, c: &Container, attempt: u32, message: String) -> Report {
+    let dir = ctx.layout.attempt_dir(&pod.uid, &c.name, attempt);
+    if let Err(e) = std::fs::remove_dir_all(&dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(error = %e, dir = %dir.display(), "cannot remove an unused attempt dir");
+    }
+    event(
+        ctx,
+        pod,
+        c,
+        EventKind::Warning,
+        "Failed",
+        format!("Error: {message}"),
+    );
+    Report::Blocked {
+        container: c.name.clone(),
+        kind: BlockKind::Config,
+        message,
+    }
+}
+
+/// A start that failed counts as an exit: its end is recorded as a shim's would be, so
+/// that a restarted daemon neither loses it nor takes the number again.
+fn start_failed(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    c: &Container,
+    attempt: u32,
+    id: &str,
+    message: String,
+) -> Termination {
+    let now = Utc::now();
+    let record = ExitRecord {
+        exit_code: START_FAILED_EXIT_CODE,
+        signal: None,
+        started_at: now,
+        finished_at: now,
+        ..Default::default()
+    };
+    let bundle = ctx.layout.attempt_dir(&pod.uid, &c.name, attempt);
+    if bundle.exists()
+        && let Err(e) = write_json_atomic(&bundle.join(EXIT_FILE), &record)
+    {
+        tracing::warn!(error = %e, "cannot record a failed start");
+    }
+    Termination {
+        exit_code: record.exit_code,
+        signal: None,
+        started_at: now,
+        finished_at: now,
+        reason: Some("StartError".into()),
+        message: Some(message),
+        container_id: Some(format!("podhost://{id}")),
+    }
+}
+
+/// The image per imagePullPolicy: Always pulls, IfNotPresent pulls when missing, Never
+/// only uses the store. A `localhost/` image (podman's convention) is never pulled.
+async fn ensure_image(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    c: &Container,
+) -> Result<ResolvedImage, WorkerError> {
+    let image_ref = c.image.clone().unwrap_or_default();
+    let present = resolve(ctx, &image_ref, &c.name).await;
+    let local_only = crate::image::is_local_only(&image_ref);
+    let policy = match c.image_pull_policy.as_deref() {
+        _ if local_only => "Never",
+        Some(p) => p,
+        None => "IfNotPresent",
+    };
+    let pull = match policy {
+        "Always" => true,
+        "Never" => false,
+        _ => present.is_err(),
+    };
+    if !pull {
+        return present.map_err(|_| match local_only {
+            true => WorkerError::LocalImageNotPresent {
+                hint: crate::image::local_only_hint(&image_ref),
+            },
+            false => WorkerError::ImageNotPresent {
+                image: image_ref.clone(),
+                policy: policy.to_string(),
+            },
+        });
+    }
+    event(
+        ctx,
+        pod,
+        c,
+        EventKind::Normal,
+        "Pulling",
+        format!("Pulling image \"{image_ref}\""),
+    );
+    let started = std::time::Instant::now();
+    match ctx.puller.pull(&image_ref, None).await {
+        Ok(reference) => {
+            event(
+                ctx,
+                pod,
+                c,
+                EventKind::Normal,
+                "Pulled",
+                format!(
+                    "Successfully pulled image \"{reference}\" in {:.3}s",
+                    started.elapsed().as_secs_f64()
+                ),
+            );
+            resolve(ctx, &image_ref, &c.name).await
+        }
+        Err(source) => Err(WorkerError::Pull {
+            image: image_ref,
+            source,
+        }),
+    }
+}
+
+/// Looks the image up in the store, off the async threads.
+async fn resolve(
+    ctx: &Ctx,
+    image_ref: &str,
+    container: &str,
+) -> Result<ResolvedImage, WorkerError> {
+    let images = ctx.images.clone();
+    let lookup = image_ref.to_string();
+    match tokio::task::spawn_blocking(move || images.resolve(&lookup)).await {
+        Ok(Ok(image)) => Ok(image),
+        Ok(Err(source)) => Err(WorkerError::Resolve {
+            image: image_ref.to_string(),
+            source,
+        }),
+        Err(source) => Err(WorkerError::Task {
+            what: "resolving the image",
+            container: container.to_string(),
+            source,
+        }),
+    }
+}
+
+pub(super) fn event(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    c: &Container,
+    kind: EventKind,
+    reason: &str,
+    message: String,
+) {
+    ctx.store
+        .pod_event(&pod.uid, kind, reason, &pod.object(&c.name), message);
+}

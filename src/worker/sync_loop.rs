@@ -1,0 +1,292 @@
+//! The executor of one pod: observe, ask the pod-sync core, perform, repeat.
+//!
+//! Everything that happens to the pod's containers arrives here as a [`Report`] (from
+//! the start, exit and hook tasks), a termination order, an image load or a timer; each
+//! is folded into the observed state, and [`sync_pod`] decides what to do next. This file
+//! decides nothing itself.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::Container;
+use nix::sys::signal::Signal;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use super::adopt::adopt_pod;
+use super::context::{Ctx, PodInfo};
+use super::facts::{pod_facts, pre_stop_command};
+use super::report::{Report, Running};
+use crate::image::gc::ImageLease;
+use crate::model::podsync::{
+    Action, Decision, PodFacts, PodObserved, PodStatusView, SignalKind, sync_pod,
+};
+use crate::runtime::signals;
+use crate::status::EventKind;
+
+/// The pod worker's order: `Some(grace)` once the pod terminates.
+pub type TermRx = watch::Receiver<Option<Duration>>;
+
+/// Runs the pod's containers until the pod has terminated and none of them runs.
+pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
+    let facts = pod_facts(&pod, ctx.backoff);
+    let (observed, adopted) = adopt_pod(&ctx, &pod, &facts).await;
+    let (reports_tx, reports) = mpsc::unbounded_channel();
+    let mut exec = Executor {
+        specs: pod
+            .pod
+            .spec
+            .clone()
+            .unwrap_or_default()
+            .containers
+            .into_iter()
+            .map(|c| (c.name.clone(), c))
+            .collect(),
+        ctx,
+        pod,
+        facts,
+        observed,
+        reports_tx,
+        tasks: JoinSet::new(),
+        running: HashMap::new(),
+        leases: HashMap::new(),
+        published: None,
+    };
+    for a in adopted {
+        exec.watch_exit(a.container, a.run, a.exit);
+    }
+    exec.run(term, reports).await;
+}
+
+struct Executor {
+    ctx: Arc<Ctx>,
+    pod: Arc<PodInfo>,
+    facts: PodFacts,
+    specs: HashMap<String, Container>,
+    observed: PodObserved,
+    reports_tx: mpsc::UnboundedSender<Report>,
+    /// Start, exit and hook tasks; aborted when the pod is done (a hook still running
+    /// past the grace period is killed with it).
+    tasks: JoinSet<()>,
+    /// The running instances, for signals and hooks.
+    running: HashMap<String, Running>,
+    /// Keeps each container's image from image GC while it may use it (kubernetes#18140).
+    leases: HashMap<String, ImageLease>,
+    published: Option<PodStatusView>,
+}
+
+impl Executor {
+    async fn run(&mut self, mut term: TermRx, mut reports: mpsc::UnboundedReceiver<Report>) {
+        let mut images = self.ctx.images_changed.clone();
+        let (mut term_open, mut images_open) = (true, true);
+        loop {
+            if let Some(grace) = *term.borrow_and_update() {
+                self.observed.on_terminate(Utc::now(), grace);
+            }
+            let now = Utc::now();
+            let decision = sync_pod(&self.facts, &self.observed, now);
+            self.publish(&decision);
+            if decision.pod_done {
+                break;
+            }
+            if !decision.actions.is_empty() {
+                for action in decision.actions {
+                    self.perform(action, now);
+                }
+                continue;
+            }
+            let wake = decision
+                .wake_at
+                .map(|at| (at - now).to_std().unwrap_or_default());
+            tokio::select! {
+                Some(report) = reports.recv() => self.fold(report),
+                changed = term.changed(), if term_open => term_open = changed.is_ok(),
+                changed = images.changed(), if images_open => match changed {
+                    Ok(()) => self.observed.on_image_loaded(),
+                    Err(_) => images_open = false,
+                },
+                _ = sleep_for(wake) => {}
+            }
+            while let Ok(report) = reports.try_recv() {
+                self.fold(report);
+            }
+        }
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Records the decision's events and, when it changed, its status.
+    fn publish(&mut self, decision: &Decision) {
+        for e in &decision.events {
+            let kind = if e.warning {
+                EventKind::Warning
+            } else {
+                EventKind::Normal
+            };
+            self.ctx.store.pod_event(
+                &self.pod.uid,
+                kind,
+                e.reason,
+                &self.pod.object(&e.container),
+                e.message.clone(),
+            );
+        }
+        if self.published.as_ref() != Some(&decision.status) {
+            self.ctx.store.publish_sync(&self.pod.uid, &decision.status);
+            self.published = Some(decision.status.clone());
+        }
+        self.observed.on_published(decision);
+    }
+
+    fn perform(&mut self, action: Action, now: chrono::DateTime<Utc>) {
+        let name = action.container().to_string();
+        let Some(spec) = self.specs.get(&name).cloned() else {
+            return;
+        };
+        let Some(obs) = self.observed.container_mut(&name) else {
+            return;
+        };
+        match action {
+            Action::Start {
+                attempt,
+                backoff_after,
+                ..
+            } => {
+                obs.on_start_begun(now, backoff_after);
+                let image = spec.image.clone().unwrap_or_default();
+                let ctx = self.ctx.clone();
+                self.leases
+                    .entry(name)
+                    .or_insert_with(|| ctx.leases.lease(&image));
+                self.tasks.spawn(super::start::start(
+                    self.ctx.clone(),
+                    self.pod.clone(),
+                    spec,
+                    attempt,
+                    self.reports_tx.clone(),
+                ));
+            }
+            Action::RunPreStop { timeout, .. } => {
+                obs.on_hook_started(now);
+                let Some(run) = self.running.get(&name).cloned() else {
+                    return;
+                };
+                let pre_stop = self
+                    .facts
+                    .containers
+                    .iter()
+                    .find(|c| c.name == name)
+                    .map(|c| c.pre_stop)
+                    .unwrap_or(crate::model::podsync::PreStop::None);
+                self.tasks.spawn(super::hook::run_pre_stop(
+                    self.ctx.clone(),
+                    name,
+                    pre_stop,
+                    pre_stop_command(&spec),
+                    run,
+                    timeout,
+                    self.reports_tx.clone(),
+                ));
+            }
+            Action::Signal { signal, .. } => {
+                obs.on_signal_sent(signal, now);
+                let Some(run) = self.running.get(&name) else {
+                    return;
+                };
+                let (sig, grace) = match signal {
+                    SignalKind::Stop { grace } => (run.stop_signal, Some(grace)),
+                    SignalKind::Kill => (Signal::SIGKILL, None),
+                };
+                let pid = run.started.init_pid;
+                match grace {
+                    Some(grace) => {
+                        tracing::info!(container = %run.container_id, pid, signal = %sig, ?grace, "sending stop signal")
+                    }
+                    None => {
+                        tracing::info!(container = %run.container_id, pid, "grace period over, sending SIGKILL")
+                    }
+                }
+                if let Err(e) = signals::send(pid, sig) {
+                    tracing::warn!(error = %e, pid, "signal failed");
+                }
+            }
+        }
+    }
+
+    fn fold(&mut self, report: Report) {
+        let now = Utc::now();
+        match report {
+            Report::Started {
+                container,
+                run,
+                image_id,
+                exit,
+            } => {
+                if let Some(obs) = self.observed.container_mut(&container) {
+                    obs.image_id = image_id;
+                    obs.on_started(
+                        run.attempt,
+                        run.started.started_at,
+                        format!("podhost://{}", run.container_id),
+                    );
+                }
+                self.watch_exit(container, run, exit);
+            }
+            Report::Blocked {
+                container,
+                kind,
+                message,
+            } => {
+                let generation = self.observed.image_generation;
+                if let Some(obs) = self.observed.container_mut(&container) {
+                    obs.on_start_blocked(kind, message, now, generation);
+                }
+            }
+            Report::Exited {
+                container,
+                attempt,
+                termination,
+                released,
+            } => {
+                self.running.remove(&container);
+                if let Some(obs) = self.observed.container_mut(&container) {
+                    obs.on_exited(attempt, termination, released);
+                }
+            }
+            Report::Released { container } => {
+                if let Some(obs) = self.observed.container_mut(&container) {
+                    obs.on_released();
+                }
+            }
+            Report::HookEnded { container, failure } => {
+                if let Some(obs) = self.observed.container_mut(&container) {
+                    obs.on_hook_ended(now, failure);
+                }
+            }
+        }
+    }
+
+    /// Keeps the running instance and awaits its exit.
+    fn watch_exit(&mut self, container: String, run: Running, exit: super::report::ExitFuture) {
+        let attempt = run.attempt;
+        self.running.insert(container.clone(), run);
+        self.tasks.spawn(super::exit::watch(
+            self.ctx.clone(),
+            self.pod.clone(),
+            container,
+            attempt,
+            exit,
+            self.reports_tx.clone(),
+        ));
+    }
+}
+
+/// Sleeps `wake`, or forever when there is nothing to wake up for.
+async fn sleep_for(wake: Option<Duration>) {
+    match wake {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
