@@ -46,3 +46,49 @@ pub enum WorkerError {
         source: std::io::Error,
     },
 }
+
+/// Why a container cannot be configured: shown as its `CreateContainerConfigError`, in
+/// the kubelet's words where the kubelet has them.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The securityContext cannot be honoured (e.g. runAsNonRoot with a root image user),
+    /// or is invalid for this container.
+    #[error("{0}")]
+    Security(String),
+    /// The image's user cannot be resolved from its /etc/passwd and /etc/group.
+    #[error(transparent)]
+    User(#[from] crate::image::UserError),
+    /// A capability name oci-spec does not know.
+    #[error("capability {name}: {reason}")]
+    Capability { name: String, reason: String },
+    /// A `Localhost` AppArmor profile that the host has not loaded.
+    #[error(
+        "AppArmor profile {name:?} is not loaded on this host (appArmorProfile.localhostProfile); load it with apparmor_parser first"
+    )]
+    AppArmorNotLoaded { name: String },
+    /// podhost's default AppArmor profile could not be loaded.
+    #[error(transparent)]
+    AppArmor(#[from] crate::runtime::apparmor::AppArmorError),
+    /// A `hostUsers: false` container's user or group lies outside the pod's ID block.
+    #[error(
+        "user or group ID {id} is outside the pod's user namespace (hostUsers: false maps IDs 0-65535 to host IDs {base}-{last}); use IDs below 65536"
+    )]
+    OutsideUserNamespace { id: u32, base: u32, last: u32 },
+    /// The seccomp profile cannot be read or turned into a filter.
+    #[error(transparent)]
+    Seccomp(#[from] crate::runtime::seccomp::SeccompError),
+}
+
+/// Why a container's kernel settings (cgroup resources, rlimits) cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitsError {
+    /// The cgroup resources do not make a valid OCI section.
+    #[error("cgroup resources: {0}")]
+    Resources(#[from] oci_spec::OciSpecError),
+    /// The rlimits annotation of the container cannot be parsed.
+    #[error("annotation {key}: {message}")]
+    RlimitAnnotation { key: String, message: String },
+    /// An rlimit name the OCI runtime spec does not have.
+    #[error("unknown rlimit {name}")]
+    UnknownRlimit { name: String },
+}

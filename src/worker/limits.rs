@@ -10,6 +10,7 @@ use oci_spec::runtime::{
 };
 
 use super::context::{Ctx, PodInfo};
+use super::error::LimitsError;
 use crate::model::qos::{ContainerResources, container_oom_score_adj, is_node_critical};
 use crate::model::resources::container_limits;
 use crate::model::rlimits::{RLIMITS_ANNOTATION_PREFIX, Rlimit, parse_rlimits};
@@ -36,7 +37,11 @@ fn rlimit_type(name: &str) -> Option<PosixRlimitType> {
 }
 
 /// Builds the settings; an unusable rlimits annotation is an error naming it.
-pub fn kernel_settings(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<KernelSettings, String> {
+pub fn kernel_settings(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    c: &Container,
+) -> Result<KernelSettings, LimitsError> {
     let mut out = KernelSettings::default();
     let res = ContainerResources::of(c);
     out.oom_score_adj = container_oom_score_adj(
@@ -46,7 +51,7 @@ pub fn kernel_settings(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<Kernel
         ctx.memory_capacity,
     );
     if ctx.cgroups.is_full() {
-        out.resources = Some(resources(ctx, pod, &res).map_err(|e| e.to_string())?);
+        out.resources = Some(resources(ctx, pod, &res)?);
     }
     // The daemon's defaults (already clamped, warned once), then the annotation's values.
     let mut wanted: Vec<Rlimit> = ctx.default_rlimits.clone();
@@ -58,7 +63,10 @@ pub fn kernel_settings(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<Kernel
         .as_ref()
         .and_then(|a| a.get(&key))
     {
-        let parsed = parse_rlimits(text).map_err(|e| format!("annotation {key}: {e}"))?;
+        let parsed = parse_rlimits(text).map_err(|e| LimitsError::RlimitAnnotation {
+            key: key.clone(),
+            message: e.to_string(),
+        })?;
         for r in parsed {
             wanted.retain(|w| w.resource != r.resource);
             wanted.push(r);
@@ -79,8 +87,9 @@ pub fn kernel_settings(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<Kernel
                 soft = soft.min(host);
             }
         }
-        let typ =
-            rlimit_type(&r.resource).ok_or_else(|| format!("unknown rlimit {}", r.resource))?;
+        let typ = rlimit_type(&r.resource).ok_or_else(|| LimitsError::UnknownRlimit {
+            name: r.resource.clone(),
+        })?;
         out.rlimits.push((typ, soft, hard));
     }
     Ok(out)

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Container;
 use nix::sys::signal::Signal;
 
 use super::context::{Ctx, PodInfo};
+use super::error::ConfigError;
 use crate::image::{ImageUser, ResolvedImage, UserError, UserRequest, resolve_user};
 use crate::model::command::{expand_env_refs, merge_command};
 use crate::model::security::{
@@ -91,7 +92,7 @@ fn container_user(
     sec: &ContainerSecurity,
     image_user: &str,
     layers: &[PathBuf],
-) -> Result<ImageUser, String> {
+) -> Result<ImageUser, ConfigError> {
     let req = UserRequest {
         image_user: image_user.to_string(),
         run_as_user: sec.run_as_user,
@@ -100,14 +101,16 @@ fn container_user(
     let who = pod_ref(&pod.pod);
     match resolve_user(layers, &req) {
         Ok(user) => {
-            verify_run_as_non_root(sec, &ImageUserId::Uid(user.uid), &who, &c.name)?;
+            verify_run_as_non_root(sec, &ImageUserId::Uid(user.uid), &who, &c.name)
+                .map_err(ConfigError::Security)?;
             Ok(user)
         }
         Err(UserError::UnknownUser { user }) if sec.run_as_non_root => {
-            verify_run_as_non_root(sec, &ImageUserId::Unresolved(user.clone()), &who, &c.name)?;
-            Err(UserError::UnknownUser { user }.to_string())
+            verify_run_as_non_root(sec, &ImageUserId::Unresolved(user.clone()), &who, &c.name)
+                .map_err(ConfigError::Security)?;
+            Err(UserError::UnknownUser { user }.into())
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -158,8 +161,9 @@ pub fn prepare_attempt(
         .as_ref()
         .and_then(|s| s.containers.iter().position(|x| x.name == c.name))
         .unwrap_or(0);
-    let config_err = |message: String| RuntimeError::ContainerConfig(message);
-    let sec = container_security(&pod.pod, c, index).map_err(|e| config_err(e.to_string()))?;
+    let config_err = |e: ConfigError| RuntimeError::ContainerConfig(e.to_string());
+    let sec = container_security(&pod.pod, c, index)
+        .map_err(|e| config_err(ConfigError::Security(e.to_string())))?;
     let image_user = img.user().clone().unwrap_or_default();
     let user = container_user(pod, c, &sec, &image_user, &lower_dirs).map_err(config_err)?;
     let (confinement, confinement_warnings) =
@@ -175,7 +179,8 @@ pub fn prepare_attempt(
         bind_files.push(("/etc/resolv.conf".into(), "/etc/resolv.conf".into()));
     }
     let rootfs = bundle.join("rootfs");
-    let settings = super::limits::kernel_settings(ctx, pod, c).map_err(spec_err)?;
+    let settings =
+        super::limits::kernel_settings(ctx, pod, c).map_err(|e| spec_err(e.to_string()))?;
     let mut annotations = HashMap::new();
     annotations.insert("io.kubernetes.pod.name".into(), pod.name.clone());
     annotations.insert("io.kubernetes.pod.namespace".into(), pod.namespace.clone());

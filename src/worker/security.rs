@@ -10,6 +10,7 @@ use std::str::FromStr;
 use oci_spec::runtime::Capability;
 
 use super::context::PodInfo;
+use super::error::ConfigError;
 use crate::image::ImageUser;
 use crate::model::security::{ContainerSecurity, GroupsPolicy, ProfileChoice, container_security};
 use crate::model::sysctl::{FORBIDDEN_REASON, SysctlAllowlist, normalize};
@@ -134,7 +135,7 @@ pub fn confinement(
     pod: &PodInfo,
     sec: &ContainerSecurity,
     user: &ImageUser,
-) -> Result<(Confinement, Vec<String>), String> {
+) -> Result<(Confinement, Vec<String>), ConfigError> {
     let mut groups: Vec<u32> = Vec::new();
     if sec.groups_policy == GroupsPolicy::Merge {
         groups.extend(&user.member_of);
@@ -157,8 +158,12 @@ pub fn confinement(
         }
         // oci-spec parses the name without its CAP_ prefix.
         let bare = name.strip_prefix("CAP_").unwrap_or(name);
-        capabilities
-            .push(Capability::from_str(bare).map_err(|e| format!("capability {name}: {e}"))?);
+        capabilities.push(
+            Capability::from_str(bare).map_err(|e| ConfigError::Capability {
+                name: name.clone(),
+                reason: e.to_string(),
+            })?,
+        );
     }
     let sysctls: HashMap<String, String> = pod
         .pod
@@ -173,14 +178,12 @@ pub fn confinement(
     let apparmor_profile = match (&sec.apparmor, sec.privileged) {
         (Some(ProfileChoice::Localhost(name)), _) => {
             if !crate::runtime::apparmor::profile_loaded(name) {
-                return Err(format!(
-                    "AppArmor profile {name:?} is not loaded on this host (appArmorProfile.localhostProfile); load it with apparmor_parser first"
-                ));
+                return Err(ConfigError::AppArmorNotLoaded { name: name.clone() });
             }
             Some(name.clone())
         }
         (Some(ProfileChoice::RuntimeDefault), false) => {
-            Some(crate::runtime::apparmor::ensure_default_profile().map_err(|e| e.to_string())?)
+            Some(crate::runtime::apparmor::ensure_default_profile()?)
         }
         (None, false) if node.apparmor_default => {
             Some(crate::runtime::apparmor::DEFAULT_PROFILE.to_string())
@@ -194,11 +197,11 @@ pub fn confinement(
             .chain(groups.iter().copied())
             .find(|id| *id >= limit);
         if let Some(id) = outside {
-            return Err(format!(
-                "user or group ID {id} is outside the pod's user namespace (hostUsers: false maps IDs 0-65535 to host IDs {}-{}); use IDs below 65536",
-                map.base,
-                map.host_id(limit - 1)
-            ));
+            return Err(ConfigError::OutsideUserNamespace {
+                id,
+                base: map.base,
+                last: map.host_id(limit - 1),
+            });
         }
     }
     let seccomp = seccomp_filter(node, sec, &capabilities)?;
@@ -232,7 +235,7 @@ fn seccomp_filter(
     node: &NodeSecurity,
     sec: &ContainerSecurity,
     capabilities: &[Capability],
-) -> Result<Option<oci_spec::runtime::LinuxSeccomp>, String> {
+) -> Result<Option<oci_spec::runtime::LinuxSeccomp>, ConfigError> {
     use crate::runtime::seccomp::{SeccompProfile, linux_seccomp};
     if sec.privileged {
         return Ok(None);
@@ -245,5 +248,5 @@ fn seccomp_filter(
         None => SeccompProfile::Unconfined,
     };
     let caps = capabilities.iter().copied().collect();
-    linux_seccomp(&profile, &caps, &node.seccomp_dir).map_err(|e| e.to_string())
+    Ok(linux_seccomp(&profile, &caps, &node.seccomp_dir)?)
 }
