@@ -100,11 +100,13 @@ fn container_user(
     let who = pod_ref(&pod.pod);
     match resolve_user(layers, &req) {
         Ok(user) => {
-            verify_run_as_non_root(sec, &ImageUserId::Uid(user.uid), &who, &c.name)?;
+            verify_run_as_non_root(sec, &ImageUserId::Uid(user.uid), &who, &c.name)
+                .map_err(|e| e.to_string())?;
             Ok(user)
         }
         Err(UserError::UnknownUser { user }) if sec.run_as_non_root => {
-            verify_run_as_non_root(sec, &ImageUserId::Unresolved(user.clone()), &who, &c.name)?;
+            verify_run_as_non_root(sec, &ImageUserId::Unresolved(user.clone()), &who, &c.name)
+                .map_err(|e| e.to_string())?;
             Err(UserError::UnknownUser { user }.to_string())
         }
         Err(e) => Err(e.to_string()),
