@@ -64,9 +64,10 @@ pub enum PullError {
         registry: String,
         /// The docker config.json.
         path: PathBuf,
-        /// What went wrong (parse error, credential helper failure, ...).
+        /// What went wrong (parse error, credential helper failure, ...); boxed, as
+        /// a helper's failure carries its output and would make every PullError large.
         #[source]
-        source: CredentialsError,
+        source: Box<CredentialsError>,
     },
 
     /// No registry client could be built (no CA certificates on the host).
@@ -77,9 +78,9 @@ pub enum PullError {
     NoClient {
         /// The normalized reference.
         reference: String,
-        /// The client's error.
+        /// The client's error (boxed: it is large, and rare).
         #[source]
-        source: OciDistributionError,
+        source: Box<OciDistributionError>,
     },
 
     /// A manifest, index or image config document cannot be used.

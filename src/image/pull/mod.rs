@@ -132,7 +132,7 @@ impl Puller {
             .get(&target.registry, &creds.auth)
             .map_err(|source| PullError::NoClient {
                 reference: target.reference.clone(),
-                source,
+                source: Box::new(source),
             })?;
 
         let resolved = match manifest::resolve(&client, &target, &creds.auth, &ctx).await {
@@ -237,7 +237,7 @@ impl Puller {
                 reference: target.reference.clone(),
                 registry: target.registry.clone(),
                 path: file.clone().unwrap_or_default(),
-                source,
+                source: Box::new(source),
             })?;
         let ctx = Arc::new(Ctx {
             reference: target.reference.clone(),
