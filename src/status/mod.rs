@@ -5,6 +5,7 @@
 //! `<root>/pods/<uid>/status.json` (temp, fsync, rename), batched, newest state wins.
 
 mod conditions;
+mod error;
 mod events;
 mod store;
 mod writer;
@@ -12,6 +13,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use error::StatusError;
 pub use events::{Event, EventKind};
 pub use store::{PodRecord, StatusStore, k8s_time};
 pub use writer::WriterStats;
