@@ -19,19 +19,39 @@ pub struct SocketAccess {
     pub group: Option<SocketGroup>,
 }
 
-/// `--socket-group` could not be resolved.
+/// `--socket-group` could not be resolved, or a peer may not use the API.
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {
+    /// `--socket-group NAME` names no group.
     #[error(
         "--socket-group {0:?}: no such group in the group database; give an existing group name or a numeric GID"
     )]
     UnknownGroup(String),
+    /// The group database could not be read.
     #[error("--socket-group {spec:?}: looking the group up failed: {source}")]
     Lookup {
         spec: String,
         #[source]
         source: nix::Error,
     },
+    /// A peer other than root connected, and no group is let in.
+    #[error(
+        "uid {uid} (gid {gid}) may not use the podhost API: only root may; run as root, or start the daemon with --socket-group to let a group in"
+    )]
+    NotRoot { uid: u32, gid: u32 },
+    /// A peer that is neither root nor a member of `--socket-group` connected.
+    #[error(
+        "uid {uid} (gid {gid}) may not use the podhost API: only root and members of group {group} (gid {group_gid}) may; run as root or add the user to that group"
+    )]
+    NotInGroup {
+        uid: u32,
+        gid: u32,
+        group: String,
+        group_gid: u32,
+    },
+    /// SO_PEERCRED failed: the peer cannot be identified, so it is not served.
+    #[error("the daemon cannot read your credentials ({0}), and serves only peers it can identify")]
+    NoCredentials(#[source] std::io::Error),
 }
 
 impl SocketAccess {
@@ -46,20 +66,20 @@ impl SocketAccess {
     }
 
     /// `Ok` when `peer` may use the API; otherwise the reason, to send back and log.
-    pub fn check(&self, peer: &PeerCred) -> Result<(), String> {
+    pub fn check(&self, peer: &PeerCred) -> Result<(), AccessError> {
         if peer.uid == 0 {
             return Ok(());
         }
+        let (uid, gid) = (peer.uid, peer.gid);
         match &self.group {
             Some(g) if peer.gid == g.gid || peer.groups.contains(&g.gid) => Ok(()),
-            Some(g) => Err(format!(
-                "uid {} (gid {}) may not use the podhost API: only root and members of group {} (gid {}) may; run as root or add the user to that group",
-                peer.uid, peer.gid, g.name, g.gid
-            )),
-            None => Err(format!(
-                "uid {} (gid {}) may not use the podhost API: only root may; run as root, or start the daemon with --socket-group to let a group in",
-                peer.uid, peer.gid
-            )),
+            Some(g) => Err(AccessError::NotInGroup {
+                uid,
+                gid,
+                group: g.name.clone(),
+                group_gid: g.gid,
+            }),
+            None => Err(AccessError::NotRoot { uid, gid }),
         }
     }
 }
@@ -117,7 +137,7 @@ mod tests {
         assert_eq!(a.mode(), 0o600);
         assert!(a.check(&peer(0, 0, &[])).is_ok());
         assert!(a.check(&peer(0, 1234, &[])).is_ok());
-        let why = a.check(&peer(65534, 0, &[0])).unwrap_err();
+        let why = a.check(&peer(65534, 0, &[0])).unwrap_err().to_string();
         assert!(why.contains("uid 65534"), "{why}");
         assert!(why.contains("--socket-group"), "{why}");
     }
@@ -128,7 +148,7 @@ mod tests {
         assert_eq!(a.mode(), 0o660);
         assert!(a.check(&peer(1000, 4242, &[])).is_ok());
         assert!(a.check(&peer(1000, 1000, &[27, 4242])).is_ok());
-        let why = a.check(&peer(1000, 1000, &[27])).unwrap_err();
+        let why = a.check(&peer(1000, 1000, &[27])).unwrap_err().to_string();
         assert!(why.contains("group podhost (gid 4242)"), "{why}");
     }
 

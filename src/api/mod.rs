@@ -6,6 +6,7 @@ mod access;
 mod body;
 pub mod client;
 mod query;
+mod request_error;
 mod routes;
 mod server;
 mod socket;

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use super::query::parse_query;
+use super::request_error::RequestError;
 use super::server::{ApiState, Body, error, ok_json, respond};
 use super::types::{ExecTarget, LoadRequest, LoadResponse};
 use crate::logs::reader::{ReadOptions, follow, read_log};
@@ -86,8 +87,7 @@ fn pod_list(state: &ApiState) -> List<Pod> {
 }
 
 /// The container to use: the named one, or the pod's first (as kubectl defaults).
-/// Errors are 404 messages.
-fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, String> {
+fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, RequestError> {
     let names: Vec<String> = rec
         .pod
         .spec
@@ -96,15 +96,17 @@ fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, St
         .unwrap_or_default();
     match wanted {
         Some(w) if names.contains(w) => Ok(w.clone()),
-        Some(w) => Err(format!(
-            "container {w} is not valid for pod {}; choose one of: {}",
-            rec.name(),
-            names.join(", ")
-        )),
+        Some(w) => Err(RequestError::UnknownContainer {
+            container: w.clone(),
+            pod: rec.name().to_string(),
+            choices: names,
+        }),
         None => names
             .first()
             .cloned()
-            .ok_or_else(|| format!("pod {} has no containers", rec.name())),
+            .ok_or_else(|| RequestError::NoContainers {
+                pod: rec.name().to_string(),
+            }),
     }
 }
 
@@ -122,7 +124,7 @@ fn restart_count(rec: &PodRecord, container: &str) -> Option<i32> {
 fn exec_target(state: &ApiState, rec: PodRecord, wanted: Option<&String>) -> Response<Body> {
     let container = match pick_container(&rec, wanted) {
         Ok(c) => c,
-        Err(msg) => return error(404, msg),
+        Err(e) => return error(e.status(), e.to_string()),
     };
     let cs = rec
         .pod
@@ -151,7 +153,7 @@ async fn logs(
 ) -> Response<Body> {
     let container = match pick_container(&rec, query.get("container")) {
         Ok(c) => c,
-        Err(msg) => return error(404, msg),
+        Err(e) => return error(e.status(), e.to_string()),
     };
     let current = restart_count(&rec, &container).unwrap_or(0);
     let previous = query.get("previous").is_some_and(|v| v == "true");
@@ -176,7 +178,7 @@ async fn logs(
         .container_log(&ns, rec.name(), rec.uid(), &container, attempt as u32);
     let opts = match log_options(query) {
         Ok(o) => o,
-        Err(msg) => return error(400, msg),
+        Err(e) => return error(e.status(), e.to_string()),
     };
     if !path.exists() {
         return error(
@@ -234,13 +236,18 @@ async fn logs(
 
 /// The read options of a log request: `tail` (or kubectl's `tailLines`), `timestamps`,
 /// `sinceSeconds`, `sinceTime` (RFC 3339), `limitBytes`.
-fn log_options(query: &std::collections::HashMap<String, String>) -> Result<ReadOptions, String> {
-    let num = |key: &str| -> Result<Option<u64>, String> {
+fn log_options(
+    query: &std::collections::HashMap<String, String>,
+) -> Result<ReadOptions, RequestError> {
+    let num = |key: &str| -> Result<Option<u64>, RequestError> {
         query
             .get(key)
             .map(|v| {
-                v.parse::<u64>()
-                    .map_err(|_| format!("{key}={v:?} is not a non-negative integer"))
+                v.parse::<u64>().map_err(|source| RequestError::NotANumber {
+                    key: key.to_string(),
+                    value: v.clone(),
+                    source,
+                })
             })
             .transpose()
     };
@@ -249,13 +256,16 @@ fn log_options(query: &std::collections::HashMap<String, String>) -> Result<Read
         None => num("tailLines")?,
     };
     let since = match (num("sinceSeconds")?, query.get("sinceTime")) {
-        (Some(_), Some(_)) => return Err("at most one of sinceSeconds and sinceTime".into()),
+        (Some(_), Some(_)) => return Err(RequestError::TwoSinces),
         (Some(s), None) => {
             Some(chrono::Utc::now() - chrono::Duration::seconds(s.min(i64::MAX as u64) as i64))
         }
         (None, Some(t)) => Some(
             chrono::DateTime::parse_from_rfc3339(t)
-                .map_err(|e| format!("sinceTime={t:?} is not an RFC 3339 time: {e}"))?
+                .map_err(|source| RequestError::BadSinceTime {
+                    value: t.clone(),
+                    source,
+                })?
                 .with_timezone(&chrono::Utc),
         ),
         (None, None) => None,

@@ -13,7 +13,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::{UnixListener, UnixStream};
 
-use super::access::SocketAccess;
+use super::access::{AccessError, SocketAccess};
 use super::socket::ClaimedSocket;
 use crate::image::ImageStore;
 use crate::runtime::paths::Layout;
@@ -97,9 +97,7 @@ async fn serve_connection(stream: UnixStream, state: Arc<ApiState>, access: &Soc
         }),
         Err(e) => {
             tracing::warn!(error = %e, "API connection refused: cannot read the peer's credentials");
-            Err(format!(
-                "the daemon cannot read your credentials ({e}), and serves only peers it can identify"
-            ))
+            Err(AccessError::NoCredentials(e))
         }
     };
     let io = TokioIo::new(stream);
@@ -112,6 +110,7 @@ async fn serve_connection(stream: UnixStream, state: Arc<ApiState>, access: &Soc
             http1::Builder::new().serve_connection(io, service).await
         }
         Err(why) => {
+            let why = why.to_string();
             // One answer, then the connection is closed.
             let service = service_fn(move |_req: Request<Incoming>| {
                 let why = why.clone();

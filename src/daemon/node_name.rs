@@ -37,7 +37,7 @@ pub enum NodeNameError {
     Invalid {
         name: String,
         origin: NodeNameOrigin,
-        why: String,
+        why: crate::source::ValueError,
         fix: &'static str,
     },
 }

@@ -10,6 +10,7 @@
 //! [`remove_stale_states`].
 //! Blocking file I/O: call it from `spawn_blocking`.
 
+mod error;
 mod mounts;
 mod orphans;
 mod plan;
@@ -26,6 +27,7 @@ use chrono::{DateTime, Utc};
 
 use crate::runtime::paths::Layout;
 
+pub use error::GcError;
 pub use orphans::{ORPHAN_GRACE, OrphanReport, remove_orphans, remove_orphans_older_than};
 pub use plan::plan;
 pub use remove::remove;

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use nix::mount::{MntFlags, umount2};
 
+use super::GcError;
+
 /// Decodes mountinfo's octal escapes (`\040` space, `\011` tab, `\012` newline,
 /// `\134` backslash).
 fn unescape(s: &str) -> String {
@@ -44,18 +46,19 @@ fn mounts_under_in(mountinfo: &str, dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Mount points at or below `dir` in this mount namespace, deepest first.
-pub(crate) fn mounts_under(dir: &Path) -> io::Result<Vec<PathBuf>> {
+pub(crate) fn mounts_under(dir: &Path) -> Result<Vec<PathBuf>, GcError> {
     let dir = match std::fs::canonicalize(dir) {
         Ok(d) => d,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
+        Err(e) => return Err(GcError::io("resolve", dir, e)),
     };
-    let info = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let mountinfo = "/proc/self/mountinfo";
+    let info = std::fs::read_to_string(mountinfo).map_err(|e| GcError::io("read", mountinfo, e))?;
     Ok(mounts_under_in(&info, &dir))
 }
 
 /// Detaches (MNT_DETACH) every mount at or below `dir`, then checks that none is left.
-pub(crate) fn detach_all_under(dir: &Path) -> io::Result<()> {
+pub(crate) fn detach_all_under(dir: &Path) -> Result<(), GcError> {
     // Stacked mounts on one point need one umount each: a few rounds.
     for _ in 0..8 {
         let mounts = mounts_under(dir)?;
@@ -66,12 +69,7 @@ pub(crate) fn detach_all_under(dir: &Path) -> io::Result<()> {
             match umount2(&mp, MntFlags::MNT_DETACH) {
                 Ok(()) => tracing::info!(mount = %mp.display(), "container GC: unmounted"),
                 Err(nix::Error::EINVAL) | Err(nix::Error::ENOENT) => {}
-                Err(e) => {
-                    return Err(io::Error::other(format!(
-                        "cannot unmount {}: {e}",
-                        mp.display()
-                    )));
-                }
+                Err(source) => return Err(GcError::Unmount { mount: mp, source }),
             }
         }
     }
@@ -79,10 +77,10 @@ pub(crate) fn detach_all_under(dir: &Path) -> io::Result<()> {
     if left.is_empty() {
         Ok(())
     } else {
-        Err(io::Error::new(
-            io::ErrorKind::ResourceBusy,
-            format!("{} still has mounts under it: {left:?}", dir.display()),
-        ))
+        Err(GcError::StillMounted {
+            dir: dir.to_path_buf(),
+            left,
+        })
     }
 }
 

@@ -6,8 +6,8 @@ use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::DeadContainer;
 use super::mounts::detach_all_under;
+use super::{DeadContainer, GcError};
 
 /// Prefix of an attempt dir being deleted (never a number, so never an attempt).
 pub(crate) const TRASH_PREFIX: &str = ".gc-";
@@ -16,9 +16,10 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// Removes the container's log file (with its rotated files) and attempt dir. Absent
 /// ones are fine.
-pub fn remove(dead: &DeadContainer) -> io::Result<()> {
+pub fn remove(dead: &DeadContainer) -> Result<(), GcError> {
     if !dead.log_file.as_os_str().is_empty() {
-        crate::logs::remove_log_files(&dead.log_file)?;
+        crate::logs::remove_log_files(&dead.log_file)
+            .map_err(|e| GcError::io("remove the log files of", &dead.log_file, e))?;
     }
     remove_tree(&dead.attempt_dir)?;
     tracing::info!(pod_uid = %dead.pod_uid, container = %dead.container, attempt = dead.attempt,
@@ -27,7 +28,7 @@ pub fn remove(dead: &DeadContainer) -> io::Result<()> {
 }
 
 /// Detaches mounts under `dir`, renames it to `.gc-…` beside itself and deletes that.
-pub(crate) fn remove_tree(dir: &Path) -> io::Result<()> {
+pub(crate) fn remove_tree(dir: &Path) -> Result<(), GcError> {
     if std::fs::symlink_metadata(dir).is_err() {
         return Ok(());
     }
@@ -41,9 +42,9 @@ pub(crate) fn remove_tree(dir: &Path) -> io::Result<()> {
     match std::fs::rename(dir, &trash) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
+        Err(e) => return Err(GcError::io("rename out of the way", dir, e)),
     }
-    std::fs::remove_dir_all(&trash)
+    std::fs::remove_dir_all(&trash).map_err(|e| GcError::io("delete", &trash, e))
 }
 
 /// The pid in a trash name `.gc-<name>-<pid>-<seq>`.
@@ -74,7 +75,10 @@ pub(crate) fn sweep_trash(dir: &Path) {
             );
         if gone {
             let path = e.path();
-            match detach_all_under(&path).and_then(|()| std::fs::remove_dir_all(&path)) {
+            let removed = detach_all_under(&path).and_then(|()| {
+                std::fs::remove_dir_all(&path).map_err(|e| GcError::io("delete", &path, e))
+            });
+            match removed {
                 Ok(()) => tracing::info!(path = %path.display(), "container GC: removed leftover"),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), error = %e, "container GC: cannot remove leftover")

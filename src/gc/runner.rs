@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{ContainerGcPolicy, ContainerGcReport};
+use super::{ContainerGcPolicy, ContainerGcReport, GcError};
 use crate::image::gc::{GcReport, ImageGcPolicy, InUse, image_gc};
 use crate::status::EventKind;
 use crate::worker::Ctx;
@@ -93,7 +93,7 @@ impl GcRunner {
     }
 
     /// One image GC pass; reports what was freed and any shortfall as node events.
-    pub async fn images(&self) -> Result<GcReport, String> {
+    pub async fn images(&self) -> Result<GcReport, GcError> {
         let ctx = self.ctx.clone();
         let policy = self.settings.image.clone();
         let report = tokio::task::spawn_blocking(move || {
@@ -106,8 +106,8 @@ impl GcRunner {
             )
         })
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(GcError::ImageTask)?
+        .map_err(GcError::Image)?;
         if !report.deleted.is_empty() {
             self.ctx.store.node_event(
                 EventKind::Normal,

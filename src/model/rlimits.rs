@@ -31,29 +31,64 @@ const KNOWN: [&str; 16] = [
     "stack",
 ];
 
-fn value(v: &str) -> Result<u64, String> {
+/// Why an rlimits annotation (or `--default-rlimits`) cannot be used. The messages
+/// name the item of the comma-separated list; the caller adds the annotation's key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RlimitError {
+    /// An item has no `=`: it names no value.
+    #[error("{item:?}: expected name=soft:hard")]
+    NoValue {
+        /// The item as written.
+        item: String,
+    },
+    /// The name is not one of the kernel's `RLIMIT_*` resources.
+    #[error("{name:?} is not an rlimit (one of {})", KNOWN.join(", "))]
+    UnknownResource {
+        /// The name, lowercased and without `rlimit_`.
+        name: String,
+    },
+    /// A limit is neither a number nor `unlimited`/`infinity`/`-1`.
+    #[error("{value:?} is not a number or \"unlimited\"")]
+    BadValue {
+        /// The value as written (trimmed).
+        value: String,
+        /// The parser's error.
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    /// The soft limit is above the hard one, which setrlimit(2) refuses.
+    #[error("{name}: soft limit {soft} is above the hard limit {hard}")]
+    SoftAboveHard {
+        /// The resource.
+        name: String,
+        /// The soft limit.
+        soft: u64,
+        /// The hard limit.
+        hard: u64,
+    },
+}
+
+fn value(v: &str) -> Result<u64, RlimitError> {
     match v.trim() {
         "unlimited" | "infinity" | "-1" => Ok(u64::MAX),
-        n => n
-            .parse()
-            .map_err(|_| format!("{n:?} is not a number or \"unlimited\"")),
+        n => n.parse().map_err(|source| RlimitError::BadValue {
+            value: n.to_string(),
+            source,
+        }),
     }
 }
 
 /// Parses the annotation value. `name=N` sets soft and hard to N; `name=S:H` sets both.
-pub fn parse_rlimits(text: &str) -> Result<Vec<Rlimit>, String> {
+pub fn parse_rlimits(text: &str) -> Result<Vec<Rlimit>, RlimitError> {
     let mut out: Vec<Rlimit> = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, v) = item
-            .split_once('=')
-            .ok_or_else(|| format!("{item:?}: expected name=soft:hard"))?;
+        let (name, v) = item.split_once('=').ok_or_else(|| RlimitError::NoValue {
+            item: item.to_string(),
+        })?;
         let name = name.trim().to_ascii_lowercase();
         let name = name.strip_prefix("rlimit_").unwrap_or(&name).to_string();
         if !KNOWN.contains(&name.as_str()) {
-            return Err(format!(
-                "{name:?} is not an rlimit (one of {})",
-                KNOWN.join(", ")
-            ));
+            return Err(RlimitError::UnknownResource { name });
         }
         let (soft, hard) = match v.split_once(':') {
             Some((s, h)) => (value(s)?, value(h)?),
@@ -63,9 +98,7 @@ pub fn parse_rlimits(text: &str) -> Result<Vec<Rlimit>, String> {
             }
         };
         if soft > hard {
-            return Err(format!(
-                "{name}: soft limit {soft} is above the hard limit {hard}"
-            ));
+            return Err(RlimitError::SoftAboveHard { name, soft, hard });
         }
         out.retain(|r| r.resource != name);
         out.push(Rlimit {
@@ -109,21 +142,20 @@ mod tests {
 
     #[test]
     fn rejects_bad_values_with_reasons() {
-        assert!(
-            parse_rlimits("files=1")
-                .unwrap_err()
-                .contains("not an rlimit")
+        let err = |text: &str| parse_rlimits(text).unwrap_err().to_string();
+        assert!(err("files=1").starts_with("\"files\" is not an rlimit (one of as, core,"));
+        assert_eq!(
+            err("nofile=20:10"),
+            "nofile: soft limit 20 is above the hard limit 10"
         );
-        assert!(
-            parse_rlimits("nofile=20:10")
-                .unwrap_err()
-                .contains("above the hard")
+        assert_eq!(
+            err("nofile=lots"),
+            "\"lots\" is not a number or \"unlimited\""
         );
-        assert!(
-            parse_rlimits("nofile=lots")
-                .unwrap_err()
-                .contains("not a number")
-        );
-        assert!(parse_rlimits("nofile").unwrap_err().contains("expected"));
+        assert_eq!(err("nofile"), "\"nofile\": expected name=soft:hard");
+        assert!(matches!(
+            parse_rlimits("nproc=1:x"),
+            Err(RlimitError::BadValue { .. })
+        ));
     }
 }

@@ -117,26 +117,51 @@ pub struct ContainerSecurity {
     pub apparmor: Option<ProfileChoice>,
 }
 
-/// Why a securityContext value cannot be used (API validation would refuse it).
+/// Why a securityContext cannot be used: API validation would refuse a value (the
+/// manifest is rejected), or the kubelet's runAsNonRoot check refuses the container
+/// (`CreateContainerConfigError`, with the kubelet's words). `field` is the JSON path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecurityError {
+    /// A user or group id is negative or above the largest valid one.
     #[error("{field}: {value} is not a valid id (0 … 4294967294)")]
     BadId { field: String, value: i64 },
+    /// `capabilities.add`/`drop` names a capability Linux does not have.
     #[error("{field}: unknown capability {name:?}")]
     UnknownCapability { field: String, name: String },
+    /// A seccomp or AppArmor profile type other than the three the API knows.
     #[error(
         "{field}: unknown profile type {value:?} (use RuntimeDefault, Unconfined or Localhost)"
     )]
     BadProfileType { field: String, value: String },
+    /// A `Localhost` profile without `localhostProfile`.
     #[error("{field}: type Localhost needs localhostProfile")]
     MissingLocalhostProfile { field: String },
+    /// Two settings that exclude each other (e.g. privileged without escalation).
     #[error("{field}: {why}")]
     Conflict { field: String, why: &'static str },
+    /// An enum-like field with a value the API does not know.
     #[error("{field}: unknown value {value:?} (use {allowed})")]
     BadValue {
         field: String,
         value: String,
         allowed: &'static str,
+    },
+    /// runAsNonRoot with `runAsUser: 0`.
+    #[error("container's runAsUser breaks non-root policy (pod: {pod:?}, container: {container})")]
+    RunAsUserRoot { pod: String, container: String },
+    /// runAsNonRoot, no runAsUser, and the image's user is uid 0.
+    #[error(
+        "container has runAsNonRoot and image will run as root (pod: {pod:?}, container: {container})"
+    )]
+    ImageRunsAsRoot { pod: String, container: String },
+    /// runAsNonRoot, no runAsUser, and the image names a user its /etc/passwd lacks.
+    #[error(
+        "container has runAsNonRoot and image has non-numeric user ({user}), cannot verify user is non-root (pod: {pod:?}, container: {container})"
+    )]
+    UnverifiableImageUser {
+        user: String,
+        pod: String,
+        container: String,
     },
 }
 
@@ -386,26 +411,25 @@ pub fn verify_run_as_non_root(
     image_user: &ImageUserId,
     pod: &str,
     container: &str,
-) -> Result<(), String> {
+) -> Result<(), SecurityError> {
     if !sec.run_as_non_root {
         return Ok(());
     }
+    let (pod, container) = (pod.to_string(), container.to_string());
     if let Some(uid) = sec.run_as_user {
         if uid == 0 {
-            return Err(format!(
-                "container's runAsUser breaks non-root policy (pod: {pod:?}, container: {container})"
-            ));
+            return Err(SecurityError::RunAsUserRoot { pod, container });
         }
         return Ok(());
     }
     match image_user {
-        ImageUserId::Uid(0) => Err(format!(
-            "container has runAsNonRoot and image will run as root (pod: {pod:?}, container: {container})"
-        )),
+        ImageUserId::Uid(0) => Err(SecurityError::ImageRunsAsRoot { pod, container }),
         ImageUserId::Uid(_) => Ok(()),
-        ImageUserId::Unresolved(name) => Err(format!(
-            "container has runAsNonRoot and image has non-numeric user ({name}), cannot verify user is non-root (pod: {pod:?}, container: {container})"
-        )),
+        ImageUserId::Unresolved(name) => Err(SecurityError::UnverifiableImageUser {
+            user: name.clone(),
+            pod,
+            container,
+        }),
     }
 }
 
@@ -536,7 +560,7 @@ mod tests {
     fn run_as_non_root_messages_are_the_kubelets() {
         let mut s = sec(&format!("{BASE}  containers: [{{name: c, image: i}}]"));
         let v = |s: &ContainerSecurity, u: ImageUserId| {
-            verify_run_as_non_root(s, &u, "p_default(u1)", "c")
+            verify_run_as_non_root(s, &u, "p_default(u1)", "c").map_err(|e| e.to_string())
         };
         assert!(v(&s, ImageUserId::Uid(0)).is_ok(), "not asked: not checked");
         s.run_as_non_root = true;
@@ -550,10 +574,9 @@ mod tests {
             "container has runAsNonRoot and image has non-numeric user (app), cannot verify user is non-root (pod: \"p_default(u1)\", container: c)"
         );
         s.run_as_user = Some(0);
-        assert!(
-            v(&s, ImageUserId::Uid(1000))
-                .unwrap_err()
-                .starts_with("container's runAsUser breaks non-root policy")
+        assert_eq!(
+            v(&s, ImageUserId::Uid(1000)).unwrap_err(),
+            "container's runAsUser breaks non-root policy (pod: \"p_default(u1)\", container: c)"
         );
         s.run_as_user = Some(5);
         assert!(v(&s, ImageUserId::Uid(0)).is_ok(), "runAsUser decides");

@@ -68,13 +68,31 @@ pub fn namespace_of(name: &str) -> Option<SysctlNamespace> {
     name.starts_with("net.").then_some(SysctlNamespace::Net)
 }
 
-/// Why the node's unsafe-sysctl list is not usable.
+/// Why a sysctl is refused: the node's `--allowed-unsafe-sysctls` names one that is not
+/// namespaced, or a pod asks for one the node does not allow (the kubelet's
+/// `SysctlForbidden`, with its wording).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AllowlistError {
+pub enum SysctlError {
+    /// `--allowed-unsafe-sysctls` names a node-wide sysctl (or a pattern of them).
     #[error(
         "--allowed-unsafe-sysctls: {0:?} is not known to be namespaced (only kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.* and net.* can be allowed)"
     )]
     NotNamespaced(String),
+    /// A pod's sysctl of a namespace it shares with the host (hostNetwork, hostIPC):
+    /// setting it would change the host.
+    #[error("forbidden sysctl: {name:?} not allowed with host {} enabled", namespace.as_str())]
+    HostNamespace {
+        /// The sysctl, normalized.
+        name: String,
+        /// The namespace the pod shares with the host.
+        namespace: SysctlNamespace,
+    },
+    /// A pod's sysctl that is neither safe nor in the node's allowlist.
+    #[error("forbidden sysctl: {name:?} not allowlisted")]
+    NotAllowlisted {
+        /// The sysctl, normalized.
+        name: String,
+    },
 }
 
 /// The sysctls this node allows.
@@ -94,7 +112,7 @@ impl SysctlAllowlist {
     }
 
     /// The safe set plus `unsafe_patterns` (each namespaced, or an error).
-    pub fn new(unsafe_patterns: &[String]) -> Result<Self, AllowlistError> {
+    pub fn new(unsafe_patterns: &[String]) -> Result<Self, SysctlError> {
         let mut list = Self::default_safe();
         for p in unsafe_patterns {
             let p = normalize(p.trim());
@@ -103,13 +121,13 @@ impl SysctlAllowlist {
                     if namespace_of(prefix).is_none()
                         && namespace_of(&format!("{prefix}x")).is_none()
                     {
-                        return Err(AllowlistError::NotNamespaced(p));
+                        return Err(SysctlError::NotNamespaced(p));
                     }
                     list.prefixes.push(prefix.to_string());
                 }
                 None => {
                     if namespace_of(&p).is_none() {
-                        return Err(AllowlistError::NotNamespaced(p));
+                        return Err(SysctlError::NotNamespaced(p));
                     }
                     list.exact.push(p);
                 }
@@ -118,38 +136,33 @@ impl SysctlAllowlist {
         Ok(list)
     }
 
-    /// The kubelet's check of one sysctl; the error is its message.
-    pub fn validate(&self, name: &str, host_net: bool, host_ipc: bool) -> Result<(), String> {
+    /// The kubelet's check of one sysctl.
+    pub fn validate(&self, name: &str, host_net: bool, host_ipc: bool) -> Result<(), SysctlError> {
         let name = normalize(name);
-        if let Some(ns) = namespace_of(&name)
-            && ((ns == SysctlNamespace::Ipc && host_ipc)
-                || (ns == SysctlNamespace::Net && host_net))
+        if let Some(namespace) = namespace_of(&name)
+            && ((namespace == SysctlNamespace::Ipc && host_ipc)
+                || (namespace == SysctlNamespace::Net && host_net))
         {
-            return Err(format!(
-                "{name:?} not allowed with host {} enabled",
-                ns.as_str()
-            ));
+            return Err(SysctlError::HostNamespace { name, namespace });
         }
         if self.exact.contains(&name) || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
         {
             return Ok(());
         }
-        Err(format!("{name:?} not allowlisted"))
+        Err(SysctlError::NotAllowlisted { name })
     }
 
-    /// Admission of a pod's sysctls: `Err(message)` for the first forbidden one, with
-    /// the kubelet's wording (`forbidden sysctl: "x" not allowlisted`).
+    /// Admission of a pod's sysctls: the first forbidden one is the error, with the
+    /// kubelet's wording (`forbidden sysctl: "x" not allowlisted`).
     pub fn admit<'a>(
         &self,
         sysctls: impl IntoIterator<Item = &'a str>,
         host_net: bool,
         host_ipc: bool,
-    ) -> Result<(), String> {
-        for s in sysctls {
-            self.validate(s, host_net, host_ipc)
-                .map_err(|e| format!("forbidden sysctl: {e}"))?;
-        }
-        Ok(())
+    ) -> Result<(), SysctlError> {
+        sysctls
+            .into_iter()
+            .try_for_each(|s| self.validate(s, host_net, host_ipc))
     }
 }
 
@@ -183,7 +196,8 @@ mod tests {
         );
         assert_eq!(
             list.admit(["net.core.somaxconn"], false, false)
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "forbidden sysctl: \"net.core.somaxconn\" not allowlisted"
         );
         let list =
@@ -200,12 +214,14 @@ mod tests {
         let list = SysctlAllowlist::new(&[]).unwrap();
         assert_eq!(
             list.admit(["net.ipv4.tcp_syncookies"], true, false)
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled"
         );
         assert!(
             list.admit(["kernel.shm_rmid_forced"], false, true)
                 .unwrap_err()
+                .to_string()
                 .contains("host ipc")
         );
     }

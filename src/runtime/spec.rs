@@ -273,7 +273,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
 /// containerd's standard mounts: /proc, a small /dev tmpfs with devpts and mqueue,
 /// /sys and the cgroup filesystem read-only (read-write when privileged), and the
 /// pod's shm at /dev/shm.
-fn standard_mounts(privileged: bool, shm: &Path) -> Result<Vec<Mount>, String> {
+fn standard_mounts(privileged: bool, shm: &Path) -> Result<Vec<Mount>, oci_spec::OciSpecError> {
     let opts = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let ro_unless_privileged = if privileged { "rw" } else { "ro" };
     let table: [(&str, &str, PathBuf, Vec<String>); 7] = [
@@ -342,7 +342,6 @@ fn standard_mounts(privileged: bool, shm: &Path) -> Result<Vec<Mount>, String> {
                 .source(source)
                 .options(options)
                 .build()
-                .map_err(|e| e.to_string())
         })
         .collect()
 }

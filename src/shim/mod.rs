@@ -6,7 +6,9 @@
 //! stdout/stderr to the CRI log file, reaps the init process, writes `exit.json`
 //! atomically, deletes the container and exits. The daemon's death never touches it.
 
+mod error;
 mod kernel;
 mod process;
 
+pub use error::ShimError;
 pub use process::run;

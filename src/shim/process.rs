@@ -15,6 +15,7 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
+use super::error::ShimError;
 use super::kernel;
 use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::fsutil::{read_json, write_json_atomic};
@@ -29,17 +30,21 @@ use crate::runtime::workload::ContainerExecutor;
 pub fn run(config_path: &Path) -> i32 {
     let cfg: ShimConfig = match read_json(config_path) {
         Ok(Some(c)) => c,
-        Ok(None) => return report_failure(&format!("{} does not exist", config_path.display())),
-        Err(e) => return report_failure(&e.to_string()),
+        Ok(None) => {
+            return report_failure(&ShimError::ConfigMissing {
+                path: config_path.to_path_buf(),
+            });
+        }
+        Err(e) => return report_failure(&ShimError::ConfigRead(e)),
     };
     detach_from_daemon(&cfg);
     kernel::settle_shim(&cfg);
     tracing::info!(container = %cfg.container_id, "shim starting");
     match create_and_start(&cfg) {
-        Err(message) => {
-            tracing::error!(container = %cfg.container_id, %message, "start failed");
+        Err(e) => {
+            tracing::error!(container = %cfg.container_id, error = %e, "start failed");
             cleanup(&cfg);
-            report_failure(&message)
+            report_failure(&e)
         }
         Ok((started, stdout_r, stderr_r, oom_baseline)) => {
             if let Err(e) = write_json_atomic(&cfg.bundle.join(STARTED_FILE), &started) {
@@ -152,7 +157,7 @@ type Started = (StartedRecord, OwnedFd, OwnedFd, Option<MemoryEvents>);
 /// daemon then reaps what is left (runtime/lost.rs).
 const CREATE_TIMEOUT_SECS: u32 = 60;
 
-fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
+fn create_and_start(cfg: &ShimConfig) -> Result<Started, ShimError> {
     // What the container asked for and will run without: recorded before the start is
     // reported, for the daemon to turn into pod events.
     let mut not_applied = Vec::new();
@@ -169,16 +174,16 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, String> {
 fn create_and_start_inner(
     cfg: &ShimConfig,
     mut not_applied: Vec<NotApplied>,
-) -> Result<Started, String> {
+) -> Result<Started, ShimError> {
     let (stdout_r, stdout_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ShimError::Pipe)?;
     let (stderr_r, stderr_w) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
-    let stdin = File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?;
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ShimError::Pipe)?;
+    let stdin = File::open("/dev/null").map_err(ShimError::DevNull)?;
     let mut container = ContainerBuilder::new(cfg.container_id.clone(), SyscallType::default())
         .with_root_path(&cfg.libcontainer_root)
         .and_then(|b| b.validate_id())
-        .map_err(|e| format!("create container: {e}"))?
+        .map_err(ShimError::Create)?
         .with_stdin(OwnedFd::from(stdin))
         .with_stdout(stdout_w)
         .with_stderr(stderr_w)
@@ -187,11 +192,11 @@ fn create_and_start_inner(
         .with_systemd(false)
         .with_detach(true)
         .build()
-        .map_err(|e| format!("create container: {e}"))?;
+        .map_err(ShimError::Create)?;
     let init_pid = container
         .pid()
         .map(|p| p.as_raw())
-        .ok_or_else(|| "libcontainer reported no init pid".to_string())?;
+        .ok_or(ShimError::NoInitPid)?;
     // The init waits for start(): its device rules, score and OOM baseline are set
     // before it runs. Without its device rules it must not run at all.
     confine_devices(cfg)?;
@@ -207,9 +212,7 @@ fn create_and_start_inner(
         tracing::error!(error = %e, "cannot record the settings not applied");
     }
     let oom_baseline = kernel::oom_baseline(cfg.cgroup_dir.as_deref());
-    container
-        .start()
-        .map_err(|e| format!("start container: {e}"))?;
+    container.start().map_err(ShimError::Start)?;
     Ok((
         StartedRecord {
             shim_pid: std::process::id() as i32,
@@ -224,16 +227,16 @@ fn create_and_start_inner(
 
 /// The overlay rootfs; in a pod's user namespace with its snapshots made the pod's
 /// (the way taken is logged: idmapped mounts or chowned copies).
-fn mount_rootfs(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) -> Result<(), String> {
+fn mount_rootfs(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) -> Result<(), ShimError> {
     let Some(ns) = &cfg.userns else {
         return overlay::mount_rootfs(&cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
-            .map_err(|e| e.to_string());
+            .map_err(ShimError::Rootfs);
     };
     raise_own_rlimits(cfg, not_applied);
     let started = std::time::Instant::now();
     let way =
         crate::runtime::userns::rootfs::mount_rootfs(ns, &cfg.lower_dirs, &cfg.bundle, &cfg.rootfs)
-            .map_err(|e| format!("rootfs for the pod's user namespace: {e}"))?;
+            .map_err(ShimError::UsernsRootfs)?;
     tracing::info!(
         container = %cfg.container_id,
         ?way,
@@ -275,10 +278,10 @@ fn raise_own_rlimits(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) {
 }
 
 /// Applies the container's device rules to its cgroup (see runtime/devices).
-fn confine_devices(cfg: &ShimConfig) -> Result<(), String> {
+fn confine_devices(cfg: &ShimConfig) -> Result<(), ShimError> {
     let started = std::time::Instant::now();
     let confinement = crate::runtime::devices::confine_container(&cfg.bundle.join("config.json"))
-        .map_err(|e| format!("confine devices: {e}"))?;
+        .map_err(ShimError::Devices)?;
     // One line per start: how the container was confined and what it cost.
     tracing::info!(
         container = %cfg.container_id,
@@ -330,9 +333,10 @@ fn report(ready: &ShimReady) {
     let _ = out.write_all(&line).and_then(|_| out.flush());
 }
 
-fn report_failure(message: &str) -> i32 {
+/// Reports `error` to the daemon (its text becomes the container's start failure).
+fn report_failure(error: &ShimError) -> i32 {
     report(&ShimReady::Failed {
-        message: message.to_string(),
+        message: error.to_string(),
     });
     1
 }

@@ -219,7 +219,7 @@ pub enum ManifestError {
         /// The rejected value.
         value: String,
         /// What is accepted.
-        reason: String,
+        reason: ValueError,
     },
 
     /// Two files define the same pod (same namespace and name). The first file by name
@@ -266,4 +266,68 @@ impl ManifestError {
             | Self::DuplicatePod { path, .. } => path,
         }
     }
+}
+
+/// Why a field's value is refused, in the API server's words (the text after
+/// `invalid value "…": ` in [`ManifestError::InvalidValue`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// A name that becomes a directory or file name (container, namespace) is not a
+    /// DNS-1123 label.
+    #[error(
+        "must be a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit"
+    )]
+    NotDns1123Label,
+    /// A pod name (or the node name) is not a DNS-1123 subdomain.
+    #[error(
+        "must be a DNS-1123 subdomain: at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit"
+    )]
+    NotDns1123Subdomain,
+    /// The pod's name is valid alone but not once `-<node>` is appended (as the
+    /// kubelet validates it under its final name).
+    #[error(
+        "the pod's name with the node name appended (<name>-<node>) {0}; shorten metadata.name"
+    )]
+    NameWithNode(Box<ValueError>),
+    /// An enum-like field (restartPolicy, imagePullPolicy, protocol…) with a value the
+    /// API does not know.
+    #[error("must be one of {}", allowed.join(", "))]
+    NotOneOf {
+        /// The accepted values.
+        allowed: &'static [&'static str],
+    },
+    /// A negative `terminationGracePeriodSeconds`.
+    #[error("must be 0 or more seconds")]
+    NegativeGracePeriod,
+    /// `shareProcessNamespace: true` together with `hostPID: true`.
+    #[error("may not be set together with hostPID: true")]
+    ShareProcessNamespaceWithHostPid,
+    /// An image reference with spaces around it.
+    #[error("must not have leading or trailing whitespace")]
+    ImageWhitespace,
+    /// An environment variable name that is empty, has `=` or non-printable bytes.
+    #[error("must be printable ASCII characters other than '=' (and not empty)")]
+    EnvName,
+    /// A resource quantity that does not parse.
+    #[error(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (e.g. 500m, 0.5, 128Mi, 1G)"
+    )]
+    Quantity,
+    /// A negative resource quantity.
+    #[error("must be greater than or equal to 0")]
+    NegativeQuantity,
+    /// A request above the limit of the same resource.
+    #[error("must be less than or equal to {resource} limit of {limit}")]
+    RequestAboveLimit {
+        /// The resource ("cpu", "memory").
+        resource: String,
+        /// The limit as written.
+        limit: String,
+    },
+    /// A port number out of range.
+    #[error("must be between {min} and 65535, inclusive")]
+    PortRange {
+        /// The smallest valid number (1 for containerPort, 0 for hostPort).
+        min: u16,
+    },
 }

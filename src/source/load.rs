@@ -8,7 +8,7 @@ use chrono::SecondsFormat;
 use super::StaticPod;
 use super::decode::{check_kind, decode_pod, parse_document, read_manifest};
 use super::defaults::apply_api_defaults;
-use super::error::ManifestError;
+use super::error::{ManifestError, ValueError};
 use super::identity::{apply_identity, static_pod_uid};
 use super::validate::{check_required, dns1123_subdomain, validate};
 use super::warnings::unhonoured_fields;
@@ -51,9 +51,7 @@ pub fn load_manifest(path: &Path, node_name: &str) -> Result<StaticPod, Manifest
             path: path.to_path_buf(),
             field: "metadata.name".to_string(),
             value: full_name,
-            reason: format!(
-                "the pod's name with the node name appended (<name>-<node>) {why}; shorten metadata.name"
-            ),
+            reason: ValueError::NameWithNode(Box::new(why)),
         });
     }
 

@@ -2,13 +2,14 @@
 //! `ValidatePodCreate` that podhost depends on. Names become directory and log file
 //! names, so they are checked strictly (DNS-1123), which also rules out `/` and `..`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
 
-use super::error::ManifestError;
+use super::error::{ManifestError, ValueError};
 
 /// Checks, before typed decoding, the fields whose absence would otherwise surface as
 /// an opaque decode error: `metadata.name`, `spec.containers`, and every container's
@@ -64,7 +65,7 @@ pub(crate) fn check_required(path: &Path, doc: &Value) -> Result<(), ManifestErr
 
 /// Validates a decoded pod (before defaults and identity are applied).
 pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
-    let invalid = |field: &str, value: &str, reason: String| ManifestError::InvalidValue {
+    let invalid = |field: &str, value: &str, reason: ValueError| ManifestError::InvalidValue {
         path: path.to_path_buf(),
         field: field.to_string(),
         value: value.to_string(),
@@ -100,7 +101,7 @@ pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
         return Err(invalid(
             "spec.terminationGracePeriodSeconds",
             &tgps.to_string(),
-            "must be 0 or more seconds".to_string(),
+            ValueError::NegativeGracePeriod,
         ));
     }
 
@@ -108,7 +109,7 @@ pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
         return Err(invalid(
             "spec.shareProcessNamespace",
             "true",
-            "may not be set together with hostPID: true".to_string(),
+            ValueError::ShareProcessNamespaceWithHostPid,
         ));
     }
 
@@ -133,7 +134,7 @@ pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
     }
     let mut seen: HashMap<&str, String> = HashMap::new();
     for (at, c) in all {
-        validate_container(&at, c).map_err(|(field, value, why)| invalid(&field, &value, why))?;
+        validate_container(&at, c).map_err(|e| invalid(&e.field, &e.value, e.reason))?;
         if let Some(first) = seen.get(c.name.as_str()) {
             return Err(ManifestError::DuplicateContainer {
                 path: path.to_path_buf(),
@@ -147,17 +148,40 @@ pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
     Ok(())
 }
 
-fn validate_container(at: &str, c: &Container) -> Result<(), (String, String, String)> {
-    let bad =
-        |field: &str, value: &str, why: String| (format!("{at}.{field}"), value.to_string(), why);
+/// A refused field inside a container: its path (relative until prefixed), value and
+/// reason; [`validate`] turns it into [`ManifestError::InvalidValue`].
+struct FieldError {
+    field: String,
+    value: String,
+    reason: ValueError,
+}
+
+impl FieldError {
+    fn new(field: impl Into<String>, value: impl Into<String>, reason: ValueError) -> Self {
+        Self {
+            field: field.into(),
+            value: value.into(),
+            reason,
+        }
+    }
+
+    /// The same error with its field path under `at` (`spec.containers[0]`).
+    fn under(self, at: &str) -> Self {
+        Self {
+            field: format!("{at}.{}", self.field),
+            ..self
+        }
+    }
+}
+
+fn validate_container(at: &str, c: &Container) -> Result<(), FieldError> {
+    let bad = |field: &str, value: &str, reason: ValueError| {
+        FieldError::new(format!("{at}.{field}"), value, reason)
+    };
     dns1123_label(&c.name).map_err(|why| bad("name", &c.name, why))?;
     let image = c.image.as_deref().unwrap_or_default();
     if image.trim() != image {
-        return Err(bad(
-            "image",
-            image,
-            "must not have leading or trailing whitespace".to_string(),
-        ));
+        return Err(bad("image", image, ValueError::ImageWhitespace));
     }
     if let Some(p) = c.image_pull_policy.as_deref() {
         one_of(p, &["Always", "IfNotPresent", "Never"])
@@ -167,8 +191,8 @@ fn validate_container(at: &str, c: &Container) -> Result<(), (String, String, St
         one_of(p, &["File", "FallbackToLogsOnError"])
             .map_err(|why| bad("terminationMessagePolicy", p, why))?;
     }
-    validate_resources(c).map_err(|(field, value, why)| bad(&field, &value, why))?;
-    validate_ports(c).map_err(|(field, value, why)| bad(&field, &value, why))?;
+    validate_resources(c).map_err(|e| e.under(at))?;
+    validate_ports(c).map_err(|e| e.under(at))?;
     for (i, e) in c.env.iter().flatten().enumerate() {
         // As the API server (RelaxedEnvironmentVariableValidation): "NAME=x" would set
         // another variable than the one written.
@@ -176,11 +200,7 @@ fn validate_container(at: &str, c: &Container) -> Result<(), (String, String, St
             || e.name.contains('=')
             || !e.name.bytes().all(|b| b.is_ascii_graphic())
         {
-            return Err(bad(
-                &format!("env[{i}].name"),
-                &e.name,
-                "must be printable ASCII characters other than '=' (and not empty)".to_string(),
-            ));
+            return Err(bad(&format!("env[{i}].name"), &e.name, ValueError::EnvName));
         }
     }
     Ok(())
@@ -189,7 +209,7 @@ fn validate_container(at: &str, c: &Container) -> Result<(), (String, String, St
 /// Every resource quantity must parse, none may be negative, and a request may not
 /// exceed its limit: a quantity that does not parse would otherwise run the container
 /// without the limit the user wrote.
-fn validate_resources(c: &Container) -> Result<(), (String, String, String)> {
+fn validate_resources(c: &Container) -> Result<(), FieldError> {
     let Some(r) = c.resources.as_ref() else {
         return Ok(());
     };
@@ -203,17 +223,13 @@ fn validate_resources(c: &Container) -> Result<(), (String, String, String)> {
                 crate::model::quantity::bytes(&q.0)
             };
             let Some(value) = value else {
-                return Err((
-                    field,
-                    q.0.clone(),
-                    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (e.g. 500m, 0.5, 128Mi, 1G)".to_string(),
-                ));
+                return Err(FieldError::new(field, q.0.clone(), ValueError::Quantity));
             };
             if value < 0 {
-                return Err((
+                return Err(FieldError::new(
                     field,
                     q.0.clone(),
-                    "must be greater than or equal to 0".to_string(),
+                    ValueError::NegativeQuantity,
                 ));
             }
             parsed.insert((kind, name.as_str()), value);
@@ -224,23 +240,19 @@ fn validate_resources(c: &Container) -> Result<(), (String, String, String)> {
             && let Some(limit) = parsed.get(&("limits", *name))
             && request > limit
         {
-            let written = r
-                .requests
-                .as_ref()
-                .and_then(|m| m.get(*name))
-                .map(|q| q.0.clone());
-            let limit_written = r
-                .limits
-                .as_ref()
-                .and_then(|m| m.get(*name))
-                .map(|q| q.0.clone());
-            return Err((
+            let written = |map: &Option<BTreeMap<String, Quantity>>| {
+                map.as_ref()
+                    .and_then(|m| m.get(*name))
+                    .map(|q| q.0.clone())
+                    .unwrap_or_default()
+            };
+            return Err(FieldError::new(
                 format!("resources.requests.{name}"),
-                written.unwrap_or_default(),
-                format!(
-                    "must be less than or equal to {name} limit of {}",
-                    limit_written.unwrap_or_default()
-                ),
+                written(&r.requests),
+                ValueError::RequestAboveLimit {
+                    resource: name.to_string(),
+                    limit: written(&r.limits),
+                },
             ));
         }
     }
@@ -248,57 +260,63 @@ fn validate_resources(c: &Container) -> Result<(), (String, String, String)> {
 }
 
 /// Port numbers in range and known protocols, as the API server checks them.
-fn validate_ports(c: &Container) -> Result<(), (String, String, String)> {
+fn validate_ports(c: &Container) -> Result<(), FieldError> {
     for (i, p) in c.ports.iter().flatten().enumerate() {
         if !(1..=65535).contains(&p.container_port) {
-            return Err((
+            return Err(FieldError::new(
                 format!("ports[{i}].containerPort"),
                 p.container_port.to_string(),
-                "must be between 1 and 65535, inclusive".to_string(),
+                ValueError::PortRange { min: 1 },
             ));
         }
         if let Some(h) = p.host_port
             && !(0..=65535).contains(&h)
         {
-            return Err((
+            return Err(FieldError::new(
                 format!("ports[{i}].hostPort"),
                 h.to_string(),
-                "must be between 0 and 65535, inclusive".to_string(),
+                ValueError::PortRange { min: 0 },
             ));
         }
         if let Some(proto) = p.protocol.as_deref() {
             one_of(proto, &["TCP", "UDP", "SCTP"])
-                .map_err(|why| (format!("ports[{i}].protocol"), proto.to_string(), why))?;
+                .map_err(|why| FieldError::new(format!("ports[{i}].protocol"), proto, why))?;
         }
     }
     Ok(())
 }
 
-fn one_of(value: &str, allowed: &[&str]) -> Result<(), String> {
+fn one_of(value: &str, allowed: &'static [&'static str]) -> Result<(), ValueError> {
     if allowed.contains(&value) {
         Ok(())
     } else {
-        Err(format!("must be one of {}", allowed.join(", ")))
+        Err(ValueError::NotOneOf { allowed })
     }
 }
 
 /// A DNS-1123 label: 1–63 of `[a-z0-9-]`, starting and ending alphanumeric.
-pub(crate) fn dns1123_label(s: &str) -> Result<(), String> {
-    const WHY: &str = "must be a DNS-1123 label: at most 63 lowercase letters, digits or '-', starting and ending with a letter or digit";
+pub(crate) fn dns1123_label(s: &str) -> Result<(), ValueError> {
     let ok = !s.is_empty()
         && s.len() <= 63
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-');
-    if ok { Ok(()) } else { Err(WHY.to_string()) }
+    if ok {
+        Ok(())
+    } else {
+        Err(ValueError::NotDns1123Label)
+    }
 }
 
 /// A DNS-1123 subdomain: at most 253 characters, dot-separated DNS-1123 labels.
-pub(crate) fn dns1123_subdomain(s: &str) -> Result<(), String> {
-    const WHY: &str = "must be a DNS-1123 subdomain: at most 253 lowercase letters, digits, '-' or '.', each dot-separated part starting and ending with a letter or digit";
+pub(crate) fn dns1123_subdomain(s: &str) -> Result<(), ValueError> {
     let ok = !s.is_empty() && s.len() <= 253 && s.split('.').all(|l| dns1123_label(l).is_ok());
-    if ok { Ok(()) } else { Err(WHY.to_string()) }
+    if ok {
+        Ok(())
+    } else {
+        Err(ValueError::NotDns1123Subdomain)
+    }
 }
 
 #[cfg(test)]

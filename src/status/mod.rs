@@ -4,6 +4,7 @@
 //! the API and the CLI only read. One writer thread rewrites
 //! `<root>/pods/<uid>/status.json` (temp, fsync, rename), batched, newest state wins.
 
+mod error;
 mod events;
 mod store;
 mod writer;
@@ -11,6 +12,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use error::StatusError;
 pub use events::{Event, EventKind};
 pub use store::{PodRecord, StatusStore, k8s_time};
 pub use writer::WriterStats;

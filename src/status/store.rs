@@ -90,7 +90,10 @@ impl StatusStore {
                         pods.insert(rec.uid().to_string(), rec);
                     }
                     Ok(None) => {}
-                    Err(e) => tracing::warn!(error = %e, "skipping unreadable pod record"),
+                    Err(source) => {
+                        let e = super::StatusError::Unreadable { path, source };
+                        tracing::warn!(error = %e, "skipping unreadable pod record");
+                    }
                 }
             }
         }

@@ -112,9 +112,14 @@ impl Shared {
                 #[cfg(test)]
                 stats.history.push((uid.to_string(), rec.version));
             }
-            Err(e) => {
+            Err(source) => {
                 stats.failures += 1;
-                tracing::error!(error = %e, pod = rec.name(), "cannot persist pod status");
+                let e = super::StatusError::Persist {
+                    pod: rec.name().to_string(),
+                    path,
+                    source,
+                };
+                tracing::error!(error = %e, "cannot persist pod status");
             }
         }
     }

@@ -53,8 +53,8 @@ pub enum WorkerError {
 pub enum ConfigError {
     /// The securityContext cannot be honoured (e.g. runAsNonRoot with a root image user),
     /// or is invalid for this container.
-    #[error("{0}")]
-    Security(String),
+    #[error(transparent)]
+    Security(#[from] crate::model::security::SecurityError),
     /// The image's user cannot be resolved from its /etc/passwd and /etc/group.
     #[error(transparent)]
     User(#[from] crate::image::UserError),

@@ -101,13 +101,11 @@ fn container_user(
     let who = pod_ref(&pod.pod);
     match resolve_user(layers, &req) {
         Ok(user) => {
-            verify_run_as_non_root(sec, &ImageUserId::Uid(user.uid), &who, &c.name)
-                .map_err(ConfigError::Security)?;
+            verify_run_as_non_root(sec, &ImageUserId::Uid(user.uid), &who, &c.name)?;
             Ok(user)
         }
         Err(UserError::UnknownUser { user }) if sec.run_as_non_root => {
-            verify_run_as_non_root(sec, &ImageUserId::Unresolved(user.clone()), &who, &c.name)
-                .map_err(ConfigError::Security)?;
+            verify_run_as_non_root(sec, &ImageUserId::Unresolved(user.clone()), &who, &c.name)?;
             Err(UserError::UnknownUser { user }.into())
         }
         Err(e) => Err(e.into()),
@@ -162,8 +160,8 @@ pub fn prepare_attempt(
         .and_then(|s| s.containers.iter().position(|x| x.name == c.name))
         .unwrap_or(0);
     let config_err = |e: ConfigError| RuntimeError::ContainerConfig(e.to_string());
-    let sec = container_security(&pod.pod, c, index)
-        .map_err(|e| config_err(ConfigError::Security(e.to_string())))?;
+    let sec =
+        container_security(&pod.pod, c, index).map_err(|e| config_err(ConfigError::Security(e)))?;
     let image_user = img.user().clone().unwrap_or_default();
     let user = container_user(pod, c, &sec, &image_user, &lower_dirs).map_err(config_err)?;
     let (confinement, confinement_warnings) =

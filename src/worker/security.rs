@@ -87,9 +87,9 @@ pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
             pod.host_network,
             pod.host_ipc,
         )
-        .map_err(|message| Rejection {
+        .map_err(|e| Rejection {
             reason: FORBIDDEN_REASON,
-            message,
+            message: e.to_string(),
         })?;
     for (i, c) in spec.containers.iter().enumerate() {
         let Ok(sec) = container_security(&pod.pod, c, i) else {

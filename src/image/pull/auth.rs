@@ -12,6 +12,8 @@ use std::path::Path;
 use docker_credential::{CredentialRetrievalError, DockerCredential};
 use oci_client::secrets::RegistryAuth;
 
+use super::error::CredentialsError;
+
 /// The credentials to use for one registry, and how to describe them in errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Credentials {
@@ -31,9 +33,9 @@ impl Credentials {
 }
 
 /// Looks up the credentials for `registry` (`host[:port]`) in `file`. Blocking
-/// (a credential helper is a subprocess). `Err` is a reason the file could not
-/// be used (malformed, helper failure).
-pub(super) fn lookup(file: Option<&Path>, registry: &str) -> Result<Credentials, String> {
+/// (a credential helper is a subprocess). `Err` says why the file could not be
+/// used (malformed, helper failure).
+pub(super) fn lookup(file: Option<&Path>, registry: &str) -> Result<Credentials, CredentialsError> {
     let Some(path) = file else {
         return Ok(Credentials::anonymous(
             "no credentials file is configured, so none were sent".to_string(),
@@ -46,7 +48,7 @@ pub(super) fn lookup(file: Option<&Path>, registry: &str) -> Result<Credentials,
                 "the file does not exist, so no credentials were sent".to_string(),
             ));
         }
-        Err(e) => return Err(format!("cannot open it: {e}")),
+        Err(e) => return Err(CredentialsError::Open(e)),
     };
     match docker_credential::get_credential_from_reader(BufReader::new(f), registry) {
         Ok(DockerCredential::UsernamePassword(user, password)) => Ok(Credentials {
@@ -66,13 +68,11 @@ pub(super) fn lookup(file: Option<&Path>, registry: &str) -> Result<Credentials,
         Err(CredentialRetrievalError::NoCredentialConfigured) => Ok(Credentials::anonymous(
             format!("it has no entry for {registry}, so no credentials were sent"),
         )),
-        Err(CredentialRetrievalError::ConfigReadError) => {
-            Err("it is not a valid docker config.json (JSON with \"auths\")".to_string())
-        }
-        Err(CredentialRetrievalError::CredentialDecodingError) => Err(format!(
-            "auths.\"{registry}\".auth is not base64 of \"user:password\""
-        )),
-        Err(e) => Err(e.to_string()),
+        Err(CredentialRetrievalError::ConfigReadError) => Err(CredentialsError::NotDockerConfig),
+        Err(CredentialRetrievalError::CredentialDecodingError) => Err(CredentialsError::BadAuth {
+            registry: registry.to_string(),
+        }),
+        Err(e) => Err(CredentialsError::Helper(e)),
     }
 }
 
@@ -115,8 +115,12 @@ mod tests {
         assert_eq!(c.auth, RegistryAuth::Anonymous);
         assert!(c.sent.contains("does not exist"));
         let p = write(dir.path(), "{nope");
-        assert!(lookup(Some(&p), "r:1").unwrap_err().contains("not a valid"));
+        assert!(matches!(
+            lookup(Some(&p), "r:1"),
+            Err(CredentialsError::NotDockerConfig)
+        ));
         let p = write(dir.path(), r#"{"auths":{"r:1":{"auth":"!!!"}}}"#);
-        assert!(lookup(Some(&p), "r:1").unwrap_err().contains("base64"));
+        let e = lookup(Some(&p), "r:1").unwrap_err().to_string();
+        assert_eq!(e, "auths.\"r:1\".auth is not base64 of \"user:password\"");
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use oci_client::Client;
 use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
 use oci_client::secrets::RegistryAuth;
 
 /// Give up connecting after this long.
@@ -46,33 +47,35 @@ impl Clients {
 
     /// The client to use for `registry` with `auth`.
     /// Errors say why no client could be made (e.g. no CA certificates on the host).
-    pub(super) fn get(&self, registry: &str, auth: &RegistryAuth) -> Result<Client, String> {
+    pub(super) fn get(
+        &self,
+        registry: &str,
+        auth: &RegistryAuth,
+    ) -> Result<Client, OciDistributionError> {
         let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
-        if slot.client.is_none() {
-            slot.client = Some(build(&self.insecure)?);
+        let changed = slot.auths.get(registry).is_some_and(|known| known != auth);
+        if changed {
+            tracing::info!(
+                registry,
+                "credentials changed; starting a new registry client"
+            );
+            slot.client = None;
+            slot.auths.clear();
         }
-        match slot.auths.get(registry) {
-            Some(known) if known == auth => {}
+        let client = match &slot.client {
+            Some(c) => c.clone(),
             None => {
-                slot.auths.insert(registry.to_string(), auth.clone());
+                let c = build(&self.insecure)?;
+                slot.client = Some(c.clone());
+                c
             }
-            Some(_) => {
-                tracing::info!(
-                    registry,
-                    "credentials changed; starting a new registry client"
-                );
-                slot.client = Some(build(&self.insecure)?);
-                slot.auths.clear();
-                slot.auths.insert(registry.to_string(), auth.clone());
-            }
-        }
-        slot.client
-            .clone()
-            .ok_or_else(|| "no registry client".to_string())
+        };
+        slot.auths.insert(registry.to_string(), auth.clone());
+        Ok(client)
     }
 }
 
-fn build(insecure: &[String]) -> Result<Client, String> {
+fn build(insecure: &[String]) -> Result<Client, OciDistributionError> {
     let protocol = if insecure.is_empty() {
         ClientProtocol::Https
     } else {
@@ -85,8 +88,5 @@ fn build(insecure: &[String]) -> Result<Client, String> {
         connect_timeout: Some(CONNECT_TIMEOUT),
         read_timeout: Some(READ_TIMEOUT),
         ..ClientConfig::default()
-    })
-    .map_err(|e| {
-        format!("cannot create the registry client: {e} (install the ca-certificates package)")
     })
 }

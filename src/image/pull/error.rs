@@ -55,7 +55,7 @@ pub enum PullError {
     },
 
     /// The credentials file exists but could not be used.
-    #[error("pulling \"{reference}\": cannot get the credentials for {registry} from {}: {reason}",
+    #[error("pulling \"{reference}\": cannot get the credentials for {registry} from {}: {source}",
         path.display())]
     Credentials {
         /// The normalized reference.
@@ -64,8 +64,35 @@ pub enum PullError {
         registry: String,
         /// The docker config.json.
         path: PathBuf,
-        /// What went wrong (parse error, credential helper failure, ...).
-        reason: String,
+        /// What went wrong (parse error, credential helper failure, ...); boxed, as
+        /// a helper's failure carries its output and would make every PullError large.
+        #[source]
+        source: Box<CredentialsError>,
+    },
+
+    /// No registry client could be built (no CA certificates on the host).
+    #[error(
+        "pulling \"{reference}\": cannot create the registry client: {source}; install the \
+         ca-certificates package"
+    )]
+    NoClient {
+        /// The normalized reference.
+        reference: String,
+        /// The client's error (boxed: it is large, and rare).
+        #[source]
+        source: Box<OciDistributionError>,
+    },
+
+    /// A manifest, index or image config document cannot be used.
+    #[error("pulling \"{reference}\": {what}: {source}")]
+    Document {
+        /// The normalized reference.
+        reference: String,
+        /// The document and its digest: "manifest sha256:…", "image config sha256:…".
+        what: String,
+        /// What is wrong with it.
+        #[source]
+        source: DocumentError,
     },
 
     /// No connection to the registry.
@@ -143,6 +170,56 @@ pub enum PullError {
         reference: String,
         /// What happened.
         reason: String,
+    },
+}
+
+/// Why the credentials file could not be used for a registry.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// The file exists but cannot be opened.
+    #[error("cannot open it: {0}")]
+    Open(#[source] io::Error),
+    /// The file is not JSON with `auths`.
+    #[error("it is not a valid docker config.json (JSON with \"auths\")")]
+    NotDockerConfig,
+    /// `auths.<registry>.auth` is not base64 of `user:password`.
+    #[error("auths.\"{registry}\".auth is not base64 of \"user:password\"")]
+    BadAuth {
+        /// `host[:port]` of the registry.
+        registry: String,
+    },
+    /// A credential helper (`credHelpers`, `credsStore`) failed.
+    #[error("{0}")]
+    Helper(#[source] docker_credential::CredentialRetrievalError),
+}
+
+/// Why a manifest, index or image config document cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    /// The document is not JSON.
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// A Docker schema 1 manifest (deprecated, unsigned layers by tarsum).
+    #[error(
+        "Docker schema 1 manifests are not supported; push the image again with a current client"
+    )]
+    Schema1,
+    /// A `mediaType` that is neither an image manifest nor an index.
+    #[error("unsupported media type \"{0}\"")]
+    UnsupportedMediaType(String),
+    /// No `mediaType`, and the shape is neither a manifest nor an index.
+    #[error("neither an image manifest nor an image index")]
+    Unrecognized,
+    /// The image config does not parse.
+    #[error("cannot parse the image config: {0}")]
+    Config(#[source] oci_spec::OciSpecError),
+    /// The config's `rootfs.diff_ids` and the manifest's layers differ in number.
+    #[error("the config lists {diff_ids} diff_ids but the manifest {layers} layers")]
+    DiffIdCount {
+        /// How many diff_ids the config lists.
+        diff_ids: usize,
+        /// How many layers the manifest lists.
+        layers: usize,
     },
 }
 
@@ -287,6 +364,15 @@ impl Ctx {
         PullError::BadManifest {
             reference: self.reference.clone(),
             reason: reason.into(),
+        }
+    }
+
+    /// A [`PullError::Document`] about `what` ("manifest sha256:…").
+    pub(super) fn document(&self, what: impl Into<String>, source: DocumentError) -> PullError {
+        PullError::Document {
+            reference: self.reference.clone(),
+            what: what.into(),
+            source,
         }
     }
 

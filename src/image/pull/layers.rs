@@ -14,7 +14,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::super::{ImageError, ImageStore, chain_ids};
-use super::error::{Ctx, PullError};
+use super::error::{Ctx, DocumentError, PullError};
 use super::fetch::{self, Blob};
 use super::progress::{PullProgress, Reporter};
 use super::streamed;
@@ -79,17 +79,15 @@ pub(super) fn jobs(
 pub(super) fn snapshots(
     manifest: &ImageManifest,
     config_bytes: &[u8],
-) -> Result<Snapshots, String> {
-    let config = ImageConfiguration::from_reader(config_bytes)
-        .map_err(|e| format!("cannot parse the image config: {e}"))?;
+) -> Result<Snapshots, DocumentError> {
+    let config = ImageConfiguration::from_reader(config_bytes).map_err(DocumentError::Config)?;
     let diff_ids = config.rootfs().diff_ids();
     let layers = manifest.layers();
     if diff_ids.len() != layers.len() {
-        return Err(format!(
-            "the config lists {} diff_ids but the manifest {} layers",
-            diff_ids.len(),
-            layers.len()
-        ));
+        return Err(DocumentError::DiffIdCount {
+            diff_ids: diff_ids.len(),
+            layers: layers.len(),
+        });
     }
     let chains = chain_ids(diff_ids);
     let mut out = Snapshots::new();
@@ -320,7 +318,7 @@ mod tests {
     #[test]
     fn diff_id_count_must_match() {
         let m = manifest(&[d('a'), d('b')]);
-        let err = snapshots(&m, &config(&[d('1')])).unwrap_err();
+        let err = snapshots(&m, &config(&[d('1')])).unwrap_err().to_string();
         assert!(
             err.contains("1 diff_ids but the manifest 2 layers"),
             "{err}"

@@ -13,7 +13,7 @@ use oci_spec::image::{ImageIndex, ImageManifest};
 
 use super::super::layout::host_platform;
 use super::super::reference::is_bare_digest;
-use super::error::{Ctx, PullError};
+use super::error::{Ctx, DocumentError, PullError};
 use super::retry;
 use super::target::Target;
 
@@ -67,7 +67,7 @@ pub(super) async fn resolve(
                 "the registry names the manifest {digest}; only sha256 digests are supported"
             )));
         }
-        match kind(&bytes).map_err(|r| ctx.bad(format!("manifest {digest}: {r}")))? {
+        match kind(&bytes).map_err(|e| ctx.document(format!("manifest {digest}"), e))? {
             Kind::Manifest => {
                 let manifest = ImageManifest::from_reader(&bytes[..])
                     .map_err(|e| ctx.bad(format!("cannot parse image manifest {digest}: {e}")))?;
@@ -113,23 +113,18 @@ fn select(index: &ImageIndex, platform: &str) -> Option<String> {
 }
 
 /// Classifies a manifest document by its `mediaType`, or its shape when absent.
-fn kind(bytes: &[u8]) -> Result<Kind, String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+fn kind(bytes: &[u8]) -> Result<Kind, DocumentError> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(DocumentError::NotJson)?;
     if v.get("schemaVersion").and_then(|s| s.as_u64()) == Some(1) {
-        return Err(
-            "Docker schema 1 manifests are not supported; push the image again with \
-                    a current client"
-                .to_string(),
-        );
+        return Err(DocumentError::Schema1);
     }
     match v.get("mediaType").and_then(|m| m.as_str()) {
         Some(OCI_IMAGE_INDEX_MEDIA_TYPE | IMAGE_MANIFEST_LIST_MEDIA_TYPE) => Ok(Kind::Index),
         Some(OCI_IMAGE_MEDIA_TYPE | IMAGE_MANIFEST_MEDIA_TYPE) => Ok(Kind::Manifest),
-        Some(other) => Err(format!("unsupported media type \"{other}\"")),
+        Some(other) => Err(DocumentError::UnsupportedMediaType(other.to_string())),
         None if v.get("manifests").is_some() => Ok(Kind::Index),
         None if v.get("config").is_some() && v.get("layers").is_some() => Ok(Kind::Manifest),
-        None => Err("neither an image manifest nor an image index".to_string()),
+        None => Err(DocumentError::Unrecognized),
     }
 }
 
@@ -139,29 +134,33 @@ mod tests {
 
     #[test]
     fn kinds() {
+        let ok = |doc: &[u8]| kind(doc).ok();
         assert_eq!(
-            kind(br#"{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json"}"#),
-            Ok(Kind::Manifest)
-        );
-        assert_eq!(
-            kind(br#"{"schemaVersion":2,"config":{},"layers":[]}"#),
-            Ok(Kind::Manifest)
+            ok(br#"{"schemaVersion":2,"mediaType":"application/vnd.docker.distribution.manifest.v2+json"}"#),
+            Some(Kind::Manifest)
         );
         assert_eq!(
-            kind(br#"{"schemaVersion":2,"manifests":[]}"#),
-            Ok(Kind::Index)
+            ok(br#"{"schemaVersion":2,"config":{},"layers":[]}"#),
+            Some(Kind::Manifest)
         );
         assert_eq!(
-            kind(br#"{"mediaType":"application/vnd.docker.distribution.manifest.list.v2+json"}"#),
-            Ok(Kind::Index)
+            ok(br#"{"schemaVersion":2,"manifests":[]}"#),
+            Some(Kind::Index)
         );
-        assert!(
-            kind(br#"{"schemaVersion":1}"#)
-                .unwrap_err()
-                .contains("schema 1")
+        assert_eq!(
+            ok(br#"{"mediaType":"application/vnd.docker.distribution.manifest.list.v2+json"}"#),
+            Some(Kind::Index)
         );
-        assert!(kind(br#"{"mediaType":"x/y"}"#).is_err());
-        assert!(kind(b"nope").is_err());
+        assert!(matches!(
+            kind(br#"{"schemaVersion":1}"#),
+            Err(DocumentError::Schema1)
+        ));
+        assert!(matches!(
+            kind(br#"{"mediaType":"x/y"}"#),
+            Err(DocumentError::UnsupportedMediaType(t)) if t == "x/y"
+        ));
+        assert!(matches!(kind(b"nope"), Err(DocumentError::NotJson(_))));
+        assert!(matches!(kind(b"{}"), Err(DocumentError::Unrecognized)));
     }
 
     #[test]

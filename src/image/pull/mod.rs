@@ -130,9 +130,9 @@ impl Puller {
             .inner
             .clients
             .get(&target.registry, &creds.auth)
-            .map_err(|reason| PullError::Internal {
+            .map_err(|source| PullError::NoClient {
                 reference: target.reference.clone(),
-                reason,
+                source: Box::new(source),
             })?;
 
         let resolved = match manifest::resolve(&client, &target, &creds.auth, &ctx).await {
@@ -233,11 +233,11 @@ impl Puller {
                 reference: target.reference.clone(),
                 reason: e.to_string(),
             })?
-            .map_err(|reason| PullError::Credentials {
+            .map_err(|source| PullError::Credentials {
                 reference: target.reference.clone(),
                 registry: target.registry.clone(),
                 path: file.clone().unwrap_or_default(),
-                reason,
+                source: Box::new(source),
             })?;
         let ctx = Arc::new(Ctx {
             reference: target.reference.clone(),
@@ -273,7 +273,7 @@ impl Puller {
         tokio::task::spawn_blocking(move || {
             let data = store.read_blob(&digest).map_err(|e| ctx2.store(e))?;
             layers::snapshots(&manifest, &data)
-                .map_err(|r| ctx2.bad(format!("image config {digest}: {r}")))
+                .map_err(|e| ctx2.document(format!("image config {digest}"), e))
         })
         .await
         .map_err(|e| ctx.internal(e))?

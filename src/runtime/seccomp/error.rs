@@ -5,9 +5,25 @@ use std::path::PathBuf;
 /// Why a container's seccomp filter could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum SeccompError {
-    /// A profile in podhost's format is malformed (the built-in one: a podhost bug).
-    #[error("seccomp profile {name}: {message}; fix the profile (format: oci/seccomp/README.md)")]
-    Profile { name: String, message: String },
+    /// A profile in podhost's format is not valid JSON of that format (the built-in
+    /// one: a podhost bug).
+    #[error("seccomp profile {name}: {source}; fix the profile (format: oci/seccomp/README.md)")]
+    ProfileJson {
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A rule of a profile in podhost's format cannot be turned into OCI form.
+    #[error(
+        "seccomp profile {name}: {place}: {source}; fix the profile (format: oci/seccomp/README.md)"
+    )]
+    ProfileRule {
+        name: String,
+        /// Where in the profile: `defaultErrno`, or `group 3 (why the group exists)`.
+        place: String,
+        #[source]
+        source: RuleError,
+    },
     /// The profile lists no seccomp architectures for this machine.
     #[error(
         "seccomp profile {name} has no architectures for {machine}; run the pod Unconfined or give it a Localhost profile"
@@ -56,7 +72,43 @@ pub enum SeccompError {
         #[source]
         source: serde_json::Error,
     },
-    /// The profile parses but cannot be applied by podhost's runtime.
-    #[error("seccomp profile {file}: {reason}")]
-    LocalhostUnusable { file: PathBuf, reason: String },
+    /// The profile uses SCMP_ACT_NOTIFY, which needs a seccomp agent podhost does not
+    /// run (libcontainer would only refuse it when the container starts).
+    #[error(
+        "seccomp profile {file}: uses SCMP_ACT_NOTIFY, which needs a seccomp agent podhost does not run; use another action"
+    )]
+    LocalhostNotify { file: PathBuf },
+}
+
+/// Why one rule of a profile in podhost's format is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    /// `allow` with an `errno`.
+    #[error("allow takes no errno (got {errno})")]
+    AllowWithErrno { errno: String },
+    /// `errno` action without the errno to return.
+    #[error("errno action without an errno name")]
+    ErrnoWithoutName,
+    /// An errno name podhost does not know.
+    #[error("unknown errno name {name}")]
+    UnknownErrno { name: String },
+    /// A group with an empty `syscalls` list.
+    #[error("names no syscalls")]
+    NoSyscalls,
+    /// An argument value or mask that is not a number.
+    #[error("{value:?} is not a decimal or 0x-hex number: {source}")]
+    BadNumber {
+        value: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    /// `maskedEq` without `mask`.
+    #[error("maskedEq needs a mask")]
+    MaskedEqWithoutMask,
+    /// A `mask` with an operator other than `maskedEq`.
+    #[error("only maskedEq takes a mask")]
+    MaskWithoutMaskedEq,
+    /// oci-spec refused the argument condition.
+    #[error("argument condition: {0}")]
+    Arg(#[source] oci_spec::OciSpecError),
 }

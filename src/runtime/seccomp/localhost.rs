@@ -83,26 +83,21 @@ pub(crate) fn load(dir: &Path, rel: &str) -> Result<LinuxSeccomp, SeccompError> 
             file: file.clone(),
             source,
         })?;
-    check_usable(&seccomp).map_err(|reason| SeccompError::LocalhostUnusable { file, reason })?;
+    if uses_notify(&seccomp) {
+        return Err(SeccompError::LocalhostNotify { file });
+    }
     Ok(seccomp)
 }
 
 /// What libcontainer would only refuse when the container starts, refused here with
 /// the file's name: podhost runs no seccomp agent, so SCMP_ACT_NOTIFY cannot work.
-fn check_usable(seccomp: &LinuxSeccomp) -> Result<(), String> {
-    let notify = seccomp.default_action() == LinuxSeccompAction::ScmpActNotify
+fn uses_notify(seccomp: &LinuxSeccomp) -> bool {
+    seccomp.default_action() == LinuxSeccompAction::ScmpActNotify
         || seccomp
             .syscalls()
             .iter()
             .flatten()
-            .any(|s| s.action() == LinuxSeccompAction::ScmpActNotify);
-    if notify {
-        return Err(
-            "uses SCMP_ACT_NOTIFY, which needs a seccomp agent podhost does not run; use another action"
-                .into(),
-        );
-    }
-    Ok(())
+            .any(|s| s.action() == LinuxSeccompAction::ScmpActNotify)
 }
 
 /// A libpathrs error as an `io::Error`, keeping the errno when there is one.

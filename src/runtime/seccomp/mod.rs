@@ -22,7 +22,7 @@ use std::path::Path;
 
 use oci_spec::runtime::{Capability, LinuxSeccomp};
 
-pub use error::SeccompError;
+pub use error::{RuleError, SeccompError};
 pub use localhost::MAX_PROFILE_BYTES;
 pub use masked_order::for_libcontainer;
 

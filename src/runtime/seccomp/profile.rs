@@ -11,6 +11,7 @@ use oci_spec::runtime::{
 use serde::Deserialize;
 
 use super::SeccompError;
+use super::error::RuleError;
 
 /// A whole profile: the action for every syscall no group names, the seccomp
 /// architectures per machine, and the groups.
@@ -99,9 +100,9 @@ pub(crate) enum ArgOp {
 impl Profile {
     /// Parses a profile in podhost's format.
     pub(crate) fn parse(json: &str, name: &str) -> Result<Self, SeccompError> {
-        serde_json::from_str(json).map_err(|source| SeccompError::Profile {
+        serde_json::from_str(json).map_err(|source| SeccompError::ProfileJson {
             name: name.to_string(),
-            message: source.to_string(),
+            source,
         })
     }
 
@@ -114,9 +115,10 @@ impl Profile {
         machine: &str,
         caps: &HashSet<Capability>,
     ) -> Result<LinuxSeccomp, SeccompError> {
-        let bad = |message: String| SeccompError::Profile {
+        let bad = |place: String, source: RuleError| SeccompError::ProfileRule {
             name: name.to_string(),
-            message,
+            place,
+            source,
         };
         let architectures = self
             .architectures
@@ -127,15 +129,15 @@ impl Profile {
             })?
             .clone();
         let default_errno = errno_for(self.default_action, self.default_errno.as_deref())
-            .map_err(|e| bad(format!("defaultErrno: {e}")))?;
+            .map_err(|e| bad("defaultErrno".to_string(), e))?;
         let mut syscalls = Vec::new();
         for (i, group) in self.groups.iter().enumerate() {
             if !group.applies(machine, caps) {
                 continue;
             }
-            let at = |e: String| bad(format!("group {i} ({}): {e}", group.why));
+            let at = |e: RuleError| bad(format!("group {i} ({})", group.why), e);
             if group.syscalls.is_empty() {
-                return Err(at("names no syscalls".into()));
+                return Err(at(RuleError::NoSyscalls));
             }
             let errno = errno_for(group.action, group.errno.as_deref()).map_err(at)?;
             let action = oci_action(group.action);
@@ -178,7 +180,7 @@ impl Group {
 }
 
 impl ArgCondition {
-    fn to_oci(&self) -> Result<LinuxSeccompArg, String> {
+    fn to_oci(&self) -> Result<LinuxSeccompArg, RuleError> {
         let value = parse_number(&self.value)?;
         let arg = LinuxSeccompArgBuilder::default().index(self.arg as usize);
         let arg = match (self.op, &self.mask) {
@@ -187,8 +189,8 @@ impl ArgCondition {
                 .op(LinuxSeccompOperator::ScmpCmpMaskedEq)
                 .value(parse_number(mask)?)
                 .value_two(value),
-            (ArgOp::MaskedEq, None) => return Err("maskedEq needs a mask".into()),
-            (_, Some(_)) => return Err("only maskedEq takes a mask".into()),
+            (ArgOp::MaskedEq, None) => return Err(RuleError::MaskedEqWithoutMask),
+            (_, Some(_)) => return Err(RuleError::MaskWithoutMaskedEq),
             (op, None) => {
                 let op = match op {
                     ArgOp::Eq => LinuxSeccompOperator::ScmpCmpEq,
@@ -202,7 +204,7 @@ impl ArgCondition {
                 arg.op(op).value(value)
             }
         };
-        arg.build().map_err(|e| e.to_string())
+        arg.build().map_err(RuleError::Arg)
     }
 }
 
@@ -214,14 +216,20 @@ fn oci_action(action: Action) -> LinuxSeccompAction {
 }
 
 /// The errno an action returns: required with `errno`, refused with `allow`.
-fn errno_for(action: Action, errno: Option<&str>) -> Result<Option<u32>, String> {
+fn errno_for(action: Action, errno: Option<&str>) -> Result<Option<u32>, RuleError> {
     match (action, errno) {
         (Action::Allow, None) => Ok(None),
-        (Action::Allow, Some(e)) => Err(format!("allow takes no errno (got {e})")),
-        (Action::Errno, None) => Err("errno action without an errno name".into()),
-        (Action::Errno, Some(name)) => errno_number(name)
-            .map(Some)
-            .ok_or_else(|| format!("unknown errno name {name}")),
+        (Action::Allow, Some(e)) => Err(RuleError::AllowWithErrno {
+            errno: e.to_string(),
+        }),
+        (Action::Errno, None) => Err(RuleError::ErrnoWithoutName),
+        (Action::Errno, Some(name)) => {
+            errno_number(name)
+                .map(Some)
+                .ok_or_else(|| RuleError::UnknownErrno {
+                    name: name.to_string(),
+                })
+        }
     }
 }
 
@@ -238,12 +246,15 @@ fn errno_number(name: &str) -> Option<u32> {
     Some(n as u32)
 }
 
-fn parse_number(s: &str) -> Result<u64, String> {
+fn parse_number(s: &str) -> Result<u64, RuleError> {
     let parsed = match s.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => s.parse::<u64>(),
     };
-    parsed.map_err(|e| format!("{s:?} is not a decimal or 0x-hex number: {e}"))
+    parsed.map_err(|source| RuleError::BadNumber {
+        value: s.to_string(),
+        source,
+    })
 }
 
 #[cfg(test)]
