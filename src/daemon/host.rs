@@ -82,7 +82,7 @@ pub fn tune_daemon_process() {
     }
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap_or((1024, 1024));
-    let wanted = DAEMON_NOFILE.max(0) as u64;
+    let wanted = crate::model::convert::non_negative_u64(DAEMON_NOFILE);
     let target = if has_cap_sys_resource() {
         wanted
     } else {

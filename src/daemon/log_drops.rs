@@ -75,7 +75,7 @@ fn current_containers(store: &StatusStore, layout: &Layout) -> Vec<Watched> {
             .and_then(|s| s.container_statuses.clone())
             .unwrap_or_default();
         for cs in statuses {
-            let attempt = cs.restart_count.max(0) as u32;
+            let attempt = crate::model::convert::non_negative_u32(cs.restart_count);
             out.push(Watched {
                 uid: rec.uid().to_string(),
                 object: format!("pod/{}/{}", rec.name(), cs.name),
