@@ -239,10 +239,7 @@ fn default_sigpipe_for_cli(command: &Command) {
     ) {
         return;
     }
-    // SAFETY: restoring the default disposition installs no handler code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    podhost::runtime::signals::restore_default_sigpipe();
 }
 
 fn run(cli: Cli) -> Result<i32> {
