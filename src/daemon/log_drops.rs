@@ -28,8 +28,8 @@ struct Watched {
     record: PathBuf,
 }
 
-/// Starts the task.
-pub fn start(store: Arc<StatusStore>, layout: Layout) {
+/// Starts the task (it runs until aborted).
+pub fn start(store: Arc<StatusStore>, layout: Layout) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut seen: HashMap<PathBuf, LogDrops> = HashMap::new();
         let mut ticker = tokio::time::interval(CHECK_EVERY);
@@ -61,7 +61,7 @@ pub fn start(store: Arc<StatusStore>, layout: Layout) {
             }
             seen = still;
         }
-    });
+    })
 }
 
 /// Every pod's containers at their current restart count.
