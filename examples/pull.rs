@@ -8,6 +8,9 @@
 //! reference with its manifest digest on stdout. `RUST_LOG=info` shows the
 //! store's and puller's logs.
 
+// Bench/tool code: a failed unwrap/expect is the run failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -239,10 +239,7 @@ fn default_sigpipe_for_cli(command: &Command) {
     ) {
         return;
     }
-    // SAFETY: restoring the default disposition installs no handler code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    podhost::runtime::signals::restore_default_sigpipe();
 }
 
 fn run(cli: Cli) -> Result<i32> {
@@ -418,8 +415,15 @@ fn daemon(args: DaemonArgs, socket: PathBuf) -> Result<i32> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    rt.block_on(podhost::daemon::run(cfg))?;
-    Ok(0)
+    match rt.block_on(podhost::daemon::run(cfg)) {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            // A dead task may have left blocking work behind: it must not hold the exit.
+            rt.shutdown_timeout(Duration::from_secs(5));
+            eprintln!("error: {e}");
+            Ok(e.exit_code())
+        }
+    }
 }
 
 fn get_pods(client: &Client, output: Option<&str>) -> Result<i32> {

@@ -3,6 +3,9 @@
 //! with real unprivileged clients (`setpriv` + `curl`), a second daemon on the same
 //! socket, stale and foreign files at the path, and `--node-name` / host name rules.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

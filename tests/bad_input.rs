@@ -6,6 +6,9 @@
 //!
 //! Fixtures are generated here; nothing big is committed.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 #[path = "bad_input/api.rs"]
@@ -63,7 +66,7 @@ impl Healthy {
         Self {
             container_id: cs["containerID"].as_str().unwrap().to_string(),
             started_at: cs["state"]["running"]["startedAt"].clone(),
-            init_pid: started["init_pid"].as_i64().unwrap() as i32,
+            init_pid: i32::try_from(started["init_pid"].as_i64().unwrap()).unwrap(),
             uid,
         }
     }

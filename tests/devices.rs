@@ -3,6 +3,9 @@
 //! devices open, /dev holds exactly the default set, and the container's devices.list is
 //! the default allow list (not libcontainer's looser one).
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::PathBuf;

@@ -7,6 +7,9 @@
 //!
 //! cgroup v1: the same probe in a test cgroup of the v1 devices controller.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -2,6 +2,9 @@
 //! docker-archive:`): references from RepoTags (or `repositories`), blobs
 //! content-addressed, a synthesized manifest that resolves like any other image.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};

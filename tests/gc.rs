@@ -3,6 +3,9 @@
 //! leases, pins, re-tagged in-use images, max age and concurrent loads; container GC
 //! on fake attempt dirs with exit records, logs and real mounts.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }

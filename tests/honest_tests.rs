@@ -2,6 +2,9 @@
 //! a precondition (root, a tool, a kernel feature) is missing. This scans every test
 //! source for the shapes such skips take and fails, naming the file and line.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 
 /// Rust sources under `dir`, recursively.

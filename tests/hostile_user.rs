@@ -3,6 +3,9 @@
 //! inside the image's layers, the container gets a clear CreateContainerConfigError,
 //! and the daemon keeps answering with its memory unchanged.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

@@ -3,6 +3,9 @@
 //! writer thread survives kill -9; stale temps are swept at start and live ones kept;
 //! container GC removes only log dirs podhost made.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -28,7 +31,7 @@ fn init_pid(d: &TestDaemon, uid: &str) -> i32 {
         &std::fs::read(attempt_dir(d, uid, 0).join("started.json")).unwrap(),
     )
     .unwrap();
-    started["init_pid"].as_i64().unwrap() as i32
+    i32::try_from(started["init_pid"].as_i64().unwrap()).unwrap()
 }
 
 fn read_i32(path: &str) -> i32 {

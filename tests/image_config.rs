@@ -1,6 +1,9 @@
 //! The image's config is honoured and merged with the pod's as Kubernetes does:
 //! Entrypoint/Cmd vs command/args, Env, WorkingDir, User, StopSignal.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

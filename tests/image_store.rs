@@ -2,6 +2,9 @@
 //! oci/busybox/build.sh, oci-archives, multi-layer whiteouts checked through a real
 //! overlay mount, image indexes, and hostile layers.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};

@@ -2,6 +2,9 @@
 //! unused; `podhost gc` runs both GC passes on demand; container GC keeps only the
 //! newest dead instance of a crash-looping container.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;
@@ -94,9 +97,12 @@ fn container_gc_keeps_the_newest_dead_instance() {
         v
     };
     let kept = attempts(d.root.join(format!("pods/{uid}/containers/main")));
-    let current = container_status(&d.pod("loop").unwrap(), "main").unwrap()["restartCount"]
-        .as_i64()
-        .unwrap() as u32;
+    let current = u32::try_from(
+        container_status(&d.pod("loop").unwrap(), "main").unwrap()["restartCount"]
+            .as_i64()
+            .unwrap(),
+    )
+    .unwrap();
     // The current instance and at most one dead one before it (MaxPerPodContainer 1).
     assert!(kept.len() <= 3, "kept {kept:?}, current {current}");
     assert!(

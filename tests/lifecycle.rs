@@ -1,5 +1,8 @@
 //! A manifest becomes a running pod; logs, exec, status; removal cleans up everything.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

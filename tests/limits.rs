@@ -3,6 +3,9 @@
 //! rlimits annotation is a clear CreateContainerConfigError. (The full policy, with
 //! CAP_SYS_RESOURCE, is verified in the VM suite.)
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

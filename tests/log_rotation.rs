@@ -6,6 +6,9 @@
 //! drops lines with a `LogWriteFailed` event, never kills the container, and writing
 //! resumes when space returns.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -255,7 +258,7 @@ fn kill_first_instance(d: &TestDaemon) {
         .find(|p| p.exists())
         .expect("started.json of instance 0");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(started).unwrap()).unwrap();
-    let pid = v["init_pid"].as_i64().unwrap() as i32;
+    let pid = i32::try_from(v["init_pid"].as_i64().unwrap()).unwrap();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGKILL,

@@ -1,5 +1,8 @@
 //! The manifest directory: add, edit (graceful replace), invalid files, warnings.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

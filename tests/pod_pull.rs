@@ -1,6 +1,9 @@
 //! Pods pull their images from a real registry on 127.0.0.1 per imagePullPolicy, and a
 //! failing pull is ErrImagePull then ImagePullBackOff with the registry's message.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod common_registry;
 

@@ -3,6 +3,9 @@
 //! fault-injecting HTTP proxy on 127.0.0.1: it cuts blob bodies midway and
 //! answers 503 on cue, and records every request it sees.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod common_registry;
 

@@ -3,6 +3,9 @@
 //! with the busybox image pushed by skopeo as OCI, as Docker v2s2 and as a
 //! multi-arch index.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod common_registry;
 

@@ -2,6 +2,9 @@
 //! happened while the daemon was down is reported with its real code and time, and no
 //! container is started twice.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;
@@ -189,7 +192,7 @@ fn shim_kill9_with_daemon_alive_kills_container_and_restarts_it() {
     let marker = format!("shimkill-{}", d.node);
     let (first, before) = run_marked_sleeper(&d, &marker);
 
-    kill9(first["shim_pid"].as_i64().unwrap() as i32);
+    kill9(i32::try_from(first["shim_pid"].as_i64().unwrap()).unwrap());
     expect_lost_then_restarted(&d, "s");
     let after = container_pids(&marker);
     assert_eq!(after.len(), 1, "one container, the new one: {after:?}");
@@ -212,7 +215,7 @@ fn shim_kill9_while_daemon_down_is_reaped_by_the_next_daemon() {
     let (first, before) = run_marked_sleeper(&d, &marker);
 
     d.kill9();
-    kill9(first["shim_pid"].as_i64().unwrap() as i32);
+    kill9(i32::try_from(first["shim_pid"].as_i64().unwrap()).unwrap());
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
         container_pids(&marker),
@@ -322,7 +325,10 @@ fn daemon_killed_before_the_start_record_does_not_start_the_container_twice() {
     );
     std::thread::sleep(Duration::from_secs(1));
     let mine = container_pids(&format!("{marker}-{name}"));
-    assert_eq!(mine, vec![started["init_pid"].as_i64().unwrap() as i32]);
+    assert_eq!(
+        mine,
+        vec![i32::try_from(started["init_pid"].as_i64().unwrap()).unwrap()]
+    );
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! Exit codes, restart policies and CrashLoopBackOff (daemon runs with 1 s initial and
 //! 4 s maximum back-off; the kubelet's 10 s / 300 s are unit-tested in model::backoff).
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

@@ -2,6 +2,9 @@
 //! (tests/vm/seccomp-probe.c) in a pod tries calls the filter decides and reports what
 //! the kernel answered.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

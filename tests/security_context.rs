@@ -4,6 +4,9 @@
 //! runAsNonRoot refusals and the pod rejections (SysctlForbidden, AppArmor). The same
 //! checks on a real cgroup v2 kernel are in tests/vm/checks/60-security-context.sh.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

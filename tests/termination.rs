@@ -1,6 +1,9 @@
 //! Termination as the kubelet does it: preStop, then the stop signal, then SIGKILL at
 //! the deadline; hooks of several containers run in parallel.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

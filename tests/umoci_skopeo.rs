@@ -3,6 +3,9 @@
 //! docker-archives without RepoTags, `localhost/` references that are never pulled,
 //! and `load` with no daemon at an explicit socket.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -8,6 +8,9 @@
 //! Store-level failures (truncated layer, full disk, killed `podhost load`) are
 //! in unpack_hostile/store.rs.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "fixtures/hostile/corpus.rs"]
 mod corpus;
 #[path = "unpack_hostile/store.rs"]
@@ -278,7 +281,7 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        usize::try_from(self.next() % n as u64).unwrap()
     }
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.below(items.len())]

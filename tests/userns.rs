@@ -4,6 +4,9 @@
 //! reused, and survive a daemon kill -9. The same on the VM kernel:
 //! tests/vm/checks/65-userns.sh.
 
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

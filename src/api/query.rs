@@ -18,7 +18,7 @@ pub fn percent_encode(s: &str) -> String {
 /// Decodes `%XX` and `+`; invalid escapes are kept as written.
 pub fn percent_decode(s: &str) -> String {
     fn hex(b: u8) -> Option<u8> {
-        (b as char).to_digit(16).map(|d| d as u8)
+        (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
     }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

@@ -136,7 +136,7 @@ fn exec_target(state: &ApiState, rec: PodRecord, wanted: Option<&String>) -> Res
         .as_ref()
         .and_then(|c| c.state.as_ref())
         .is_some_and(|s| s.running.is_some());
-    let attempt = cs.map(|c| c.restart_count).unwrap_or(0).max(0) as u32;
+    let attempt = crate::model::convert::non_negative_u32(cs.map(|c| c.restart_count).unwrap_or(0));
     ok_json(&ExecTarget {
         pod: rec.name().to_string(),
         container: container.clone(),
@@ -158,7 +158,7 @@ async fn logs(
     let current = restart_count(&rec, &container).unwrap_or(0);
     let previous = query.get("previous").is_some_and(|v| v == "true");
     let attempt = if previous { current - 1 } else { current };
-    if attempt < 0 {
+    let Ok(attempt) = u32::try_from(attempt) else {
         return error(
             400,
             format!(
@@ -166,7 +166,7 @@ async fn logs(
                 rec.name()
             ),
         );
-    }
+    };
     let ns = rec
         .pod
         .metadata
@@ -175,7 +175,7 @@ async fn logs(
         .unwrap_or_else(|| "default".into());
     let path = state
         .layout
-        .container_log(&ns, rec.name(), rec.uid(), &container, attempt as u32);
+        .container_log(&ns, rec.name(), rec.uid(), &container, attempt);
     let opts = match log_options(query) {
         Ok(o) => o,
         Err(e) => return error(e.status(), e.to_string()),
@@ -205,7 +205,7 @@ async fn logs(
     }
     let exit_file: PathBuf = state
         .layout
-        .attempt_dir(rec.uid(), &container, attempt as u32)
+        .attempt_dir(rec.uid(), &container, attempt)
         .join(EXIT_FILE);
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
     tokio::spawn(async move {
@@ -271,7 +271,7 @@ fn log_options(
         (None, None) => None,
     };
     Ok(ReadOptions {
-        tail: tail.map(|t| t as usize),
+        tail: tail.map(crate::model::convert::usize_saturating),
         timestamps: query.get("timestamps").is_some_and(|v| v == "true"),
         since,
         limit_bytes: num("limitBytes")?,

@@ -37,15 +37,22 @@ pub type Body = BoxBody<Bytes, Infallible>;
 /// The running API server; [`ApiServer::stop`] ends it and removes its socket.
 #[derive(Debug)]
 pub struct ApiServer {
-    task: tokio::task::JoinHandle<()>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    abort: tokio::task::AbortHandle,
     path: PathBuf,
     identity: (u64, u64),
 }
 
 impl ApiServer {
+    /// The accept loop's task, for the daemon to watch (once; later `None`). It runs
+    /// until [`ApiServer::stop`]; its ending earlier means the API is gone.
+    pub fn take_task(&mut self) -> Option<tokio::task::JoinHandle<()>> {
+        self.task.take()
+    }
+
     /// Stops accepting and removes the socket, unless someone replaced it meanwhile.
     pub fn stop(self) {
-        self.task.abort();
+        self.abort.abort();
         super::socket::remove_if_ours(&self.path, self.identity);
     }
 }
@@ -78,7 +85,8 @@ pub fn serve(socket: ClaimedSocket, state: Arc<ApiState>) -> std::io::Result<Api
         }
     });
     Ok(ApiServer {
-        task,
+        abort: task.abort_handle(),
+        task: Some(task),
         path,
         identity,
     })

@@ -49,8 +49,9 @@ pub fn age_of(
         return "<unknown>".into();
     };
     let then = t.0.as_nanosecond();
-    let now_ns = now.timestamp_nanos_opt().unwrap_or_default() as i128;
-    let secs = ((now_ns - then).max(0) / 1_000_000_000) as u64;
+    let now_ns = i128::from(now.timestamp_nanos_opt().unwrap_or_default());
+    // In the future (clock skew) reads as 0s; an age past u64 seconds cannot happen.
+    let secs = u64::try_from((now_ns - then).max(0) / 1_000_000_000).unwrap_or(u64::MAX);
     human_duration(Duration::from_secs(secs))
 }
 

@@ -1,7 +1,8 @@
 //! Facts about the host the daemon checks once at start.
 
-use std::os::fd::AsRawFd;
 use std::path::Path;
+
+use nix::fcntl::{Flock, FlockArg};
 
 use super::DaemonError;
 use crate::model::qos::DAEMON_OOM_SCORE_ADJ;
@@ -9,8 +10,9 @@ use crate::model::rlimits::Rlimit;
 use crate::runtime::node_cgroups::{Enforcement, NodeCgroups};
 use crate::runtime::rlimit_host::hard_limit;
 
-/// Holds an exclusive flock on `<root>/daemon.lock` for the daemon's life.
-pub fn lock_root(root: &Path) -> Result<std::fs::File, DaemonError> {
+/// Holds an exclusive flock on `<root>/daemon.lock` for the daemon's life (until the
+/// returned guard is dropped).
+pub fn lock_root(root: &Path) -> Result<Flock<std::fs::File>, DaemonError> {
     let path = root.join("daemon.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -21,12 +23,8 @@ pub fn lock_root(root: &Path) -> Result<std::fs::File, DaemonError> {
             path: path.clone(),
             source,
         })?;
-    // SAFETY: flock on an fd we own, with constant flags; no memory is shared.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        return Err(DaemonError::Locked(root.to_path_buf()));
-    }
-    Ok(file)
+    Flock::lock(file, FlockArg::LockExclusiveNonblock)
+        .map_err(|_| DaemonError::Locked(root.to_path_buf()))
 }
 
 /// Sets the node's cgroup tree up and says plainly what is and is not enforced.
@@ -82,7 +80,7 @@ pub fn tune_daemon_process() {
     }
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap_or((1024, 1024));
-    let wanted = DAEMON_NOFILE.max(0) as u64;
+    let wanted = crate::model::convert::non_negative_u64(DAEMON_NOFILE);
     let target = if has_cap_sys_resource() {
         wanted
     } else {

@@ -28,8 +28,8 @@ struct Watched {
     record: PathBuf,
 }
 
-/// Starts the task.
-pub fn start(store: Arc<StatusStore>, layout: Layout) {
+/// Starts the task (it runs until aborted).
+pub fn start(store: Arc<StatusStore>, layout: Layout) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut seen: HashMap<PathBuf, LogDrops> = HashMap::new();
         let mut ticker = tokio::time::interval(CHECK_EVERY);
@@ -61,7 +61,7 @@ pub fn start(store: Arc<StatusStore>, layout: Layout) {
             }
             seen = still;
         }
-    });
+    })
 }
 
 /// Every pod's containers at their current restart count.
@@ -75,7 +75,7 @@ fn current_containers(store: &StatusStore, layout: &Layout) -> Vec<Watched> {
             .and_then(|s| s.container_statuses.clone())
             .unwrap_or_default();
         for cs in statuses {
-            let attempt = cs.restart_count.max(0) as u32;
+            let attempt = crate::model::convert::non_negative_u32(cs.restart_count);
             out.push(Watched {
                 uid: rec.uid().to_string(),
                 object: format!("pod/{}/{}", rec.name(), cs.name),

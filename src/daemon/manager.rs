@@ -42,13 +42,29 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
         tokio::select! {
             scan = scans.recv() => match scan {
                 Some(scan) => {
+                    #[cfg(debug_assertions)]
+                    if first {
+                        injected_panic();
+                    }
                     m.apply(scan, first);
                     first = false;
                 }
-                None => return,
+                None => {
+                    tracing::error!("the manifest watcher stopped: no manifest change can be seen any more");
+                    return;
+                }
             },
             Some(uid) = finished_rx.recv() => m.finished(&uid),
         }
+    }
+}
+
+/// Debug builds only: `PODHOST_TEST_PANIC_MANAGER=1` makes the manager panic at its
+/// first sync, so that a test sees the daemon exit instead of living on half-dead.
+#[cfg(debug_assertions)]
+fn injected_panic() {
+    if std::env::var_os("PODHOST_TEST_PANIC_MANAGER").is_some_and(|v| v == "1") {
+        panic!("injected by PODHOST_TEST_PANIC_MANAGER=1 at the first sync");
     }
 }
 

@@ -5,9 +5,11 @@ mod log_drops;
 mod manager;
 mod node_name;
 mod oom;
+mod supervise;
 mod temp_sweep;
 
 pub use node_name::{NodeNameError, NodeNameOrigin, normalize_node_name, resolve_node_name};
+pub use supervise::EXIT_TASK_ENDED;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -87,6 +89,24 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+    /// A task the daemon cannot run without panicked or ended.
+    #[error(
+        "the daemon's {task} task {how}; the daemon exits (status {EXIT_TASK_ENDED}) so that \
+         the service manager restarts it: containers keep running in their shims and the \
+         new daemon adopts them"
+    )]
+    TaskEnded { task: &'static str, how: String },
+}
+
+impl DaemonError {
+    /// The process's exit status for this error: [`EXIT_TASK_ENDED`] when an essential
+    /// task died, 1 for every start-up error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            DaemonError::TaskEnded { .. } => EXIT_TASK_ENDED,
+            _ => 1,
+        }
+    }
 }
 
 /// The node's security settings; on an AppArmor host, podhost's default profile is
@@ -166,8 +186,11 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         )?),
         log_rotation: cfg.log_rotation,
     });
+    let mut essential = supervise::EssentialTasks::default();
     let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
-    gc.spawn_loops();
+    for (name, loop_task) in gc.spawn_loops() {
+        essential.watch(name, loop_task);
+    }
     let api = Arc::new(ApiState {
         store: store.clone(),
         images,
@@ -177,10 +200,13 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         gc,
         leases,
     });
-    let server = serve(socket, api).map_err(|source| DaemonError::Socket {
+    let mut server = serve(socket, api).map_err(|source| DaemonError::Socket {
         path: cfg.socket.clone(),
         source,
     })?;
+    if let Some(accept_loop) = server.take_task() {
+        essential.watch("API server", accept_loop);
+    }
     tracing::info!(
         manifests = %cfg.manifest_dir.display(),
         root = %cfg.root_dir.display(),
@@ -188,24 +214,38 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         node = %cfg.node_name,
         "podhost daemon started"
     );
-    oom::start(
+    if let Some(oom_task) = oom::start(
         &cfg.root_dir,
         ctx.cgroups.root.clone(),
         store.clone(),
         ctx.oom_victims.clone(),
+    ) {
+        essential.watch("kernel log OOM watcher", oom_task);
+    }
+    essential.watch(
+        "log drop reporter",
+        log_drops::start(store.clone(), ctx.layout.clone()),
     );
-    log_drops::start(store.clone(), ctx.layout.clone());
     let scans = crate::source::watch(
         cfg.manifest_dir.clone(),
         cfg.node_name.clone(),
         cfg.rescan_every,
     );
-    let manager = tokio::spawn(manager::run(ctx, scans));
-    host::wait_for_stop_signal().await;
-    tracing::info!("stopping the daemon; containers keep running");
-    manager.abort();
+    // The manager also ends when the manifest watcher dies (its scans stop).
+    essential.watch("pod manager", tokio::spawn(manager::run(ctx, scans)));
+    let outcome = tokio::select! {
+        () = host::wait_for_stop_signal() => {
+            tracing::info!("stopping the daemon; containers keep running");
+            Ok(())
+        }
+        end = essential.first_end() => {
+            tracing::error!(task = end.task, how = %end.how, "an essential task of the daemon ended: exiting so that the service manager restarts the daemon; containers keep running");
+            Err(DaemonError::TaskEnded { task: end.task, how: end.how })
+        }
+    };
+    essential.abort_all();
     server.stop();
     // What the workers reported last reaches the disk before the process ends.
     let _ = tokio::task::spawn_blocking(move || store.flush()).await;
-    Ok(())
+    outcome
 }

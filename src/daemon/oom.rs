@@ -8,19 +8,20 @@ use crate::events::{OomVictim, OomVictims};
 use crate::oom::{OomEvent, attribute, spawn_kmsg_watcher};
 use crate::status::{EventKind, StatusStore};
 
-/// Starts the watcher; without /dev/kmsg, says what is lost and goes on.
+/// Starts the watcher; without /dev/kmsg, says what is lost and goes on (`None`).
+/// The returned task ends when the kernel log watcher stops (its channel closes).
 pub fn start(
     root_dir: &Path,
     cgroup_root: String,
     store: Arc<StatusStore>,
     victims: Arc<OomVictims>,
-) {
+) -> Option<tokio::task::JoinHandle<()>> {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<OomEvent>(64);
     if let Err(e) = spawn_kmsg_watcher("/dev/kmsg".into(), root_dir.join("oom-cursor.json"), tx) {
         tracing::warn!(error = %e, "cannot read /dev/kmsg: OOM victims will not be named and system OOMs not reported");
-        return;
+        return None;
     }
-    tokio::spawn(async move {
+    Some(tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
             if ev.system {
                 store.node_event(
@@ -52,5 +53,5 @@ pub fn start(
                 pid: ev.victim_pid,
             });
         }
-    });
+    }))
 }

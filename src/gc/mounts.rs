@@ -19,10 +19,14 @@ fn unescape(s: &str) -> String {
             && i + 4 <= b.len()
             && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
-            let v = (b[i + 1] - b'0') as u32 * 64
-                + (b[i + 2] - b'0') as u32 * 8
-                + (b[i + 3] - b'0') as u32;
-            out.push(v as u8);
+            let v = u32::from(b[i + 1] - b'0') * 64
+                + u32::from(b[i + 2] - b'0') * 8
+                + u32::from(b[i + 3] - b'0');
+            // \400..\777 are not bytes: kept as written.
+            match u8::try_from(v) {
+                Ok(byte) => out.push(byte),
+                Err(_) => out.extend_from_slice(&b[i..i + 4]),
+            }
             i += 4;
         } else {
             out.push(b[i]);

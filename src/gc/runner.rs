@@ -152,10 +152,10 @@ impl GcRunner {
         .unwrap_or_default()
     }
 
-    /// The periodic loops.
-    pub fn spawn_loops(self: &Arc<Self>) {
+    /// The periodic loops (container GC, image GC), named, for the daemon to watch.
+    pub fn spawn_loops(self: &Arc<Self>) -> [(&'static str, tokio::task::JoinHandle<()>); 2] {
         let me = self.clone();
-        tokio::spawn(async move {
+        let containers = tokio::spawn(async move {
             let mut tick = tokio::time::interval(me.settings.container_period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -167,7 +167,7 @@ impl GcRunner {
             }
         });
         let me = self.clone();
-        tokio::spawn(async move {
+        let images = tokio::spawn(async move {
             let mut tick = tokio::time::interval(me.settings.image_period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -177,5 +177,6 @@ impl GcRunner {
                 }
             }
         });
+        [("container GC", containers), ("image GC", images)]
     }
 }

@@ -182,7 +182,7 @@ pub fn image_gc_with_usage(
     tracing::info!(
         deleted = report.deleted.len(),
         freed_bytes = report.freed_bytes,
-        elapsed_ms = started.elapsed().as_millis() as u64,
+        elapsed_ms = crate::model::convert::millis(started.elapsed()),
         "image GC: done"
     );
     if report.shortfall_bytes > 0 {

@@ -140,7 +140,7 @@ impl ImageStore {
             Ok(((), true))
         })?;
         let refs: Vec<String> = found.into_iter().map(|i| i.reference).collect();
-        tracing::info!(source = %path.display(), ?refs, elapsed_ms = started.elapsed().as_millis() as u64,
+        tracing::info!(source = %path.display(), ?refs, elapsed_ms = crate::model::convert::millis(started.elapsed()),
             "loaded images");
         Ok(refs)
     }

@@ -346,8 +346,8 @@ impl Limit {
         match &mut self.remaining {
             None => m,
             Some(r) => {
-                let n = (*r).min(m.len() as u64) as usize;
-                *r -= n as u64;
+                let n = crate::model::convert::usize_saturating(*r).min(m.len());
+                *r -= crate::model::convert::len_u64(n);
                 &m[..n]
             }
         }

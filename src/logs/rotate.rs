@@ -79,8 +79,10 @@ impl RotationPolicy {
             return Err(PolicyError::Files(max_files));
         }
         Ok(RotationPolicy {
-            max_size: size.max(0) as u64,
-            max_files: max_files as usize,
+            max_size: crate::model::convert::non_negative_u64(size),
+            max_files: crate::model::convert::usize_saturating(
+                crate::model::convert::non_negative_u64(max_files),
+            ),
         })
     }
 

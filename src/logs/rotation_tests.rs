@@ -361,7 +361,7 @@ fn drop_record_is_rewritten_in_place_at_a_fixed_size() {
     let rec_path = dir.path().join(LOG_DROPS_FILE);
     let mut rec = drops::DropRecord::create(&rec_path, Path::new("/var/log/pods/x/0.log"));
     assert_eq!(
-        std::fs::metadata(&rec_path).unwrap().len() as usize,
+        usize::try_from(std::fs::metadata(&rec_path).unwrap().len()).unwrap(),
         drops::RECORD_BYTES
     );
     let d = read_drops(&rec_path).unwrap().unwrap();
@@ -377,7 +377,7 @@ fn drop_record_is_rewritten_in_place_at_a_fixed_size() {
     };
     rec.update(&big);
     assert_eq!(
-        std::fs::metadata(&rec_path).unwrap().len() as usize,
+        usize::try_from(std::fs::metadata(&rec_path).unwrap().len()).unwrap(),
         drops::RECORD_BYTES
     );
     let d = read_drops(&rec_path).unwrap().unwrap();

@@ -92,7 +92,9 @@ impl Sink {
             let n = if !self.policy.enabled() {
                 rest.len()
             } else {
-                let room = self.policy.max_size.saturating_sub(self.size) as usize;
+                let room = crate::model::convert::usize_saturating(
+                    self.policy.max_size.saturating_sub(self.size),
+                );
                 let fit = if rest.len() <= room {
                     rest.len()
                 } else {

@@ -172,7 +172,8 @@ impl<'a> BackLines<'a> {
             return Ok(false);
         }
         let start = self.pos.saturating_sub(BLOCK);
-        let mut block = vec![0u8; (self.pos - start) as usize];
+        // At most BLOCK bytes.
+        let mut block = vec![0u8; crate::model::convert::usize_saturating(self.pos - start)];
         self.file.read_exact_at(&mut block, start)?;
         block.extend_from_slice(&self.data);
         self.data = block;

@@ -493,7 +493,10 @@ fn reader_skips_malformed_lines_and_torn_tail() {
     let summary = read_messages(&path, &ReadOptions::default(), &mut out).unwrap();
     assert_eq!(out, b"ok\nok\n");
     assert_eq!(summary.skipped_lines, 1);
-    assert_eq!(summary.end_offset as usize, text.rfind('\n').unwrap() + 1);
+    assert_eq!(
+        usize::try_from(summary.end_offset).unwrap(),
+        text.rfind('\n').unwrap() + 1
+    );
 }
 
 #[test]
@@ -529,7 +532,7 @@ fn read_missing_file_names_the_path() {
 #[test]
 fn encode_line_round_trips_through_parse() {
     let msg: Vec<u8> = (0..(3 * MAX_LINE_BYTES))
-        .map(|i| (i % 251) as u8)
+        .map(|i| u8::try_from(i % 251).unwrap())
         .filter(|&b| b != b'\n')
         .collect();
     let mut out = Vec::new();

@@ -12,7 +12,8 @@ pub fn milli_cpu_to_shares(milli: i64) -> u64 {
     if milli <= 0 {
         return MIN_SHARES;
     }
-    ((milli as u64) * 1024 / 1000).clamp(MIN_SHARES, MAX_SHARES)
+    (super::convert::non_negative_u64(milli).saturating_mul(1024) / 1000)
+        .clamp(MIN_SHARES, MAX_SHARES)
 }
 
 /// `MilliCPUToQuota`: no limit → none; else milli·period/1000, at least 1000 µs.
@@ -37,7 +38,7 @@ pub fn shares_to_weight(shares: u64) -> u64 {
     }
     let l = (shares as f64).log2();
     let exponent = (l * l + 125.0 * l) / 612.0 - 7.0 / 34.0;
-    (10f64.powf(exponent).ceil() as u64).clamp(1, 10_000)
+    super::convert::f64_to_u64_saturating(10f64.powf(exponent).ceil()).clamp(1, 10_000)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ pub const MINIMUM_STOP_GRACE: Duration = Duration::from_secs(2);
 /// The pod's grace period from its spec: default 30 s, never below 1 s (the pod worker's minimum).
 pub fn pod_grace(termination_grace_period_seconds: Option<i64>) -> Duration {
     let secs = termination_grace_period_seconds.unwrap_or(DEFAULT_GRACE_SECONDS);
-    Duration::from_secs(secs.max(1) as u64)
+    Duration::from_secs(super::convert::non_negative_u64(secs.max(1)))
 }
 
 /// What is left for the stop signal after the preStop hook ran for `hook_took`.

@@ -3,6 +3,7 @@
 pub mod backoff;
 pub mod cgroup_math;
 pub mod command;
+pub mod convert;
 pub mod grace;
 pub mod k8s_time;
 pub mod phase;

@@ -112,13 +112,13 @@ pub fn container_oom_score_adj(
     if qos == QosClass::BestEffort {
         return BEST_EFFORT_OOM_SCORE_ADJ;
     }
-    let request = memory_request.unwrap_or(0).max(0) as i128;
-    let capacity = memory_capacity.max(1) as i128;
+    let request = i128::from(memory_request.unwrap_or(0).max(0));
+    let capacity = i128::from(memory_capacity.max(1));
     let adj = 1000 - (1000 * request) / capacity;
-    adj.clamp(
-        (1000 + GUARANTEED_OOM_SCORE_ADJ) as i128,
-        (BEST_EFFORT_OOM_SCORE_ADJ - 1) as i128,
-    ) as i32
+    super::convert::clamp_i32(adj.clamp(
+        i128::from(1000 + GUARANTEED_OOM_SCORE_ADJ),
+        i128::from(BEST_EFFORT_OOM_SCORE_ADJ - 1),
+    ))
 }
 
 /// `priorityClassName: system-node-critical` (static pods are always critical).

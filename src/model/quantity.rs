@@ -58,11 +58,13 @@ fn parse_decimal_milli(num: &str, exp10: i32) -> Option<i128> {
         digits.parse().ok()?
     };
     // value × 10^(exp10 + 3 − len(frac))
-    let scale = exp10 + 3 - frac.len() as i32;
-    if scale >= 0 {
-        value = value.checked_mul(10i128.checked_pow(scale as u32)?)?;
+    let scale = exp10
+        .checked_add(3)?
+        .checked_sub(i32::try_from(frac.len()).ok()?)?;
+    if let Ok(up) = u32::try_from(scale) {
+        value = value.checked_mul(10i128.checked_pow(up)?)?;
     } else {
-        let div = 10i128.checked_pow((-scale) as u32)?;
+        let div = 10i128.checked_pow(scale.unsigned_abs())?;
         value = (value + div - 1) / div;
     }
     Some(if neg { -value } else { value })

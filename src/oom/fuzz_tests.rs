@@ -21,7 +21,12 @@ impl Rng {
     }
 
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        usize::try_from(self.next() % n.max(1) as u64).unwrap()
+    }
+
+    /// The low byte of the next number.
+    fn byte(&mut self) -> u8 {
+        self.next().to_le_bytes()[0]
     }
 }
 
@@ -88,7 +93,7 @@ fn mutate(rng: &mut Rng, line: &str) -> Vec<u8> {
                 b.drain(at..end);
             }
             4 => {
-                let junk: Vec<u8> = (0..rng.below(64)).map(|_| rng.next() as u8).collect();
+                let junk: Vec<u8> = (0..rng.below(64)).map(|_| rng.byte()).collect();
                 b.splice(at..at, junk);
             }
             _ => {
@@ -144,7 +149,7 @@ fn twenty_thousand_mutated_records_never_panic() {
             // Random bytes, including huge lines.
             0 => {
                 let len = if rng.below(50) == 0 { 40_000 } else { 200 };
-                (0..rng.below(len)).map(|_| rng.next() as u8).collect()
+                (0..rng.below(len)).map(|_| rng.byte()).collect()
             }
             // A mutated whole record, header included.
             1..=3 => {

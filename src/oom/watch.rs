@@ -25,6 +25,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, error, info, warn};
 
+use crate::runtime::readable_fd::register_readable;
+
 use super::cursor::{BOOT_ID_PATH, KmsgCursor, is_new, read_boot_id};
 use super::event::OomEvent;
 use super::lines::LineSplitter;
@@ -83,9 +85,9 @@ pub fn spawn_kmsg_watcher_with(
     let kind = file.metadata()?.file_type();
     let source = if kind.is_char_device() {
         (&file).seek(SeekFrom::Start(0))?;
-        Source::Kmsg(register(file)?)
+        Source::Kmsg(register_readable(file)?)
     } else if kind.is_fifo() {
-        Source::Fifo(register(file)?)
+        Source::Fifo(register_readable(file)?)
     } else {
         Source::File(tokio::fs::File::from_std(file))
     };
@@ -99,15 +101,6 @@ pub fn spawn_kmsg_watcher_with(
         }
         debug!(path = %cfg.kmsg_path.display(), "kernel log watcher stopped");
     }))
-}
-
-/// Registers the file with the tokio reactor, for readability only.
-fn register(file: File) -> std::io::Result<AsyncFd<File>> {
-    // SAFETY: the File moves into the AsyncFd and stays there until the AsyncFd is
-    // dropped (only `get_ref()` is used, never swapped), so its fd remains open and
-    // refers to the same open file description for the AsyncFd's whole lifetime.
-    unsafe { AsyncFd::register_with_interest(file, tokio::io::Interest::READABLE) }
-        .map_err(|e| e.into_parts().1)
 }
 
 enum Source {

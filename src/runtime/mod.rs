@@ -20,6 +20,7 @@ pub mod overlay;
 pub mod paths;
 pub mod pause;
 pub mod peer_cred;
+pub mod readable_fd;
 pub mod records;
 pub mod rlimit_host;
 pub mod sandbox;

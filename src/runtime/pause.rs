@@ -38,17 +38,13 @@ pub fn start(exe: &Path, ns_dir: &Path, cgroup_leaf: Option<&Path>) -> Result<i3
 pub fn spawn(exe: &Path, ns_dir: &Path) -> Result<Pid, RuntimeError> {
     unshare(CloneFlags::CLONE_NEWPID)
         .map_err(|e| RuntimeError::sys("unshare a pid namespace", e))?;
-    let exe_c = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes()).map_err(|e| {
-        RuntimeError::sys(
-            "podhost path",
-            nix::Error::from_raw(e.nul_position() as i32),
-        )
-    })?;
+    // A path with a NUL byte cannot be passed to exec: EINVAL, as the kernel would say.
+    let exe_c = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes())
+        .map_err(|_| RuntimeError::sys("podhost path", nix::Error::EINVAL))?;
     // The pod's ns dir on the command line: `ps` tells which pod a pause process holds
     // (and a test's clean-up finds it by its temp dir).
-    let ns_dir_c = std::ffi::CString::new(ns_dir.as_os_str().as_encoded_bytes()).map_err(|e| {
-        RuntimeError::sys("ns dir path", nix::Error::from_raw(e.nul_position() as i32))
-    })?;
+    let ns_dir_c = std::ffi::CString::new(ns_dir.as_os_str().as_encoded_bytes())
+        .map_err(|_| RuntimeError::sys("ns dir path", nix::Error::EINVAL))?;
     let args = [exe_c.clone(), c"pause".into(), c"--ns-dir".into(), ns_dir_c];
     // SAFETY: the helper is single-threaded here (its netlink runtime is gone), so the
     // child may run anything; it only execs.

@@ -385,6 +385,9 @@ pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, RuntimeError> {
             nix::Error::last(),
         ));
     }
+    // A syscall's fd is an int; the kernel never returns a wider one.
+    let fd = i32::try_from(fd)
+        .map_err(|_| RuntimeError::sys(format!("pidfd_open({pid})"), nix::Error::ERANGE))?;
     // SAFETY: the syscall returned a fresh fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

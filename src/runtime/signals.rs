@@ -1,4 +1,5 @@
-//! Signals to container processes, sent from the daemon with plain kill(2).
+//! Signals to container processes, sent from the daemon with plain kill(2), and this
+//! process's own SIGPIPE disposition.
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -29,6 +30,17 @@ pub fn send(pid: i32, signal: Signal) -> Result<(), nix::Error> {
 /// Whether a process with this pid exists.
 pub fn process_alive(pid: i32) -> bool {
     kill(Pid::from_raw(pid), None).is_ok()
+}
+
+/// Restores SIGPIPE's default action (terminate) in this process, undoing the Rust
+/// runtime's SIG_IGN: a CLI command then dies quietly on a closed pipe, as other CLIs
+/// do. Call it before any thread starts.
+pub fn restore_default_sigpipe() {
+    // SAFETY: SIG_DFL installs no handler code, so no async-signal-safety rule can be
+    // broken; the disposition is process-wide state that nothing else relies on here.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 #[cfg(test)]

@@ -213,7 +213,8 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
     }
     if let Some(seccomp) = &conf.seccomp {
         // In the order libcontainer reads masked comparisons (see the function).
-        linux = linux.seccomp(super::seccomp::for_libcontainer(seccomp));
+        linux = linux
+            .seccomp(super::seccomp::for_libcontainer(seccomp).map_err(|e| spec_err(input, e))?);
     }
     if let Some(map) = input.sandbox.id_map() {
         // What the pinned namespace maps, for readers of config.json.

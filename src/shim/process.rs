@@ -241,7 +241,7 @@ fn mount_rootfs(cfg: &ShimConfig, not_applied: &mut Vec<NotApplied>) -> Result<(
         container = %cfg.container_id,
         ?way,
         base = ns.map.base,
-        millis = started.elapsed().as_millis() as u64,
+        millis = crate::model::convert::millis(started.elapsed()),
         "user-namespaced rootfs mounted"
     );
     Ok(())
@@ -286,7 +286,7 @@ fn confine_devices(cfg: &ShimConfig) -> Result<(), ShimError> {
     tracing::info!(
         container = %cfg.container_id,
         ?confinement,
-        micros = started.elapsed().as_micros() as u64,
+        micros = crate::model::convert::micros(started.elapsed()),
         "device rules applied"
     );
     Ok(())

@@ -298,7 +298,7 @@ fn size_limit() {
     let p = d.path().join("big.yaml");
     let mut content = WEB.to_string();
     content.push('#');
-    content.push_str(&"x".repeat(MAX_MANIFEST_BYTES as usize));
+    content.push_str(&"x".repeat(usize::try_from(MAX_MANIFEST_BYTES).unwrap()));
     content.push('\n');
     fs::write(&p, content).unwrap();
     let e = load_manifest(&p, NODE).unwrap_err();
@@ -311,7 +311,7 @@ fn size_limit() {
     );
 
     // Exactly at the limit is accepted.
-    let pad = MAX_MANIFEST_BYTES as usize - WEB.len() - 2;
+    let pad = usize::try_from(MAX_MANIFEST_BYTES).unwrap() - WEB.len() - 2;
     fs::write(&p, format!("{WEB}#{}\n", "x".repeat(pad))).unwrap();
     assert_eq!(fs::metadata(&p).unwrap().len(), MAX_MANIFEST_BYTES);
     load_manifest(&p, NODE).unwrap();

@@ -179,7 +179,7 @@ fn cases(dir: &Path) -> Vec<Case> {
     std::fs::write(
         &garbage,
         (0..65536u32)
-            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13).to_le_bytes()[0])
             .collect::<Vec<_>>(),
     )
     .unwrap();

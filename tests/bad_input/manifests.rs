@@ -38,7 +38,7 @@ fn garbage(len: usize) -> Vec<u8> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            (x >> 24) as u8
+            (x >> 24).to_le_bytes()[0]
         })
         .collect()
 }

@@ -85,6 +85,13 @@ impl TestDaemon {
 
     /// Like [`start`](Self::start), with more daemon flags.
     pub fn start_with(extra_args: &[&str]) -> Self {
+        let mut d = Self::prepare_with(extra_args);
+        d.spawn_daemon();
+        d
+    }
+
+    /// Dirs made and the image loaded, but no daemon started yet.
+    pub fn prepare_with(extra_args: &[&str]) -> Self {
         let seq = SEQ.fetch_add(1, Ordering::SeqCst);
         let dir = tempfile::Builder::new()
             .prefix("podhost-it-")
@@ -118,12 +125,22 @@ impl TestDaemon {
             "load failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let mut d = d;
-        d.spawn_daemon();
         d
     }
 
+    /// Starts the daemon and waits until its API answers.
     pub fn spawn_daemon(&mut self) {
+        self.spawn_daemon_with_env(&[]);
+        wait_until(Duration::from_secs(10), "daemon socket", || {
+            self.cli(&["get", "pods", "-o", "json"])
+                .status
+                .success()
+                .then_some(())
+        });
+    }
+
+    /// Starts the daemon with more environment variables, without waiting for it.
+    pub fn spawn_daemon_with_env(&mut self, env: &[(&str, &str)]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -152,18 +169,23 @@ impl TestDaemon {
             .args(["--rescan-interval", "2"])
             .args(&self.extra_args)
             .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("spawn daemon");
         self.child = Some(child);
-        wait_until(Duration::from_secs(10), "daemon socket", || {
-            self.cli(&["get", "pods", "-o", "json"])
-                .status
-                .success()
-                .then_some(())
-        });
+    }
+
+    /// Waits up to `limit` for the daemon to exit on its own and returns its status;
+    /// fails the test if it is still running then.
+    pub fn wait_daemon_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let child = self.child.as_mut().expect("no daemon was started");
+        let status = wait_until(limit, "the daemon to exit", || child.try_wait().unwrap())
+            .unwrap_or_else(|| panic!("the daemon still runs after {limit:?}"));
+        self.child = None;
+        status
     }
 
     /// Kills the daemon with SIGKILL (containers must survive).
@@ -304,9 +326,12 @@ impl TestDaemon {
             if let Ok(text) = std::fs::read_to_string(&started) {
                 if let Ok(v) = serde_json::from_str::<Value>(&text) {
                     for key in ["init_pid", "shim_pid"] {
-                        if let Some(pid) = v[key].as_i64() {
+                        // A pid that is not a positive i32 is not one of ours (0 or -1
+                        // would signal whole process groups).
+                        let pid = v[key].as_i64().and_then(|p| i32::try_from(p).ok());
+                        if let Some(pid) = pid.filter(|p| *p > 0) {
                             let _ = nix::sys::signal::kill(
-                                nix::unistd::Pid::from_raw(pid as i32),
+                                nix::unistd::Pid::from_raw(pid),
                                 nix::sys::signal::Signal::SIGKILL,
                             );
                         }

@@ -482,12 +482,12 @@ pub fn b64_decode(s: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(s.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0u32);
     for c in s.bytes() {
-        let v = B64.iter().position(|&b| b == c)? as u32;
+        let v = u32::try_from(B64.iter().position(|&b| b == c)?).ok()?;
         acc = (acc << 6) | v;
         bits += 6;
         if bits >= 8 {
             bits -= 8;
-            out.push((acc >> bits) as u8);
+            out.push(u8::try_from(acc >> bits).ok()?);
             acc &= (1 << bits) - 1;
         }
     }
@@ -506,7 +506,7 @@ fn percent_decode(s: &str) -> String {
                 let hex = |c: u8| (c as char).to_digit(16);
                 match (hex(b[i + 1]), hex(b[i + 2])) {
                     (Some(h), Some(l)) => {
-                        out.push((h * 16 + l) as u8);
+                        out.push(u8::try_from(h * 16 + l).unwrap());
                         i += 2;
                     }
                     _ => out.push(b'%'),

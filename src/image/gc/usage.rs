@@ -35,15 +35,17 @@ impl FsUsage {
         if self.capacity == 0 {
             return 0;
         }
-        let avail_pct = (self.available.min(self.capacity) as u128 * 100) / self.capacity as u128;
-        (100 - avail_pct) as u8
+        let avail_pct =
+            (u128::from(self.available.min(self.capacity)) * 100) / u128::from(self.capacity);
+        // available ≤ capacity, so avail_pct ≤ 100 and the difference fits a u8.
+        u8::try_from(100 - avail_pct).unwrap_or(100)
     }
 
     /// Bytes to free to bring usage down to `low_percent` (0 when already there).
     pub fn amount_to_free(&self, low_percent: u8) -> u64 {
-        let low = low_percent.min(100) as u128;
-        let goal = self.capacity as u128 * (100 - low) / 100;
-        goal.saturating_sub(self.available as u128) as u64
+        let low = u128::from(low_percent.min(100));
+        let goal = u128::from(self.capacity) * (100 - low) / 100;
+        crate::model::convert::saturating_u64(goal.saturating_sub(u128::from(self.available)))
     }
 }
 

@@ -67,7 +67,7 @@ pub(super) async fn download(
         };
         let kept = failure.kept.as_ref().map_or(0, BlobWriter::written);
         tracing::warn!(reference = %ctx.reference, what = %blob.what, error = %failure.error,
-            bytes_kept = kept, retry_in_ms = wait.as_millis() as u64,
+            bytes_kept = kept, retry_in_ms = crate::model::convert::millis(wait),
             "blob download failed; retrying");
         partial = failure.kept;
         tokio::time::sleep(wait).await;

@@ -215,7 +215,7 @@ impl Puller {
             .await;
         tracing::info!(reference = %target.reference, manifest = %resolved.digest,
             index = ?resolved.index.as_ref().map(|(d, _)| d),
-            elapsed_ms = started.elapsed().as_millis() as u64, "pulled image");
+            elapsed_ms = crate::model::convert::millis(started.elapsed()), "pulled image");
         Ok(target.reference)
     }
 

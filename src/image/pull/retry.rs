@@ -113,7 +113,7 @@ where
         if oci_is_transient(&e) {
             if let Some(wait) = attempts.failed() {
                 tracing::warn!(reference = %ctx.reference, what, error = %e,
-                    retry_in_ms = wait.as_millis() as u64, "registry request failed; retrying");
+                    retry_in_ms = crate::model::convert::millis(wait), "registry request failed; retrying");
                 tokio::time::sleep(wait).await;
                 continue;
             }

@@ -177,7 +177,7 @@ impl ImageStore {
             entries = stats.entries,
             bytes = stats.bytes,
             whiteouts = stats.whiteouts,
-            elapsed_ms = unpacked.started.elapsed().as_millis() as u64,
+            elapsed_ms = crate::model::convert::millis(unpacked.started.elapsed()),
             "unpacked layer"
         );
         Ok(())

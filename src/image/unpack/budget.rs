@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn armed_reads_are_bounded() {
-        let data = vec![0u8; (META_LIMIT as usize) * 2];
+        let data = vec![0u8; usize::try_from(META_LIMIT).unwrap() * 2];
         let budget = Rc::new(Budget::default());
         let mut r = MetaBudget::new(&data[..], budget.clone());
         budget.arm();

@@ -369,10 +369,11 @@ fn read_regular(dir: BorrowedFd<'_>, name: &OsStr, limit: u64) -> Result<Vec<u8>
     if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
         return Err(MergedReadError::NotRegular);
     }
-    if st.st_size as u64 > limit {
+    let size = crate::model::convert::non_negative_u64(st.st_size);
+    if size > limit {
         return Err(MergedReadError::TooLarge { limit });
     }
-    let mut out = Vec::with_capacity(st.st_size as usize);
+    let mut out = Vec::with_capacity(crate::model::convert::usize_saturating(size));
     std::fs::File::from(fd)
         .take(limit + 1)
         .read_to_end(&mut out)?;

@@ -50,7 +50,10 @@ struct ProgAttachAttr {
 const LICENSE: &CStr = c"Apache-2.0";
 const PROG_NAME: &[u8] = b"podhost_devices";
 
-fn sys_bpf<T>(cmd: libc::c_int, attr: &mut T) -> std::io::Result<libc::c_long> {
+/// bpf(2) with `attr`; its non-negative result (a new fd, or 0) as a `c_int`.
+fn sys_bpf<T>(cmd: libc::c_int, attr: &mut T) -> std::io::Result<libc::c_int> {
+    let size = libc::c_uint::try_from(std::mem::size_of::<T>())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::E2BIG))?;
     // SAFETY: `attr` is a live, initialized #[repr(C)] prefix of `union bpf_attr` whose
     // size we pass; every pointer inside it points to memory that outlives the call.
     let ret = unsafe {
@@ -58,22 +61,27 @@ fn sys_bpf<T>(cmd: libc::c_int, attr: &mut T) -> std::io::Result<libc::c_long> {
             libc::SYS_bpf,
             cmd,
             attr as *mut T as *mut libc::c_void,
-            std::mem::size_of::<T>() as libc::c_uint,
+            size,
         )
     };
     if ret < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(ret)
+        return Err(std::io::Error::last_os_error());
     }
+    // bpf(2) returns an int; a wider value would be a kernel bug.
+    libc::c_int::try_from(ret).map_err(|_| std::io::Error::from_raw_os_error(libc::ERANGE))
 }
 
-fn load_attr(bytes: &[u8], insn_count: usize) -> ProgLoadAttr {
+/// An fd as bpf_attr's u32 field; the fd of an open file is never negative.
+fn attr_fd(fd: &impl AsRawFd) -> std::io::Result<u32> {
+    u32::try_from(fd.as_raw_fd()).map_err(|_| std::io::Error::from_raw_os_error(libc::EBADF))
+}
+
+fn load_attr(bytes: &[u8], insn_count: u32) -> ProgLoadAttr {
     let mut name = [0u8; 16];
     name[..PROG_NAME.len()].copy_from_slice(PROG_NAME);
     ProgLoadAttr {
         prog_type: BPF_PROG_TYPE_CGROUP_DEVICE,
-        insn_cnt: insn_count as u32,
+        insn_cnt: insn_count,
         insns: bytes.as_ptr() as u64,
         license: LICENSE.as_ptr() as u64,
         prog_name: name,
@@ -82,24 +90,29 @@ fn load_attr(bytes: &[u8], insn_count: usize) -> ProgLoadAttr {
     }
 }
 
-fn owned(fd: libc::c_long) -> OwnedFd {
+fn owned(fd: libc::c_int) -> OwnedFd {
     // SAFETY: bpf(BPF_PROG_LOAD) returned a new file descriptor that nothing else owns.
-    unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) }
+    unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
 /// Loads the program. The fast path asks for no log; when the kernel refuses the
 /// program, it is loaded again with the verifier's log, which goes into the error.
 pub fn load_device_program(insns: &[Insn]) -> Result<OwnedFd, DevicesError> {
     let bytes = encode_program(insns);
-    let mut attr = load_attr(&bytes, insns.len());
+    let count = u32::try_from(insns.len()).map_err(|_| DevicesError::ProgramLoad {
+        source: std::io::Error::from_raw_os_error(libc::E2BIG),
+        log: format!("{} instructions: more than bpf(2) can count", insns.len()),
+    })?;
+    let mut attr = load_attr(&bytes, count);
     let first = match sys_bpf(BPF_PROG_LOAD, &mut attr) {
         Ok(fd) => return Ok(owned(fd)),
         Err(e) => e,
     };
     let mut log = vec![0u8; LOG_SIZE];
-    let mut attr = load_attr(&bytes, insns.len());
+    let mut attr = load_attr(&bytes, count);
     attr.log_level = LOG_LEVEL_VERIFIER;
-    attr.log_size = LOG_SIZE as u32;
+    // Never more than the buffer holds (a constant far below u32::MAX).
+    attr.log_size = u32::try_from(log.len()).unwrap_or(u32::MAX);
     attr.log_buf = log.as_mut_ptr() as u64;
     match sys_bpf(BPF_PROG_LOAD, &mut attr) {
         Ok(fd) => {
@@ -131,19 +144,20 @@ pub fn attach_device_program(prog: &OwnedFd, cgroup: &Path) -> Result<(), Device
         cgroup: cgroup.to_path_buf(),
         source,
     })?;
+    let attach_error = |source| DevicesError::ProgramAttach {
+        cgroup: cgroup.to_path_buf(),
+        source,
+    };
     let mut attr = ProgAttachAttr {
-        target_fd: dir.as_raw_fd() as u32,
-        attach_bpf_fd: prog.as_raw_fd() as u32,
+        target_fd: attr_fd(&dir).map_err(attach_error)?,
+        attach_bpf_fd: attr_fd(prog).map_err(attach_error)?,
         attach_type: BPF_CGROUP_DEVICE,
         attach_flags: BPF_F_ALLOW_MULTI,
         ..ProgAttachAttr::default()
     };
     sys_bpf(BPF_PROG_ATTACH, &mut attr)
         .map(|_| ())
-        .map_err(|source| DevicesError::ProgramAttach {
-            cgroup: cgroup.to_path_buf(),
-            source,
-        })
+        .map_err(attach_error)
 }
 
 #[cfg(test)]

@@ -136,7 +136,8 @@ pub(crate) mod interp {
             let i = prog
                 .get(pc)
                 .unwrap_or_else(|| panic!("pc {pc} out of the program"));
-            let imm = i.imm as i64 as u64;
+            // The kernel sign-extends the immediate to 64 bits: the same bits, reinterpreted.
+            let imm = u64::from_ne_bytes(i64::from(i.imm).to_ne_bytes());
             let mut next = pc + 1;
             match i.code {
                 OP_LDX_W => {
@@ -146,7 +147,8 @@ pub(crate) mod interp {
                         "ctx offset {}",
                         i.off
                     );
-                    regs[i.dst as usize] = Some(u64::from(ctx[i.off as usize / 4]));
+                    regs[i.dst as usize] =
+                        Some(u64::from(ctx[usize::try_from(i.off).unwrap() / 4]));
                 }
                 OP_MOV_X => regs[i.dst as usize] = Some(get(&regs, i.src)),
                 OP_MOV_K => regs[i.dst as usize] = Some(imm),
@@ -155,8 +157,7 @@ pub(crate) mod interp {
                 OP_JEQ_K | OP_JNE_K => {
                     let eq = get(&regs, i.dst) == imm;
                     if eq == (i.code == OP_JEQ_K) {
-                        assert!(i.off >= 0, "only forward jumps");
-                        next = pc + 1 + i.off as usize;
+                        next = pc + 1 + usize::try_from(i.off).expect("only forward jumps");
                     }
                 }
                 OP_EXIT => return get(&regs, R0),

@@ -76,17 +76,21 @@ fn exception_block(ex: &Exception, default_allow: bool) -> Result<Vec<Insn>, Dev
     }
     block.push((Insn::exit(), false));
     let len = block.len();
-    Ok(block
+    block
         .into_iter()
         .enumerate()
         .map(|(i, (mut insn, skip))| {
             if skip {
-                // Relative to the next instruction; a block is at most 9 long.
-                insn.off = (len - i - 1) as i16;
+                // Relative to the next instruction; a block is at most 9 long, so this
+                // never fails.
+                insn.off = i16::try_from(len - i - 1).map_err(|_| DevicesError::BadRule {
+                    rule: format!("{ex:?}"),
+                    reason: format!("a block of {len} instructions is too long to jump over"),
+                })?;
             }
-            insn
+            Ok(insn)
         })
-        .collect())
+        .collect()
 }
 
 /// The whole program for `policy`.
@@ -119,11 +123,12 @@ mod tests {
     };
 
     fn ctx(r: &DeviceRequest) -> [u32; 3] {
-        let kind = match r.kind {
+        let kind = u32::try_from(match r.kind {
             DeviceKind::Char => DEV_CHAR,
             DeviceKind::Block => DEV_BLOCK,
             DeviceKind::All => unreachable!(),
-        } as u32;
+        })
+        .unwrap();
         [(u32::from(r.access) << 16) | kind, r.major, r.minor]
     }
 

@@ -5,7 +5,7 @@
 //! `mknod` of any device (creating a node is harmless when it cannot be opened) and
 //! read/write/mknod of the few devices every container expects.
 
-use oci_spec::runtime::{LinuxDeviceCgroup, LinuxDeviceCgroupBuilder, LinuxDeviceType};
+use oci_spec::runtime::{LinuxDeviceCgroup, LinuxDeviceType};
 
 use super::DevicesError;
 
@@ -55,18 +55,14 @@ fn cgroup_rule(
     minor: Option<i64>,
     access: &str,
 ) -> LinuxDeviceCgroup {
-    let mut b = LinuxDeviceCgroupBuilder::default()
-        .allow(allow)
-        .typ(typ)
-        .access(access.to_string());
-    if let Some(m) = major {
-        b = b.major(m);
-    }
-    if let Some(m) = minor {
-        b = b.minor(m);
-    }
-    // Every field is set and valid, so the builder cannot fail.
-    b.build().expect("a complete device rule")
+    // The setters, not the builder: nothing here can fail.
+    let mut rule = LinuxDeviceCgroup::default();
+    rule.set_allow(allow)
+        .set_typ(Some(typ))
+        .set_major(major)
+        .set_minor(minor)
+        .set_access(Some(access.to_string()));
+    rule
 }
 
 /// The rules of every unprivileged container: deny all, then `m` on any char and block

@@ -53,7 +53,7 @@ pub(crate) fn load(dir: &Path, rel: &str) -> Result<LinuxSeccomp, SeccompError> 
     if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
         return Err(SeccompError::LocalhostNotFile { file });
     }
-    if st.st_size as u64 > MAX_PROFILE_BYTES {
+    if crate::model::convert::non_negative_u64(st.st_size) > MAX_PROFILE_BYTES {
         return Err(SeccompError::LocalhostTooBig {
             file,
             max: MAX_PROFILE_BYTES,

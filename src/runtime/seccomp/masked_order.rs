@@ -10,13 +10,15 @@
 //! writes masked comparisons there in libcontainer's order; everything before that
 //! (profiles, [`super::linux_seccomp`]) keeps the OCI meaning.
 
+use oci_spec::OciSpecError;
 use oci_spec::runtime::{LinuxSeccomp, LinuxSeccompArgBuilder, LinuxSeccompOperator};
 
 /// `seccomp` with every masked comparison's mask and value exchanged, for libcontainer.
-pub fn for_libcontainer(seccomp: &LinuxSeccomp) -> LinuxSeccomp {
+/// (The argument builder's error cannot happen: every field is set.)
+pub fn for_libcontainer(seccomp: &LinuxSeccomp) -> Result<LinuxSeccomp, OciSpecError> {
     let mut out = seccomp.clone();
     let Some(syscalls) = seccomp.syscalls() else {
-        return out;
+        return Ok(out);
     };
     let mut syscalls = syscalls.clone();
     for rule in &mut syscalls {
@@ -25,7 +27,7 @@ pub fn for_libcontainer(seccomp: &LinuxSeccomp) -> LinuxSeccomp {
             .iter()
             .map(|arg| {
                 if arg.op() != LinuxSeccompOperator::ScmpCmpMaskedEq {
-                    return *arg;
+                    return Ok(*arg);
                 }
                 LinuxSeccompArgBuilder::default()
                     .index(arg.index())
@@ -33,13 +35,12 @@ pub fn for_libcontainer(seccomp: &LinuxSeccomp) -> LinuxSeccomp {
                     .value(arg.value_two().unwrap_or(0))
                     .value_two(arg.value())
                     .build()
-                    .expect("every field of the argument is set")
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         rule.set_args(Some(swapped));
     }
     out.set_syscalls(Some(syscalls));
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -51,7 +52,7 @@ mod tests {
     #[test]
     fn masked_comparisons_swap_and_nothing_else_changes() {
         let oci = super::super::runtime_default("x86_64", &HashSet::new()).unwrap();
-        let lc = for_libcontainer(&oci);
+        let lc = for_libcontainer(&oci).unwrap();
         let rules = |s: &LinuxSeccomp| s.syscalls().clone().unwrap();
         let (before, after) = (rules(&oci), rules(&lc));
         assert_eq!(before.len(), after.len());

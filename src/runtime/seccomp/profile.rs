@@ -243,7 +243,7 @@ fn errno_number(name: &str) -> Option<u32> {
         "ENOTSUP" => libc::ENOTSUP,
         _ => return None,
     };
-    Some(n as u32)
+    u32::try_from(n).ok()
 }
 
 fn parse_number(s: &str) -> Result<u64, RuleError> {

@@ -58,13 +58,22 @@ pub fn bind_idmapped(source: &Path, target: &Path, userns: &OwnedFd) -> Result<(
             nix::Error::last(),
         ));
     }
+    // A syscall's fd is an int; the kernel never returns a wider one.
+    let tree = i32::try_from(tree).map_err(|_| {
+        UsernsError::sys(
+            format!("open_tree {}", source.display()),
+            nix::Error::ERANGE,
+        )
+    })?;
     // SAFETY: `tree` is a fresh fd that nothing else owns.
-    let tree = unsafe { OwnedFd::from_raw_fd(tree as i32) };
+    let tree = unsafe { OwnedFd::from_raw_fd(tree) };
     let attr = MountAttr {
         attr_set: MOUNT_ATTR_IDMAP,
         attr_clr: 0,
         propagation: 0,
-        userns_fd: userns.as_raw_fd() as u64,
+        // An open fd is never negative.
+        userns_fd: u64::try_from(userns.as_raw_fd())
+            .map_err(|_| UsernsError::sys("the user namespace's fd", nix::Error::EBADF))?,
     };
     // SAFETY: mount_setattr reads `attr` (size passed) and the empty path; both live
     // across the call.

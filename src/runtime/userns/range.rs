@@ -68,12 +68,17 @@ impl FromStr for IdRange {
             return Err(bad("LENGTH must hold at least one block of 65536"));
         }
         // The last ID, 2^32-1, is (uid_t)-1 and may never be mapped.
-        if start + len > (1u64 << 32) - block {
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > (1u64 << 32) - block)
+        {
             return Err(bad("the range must end at or below 4294901760"));
         }
+        // start + len < 2^32, so both block counts are below 2^16.
+        let blocks_of = |n: u64| u32::try_from(n / block).map_err(|_| bad("out of range"));
         Ok(IdRange {
-            first_block: (start / block) as u32,
-            blocks: (len / block) as u32,
+            first_block: blocks_of(start)?,
+            blocks: blocks_of(len)?,
         })
     }
 }
