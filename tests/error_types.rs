@@ -2,6 +2,8 @@
 //! message for the user), no function returns `Result<_, String>`. A String error
 //! cannot be matched on, loses its cause chain, and tends to lose the file, pod or
 //! field it was about; each module has a `thiserror` enum instead.
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 

@@ -17,7 +17,8 @@ use crate::model::restart::RestartPolicy;
 /// A fixed instant plus `secs` (fractions allowed), so tables read in seconds.
 pub(super) fn t(secs: f64) -> DateTime<Utc> {
     let base = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
-    base + chrono::Duration::milliseconds((secs * 1000.0).round() as i64)
+    let millis = crate::model::convert::f64_to_u64_saturating((secs * 1000.0).round());
+    base + chrono::Duration::milliseconds(i64::try_from(millis).unwrap_or(i64::MAX))
 }
 
 pub(super) fn secs(s: u64) -> Duration {
