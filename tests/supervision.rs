@@ -75,3 +75,48 @@ fn a_panicking_manager_exits_the_daemon_and_the_next_one_adopts_the_container() 
     d.wait_gone("s", 40);
     assert!(!alive(pid), "the container ended with its pod");
 }
+
+#[test]
+fn a_panicking_pod_worker_ends_the_daemon_without_releasing_its_pod() {
+    assert!(nix::unistd::geteuid().is_root(), "this test needs root");
+    let mut d = TestDaemon::start();
+    d.write_manifest("p.yaml", &busybox_pod("p", "", "", "sleep 3600"));
+    let pod = d.wait_pod("p", "p Running", 20, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let pid = init_pid(&d, &uid);
+    d.kill9();
+
+    // This daemon's worker of pod p panics in its sync loop.
+    let full = d.full_name("p");
+    d.spawn_daemon_with_env(&[("PODHOST_TEST_PANIC_POD_SYNC", full.as_str())]);
+    let status = d.wait_daemon_exit(Duration::from_secs(60));
+    let log = d.daemon_log();
+    assert_eq!(
+        status.code(),
+        Some(EXIT_TASK_ENDED),
+        "exit status {status}; log:\n{log}"
+    );
+    assert!(
+        log.contains("a pod worker panicked")
+            && log.contains(&format!("PODHOST_TEST_PANIC_POD_SYNC={full}")),
+        "the log names the worker's panic:\n{log}"
+    );
+    assert!(alive(pid), "the container outlived the daemon");
+    assert!(
+        d.root.join(format!("pods/{uid}/status.json")).exists(),
+        "the pod was not released while its container runs"
+    );
+
+    // The next daemon adopts it and can still stop it.
+    d.spawn_daemon();
+    let pod = d.wait_pod("p", "p adopted and Running", 20, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
+    assert_eq!(container_status(&pod, "main").unwrap()["restartCount"], 0);
+    assert_eq!(init_pid(&d, &uid), pid);
+    d.remove_manifest("p.yaml");
+    d.wait_gone("p", 40);
+    assert!(!alive(pid), "the container ended with its pod");
+}

@@ -10,14 +10,14 @@ use tokio::sync::mpsc;
 
 use crate::source::{ScanResult, StaticPod};
 use crate::status::EventKind;
-use crate::worker::{Ctx, PodHandle, PodInfo, spawn_pod};
+use crate::worker::{Ctx, PodHandle, PodInfo, WorkerEnd, spawn_pod};
 
 struct Manager {
     ctx: Arc<Ctx>,
     workers: HashMap<String, PodHandle>,
     /// The newest worker of each pod name: a new UID with that name waits for it.
     newest_by_name: HashMap<String, String>,
-    finished_tx: mpsc::UnboundedSender<String>,
+    finished_tx: mpsc::UnboundedSender<WorkerEnd>,
     /// Manifest errors already reported, so a rescan does not repeat them.
     reported_errors: BTreeSet<String>,
     /// The last pod each manifest file described while it was valid.
@@ -54,7 +54,15 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
                     return;
                 }
             },
-            Some(uid) = finished_rx.recv() => m.finished(&uid),
+            Some(end) = finished_rx.recv() => {
+                if let Some(panic) = end.panic {
+                    // The daemon's supervision ends the process on this; the containers
+                    // survive in their shims and the next daemon adopts them.
+                    tracing::error!(uid = %end.uid, %panic, "a pod worker panicked");
+                    return;
+                }
+                m.finished(&end.uid);
+            }
         }
     }
 }

@@ -22,5 +22,5 @@ mod sync_loop;
 
 pub use context::{Ctx, PodInfo};
 pub use error::WorkerError;
-pub use pod::{PodHandle, spawn_pod};
+pub use pod::{PodHandle, WorkerEnd, spawn_pod};
 pub use prepare::IMAGE_REF_FILE;

@@ -46,13 +46,13 @@ impl PodHandle {
 }
 
 /// Starts the worker of `pod`. With `predecessor`, it starts only after that pod (same
-/// name, older UID) has fully terminated. `finished` receives the UID at the end.
+/// name, older UID) has fully terminated. `finished` hears how the worker ended.
 pub fn spawn_pod(
     ctx: Arc<Ctx>,
     pod: PodInfo,
     warnings: Vec<String>,
     predecessor: Option<watch::Receiver<bool>>,
-    finished: mpsc::UnboundedSender<String>,
+    finished: mpsc::UnboundedSender<WorkerEnd>,
 ) -> PodHandle {
     let (term_tx, term_rx) = watch::channel(None);
     let (done_tx, done_rx) = watch::channel(false);
@@ -65,11 +65,26 @@ pub fn spawn_pod(
     let pod = Arc::new(pod);
     tokio::spawn(async move {
         let uid = pod.uid.clone();
-        run(ctx, pod, warnings, predecessor, term_rx).await;
-        let _ = done_tx.send(true);
-        let _ = finished.send(uid);
+        let worker = tokio::spawn(run(ctx, pod, warnings, predecessor, term_rx)).await;
+        let panic = match worker {
+            Ok(()) => {
+                let _ = done_tx.send(true);
+                None
+            }
+            // Its containers may still run: the pod is not "done", and the manager ends
+            // the daemon so that a fresh one adopts them (their shims live on).
+            Err(e) => Some(e.to_string()),
+        };
+        let _ = finished.send(WorkerEnd { uid, panic });
     });
     handle
+}
+
+/// A pod worker ended: normally, or with a panic (a bug) that leaves the pod unknown.
+#[derive(Debug)]
+pub struct WorkerEnd {
+    pub uid: String,
+    pub panic: Option<String>,
 }
 
 async fn run(
@@ -127,12 +142,26 @@ async fn run(
     // and stop whatever a previous daemon left running.
     let pod = allocate_userns(&ctx, pod, &mut term).await;
     let _sandbox_ready = ensure_sandbox(&ctx, &pod, &mut term).await;
-    let containers = tokio::spawn(run_containers(ctx.clone(), pod.clone(), term.clone()));
-    let _ = term.wait_for(|t| t.is_some()).await;
-    tracing::info!(pod = %pod.name, uid = %pod.uid, "terminating pod");
-    mark_deleting(&ctx, &pod);
-    if let Err(e) = containers.await {
-        tracing::error!(pod = %pod.name, error = %e, "the pod's sync loop failed");
+    let mut containers = tokio::spawn(run_containers(ctx.clone(), pod.clone(), term.clone()));
+    let ended_early = tokio::select! {
+        _ = term.wait_for(|t| t.is_some()) => None,
+        ended = &mut containers => Some(ended),
+    };
+    if ended_early.is_none() {
+        tracing::info!(pod = %pod.name, uid = %pod.uid, "terminating pod");
+        mark_deleting(&ctx, &pod);
+    }
+    let ended = match ended_early {
+        Some(ended) => ended,
+        None => containers.await,
+    };
+    if let Err(e) = ended {
+        // Its containers may still run: releasing the sandbox and the pod's directory
+        // now would orphan them. The panic ends this worker, and the daemon with it.
+        if let Ok(panic) = e.try_into_panic() {
+            std::panic::resume_unwind(panic);
+        }
+        return;
     }
     finish(&ctx, &pod).await;
 }

@@ -85,6 +85,8 @@ impl Executor {
             if let Some(grace) = *term.borrow_and_update() {
                 self.observed.on_terminate(Utc::now(), grace);
             }
+            #[cfg(debug_assertions)]
+            injected_panic(&self.pod.name);
             let now = Utc::now();
             let decision = sync_pod(&self.facts, &self.observed, now);
             self.publish(&decision);
@@ -288,5 +290,15 @@ async fn sleep_for(wake: Option<Duration>) {
     match wake {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
+    }
+}
+
+/// Debug builds only: `PODHOST_TEST_PANIC_POD_SYNC=<pod name>` makes that pod's sync loop
+/// panic, so that a test sees the daemon end instead of releasing a pod whose containers
+/// still run.
+#[cfg(debug_assertions)]
+fn injected_panic(pod: &str) {
+    if std::env::var_os("PODHOST_TEST_PANIC_POD_SYNC").is_some_and(|v| v == pod) {
+        panic!("injected by PODHOST_TEST_PANIC_POD_SYNC={pod}");
     }
 }
