@@ -5,20 +5,10 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod source_scan;
 
-/// Rust sources under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use source_scan::rust_files;
+use std::path::Path;
 
 /// The text of `src` with `//` comments blanked out (so that prose about
 /// `Result<_, String>` is not code), keeping line numbers.
@@ -107,8 +97,7 @@ fn the_detector_finds_string_errors_and_nothing_else() {
 fn no_function_outside_main_and_cli_returns_a_string_error() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let src = root.join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = rust_files(&src);
     let allowed = [src.join("main.rs"), src.join("cli")];
     let mut offenders = Vec::new();
     for file in &files {

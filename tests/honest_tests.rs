@@ -5,20 +5,10 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod source_scan;
 
-/// Rust sources under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use source_scan::rust_files;
+use std::path::Path;
 
 /// The lines of `text` that skip a test: a `SKIP` message, or a check of a precondition
 /// whose body only returns (or continues) — the test then passes having done nothing.
@@ -53,9 +43,8 @@ fn skips(text: &str) -> Vec<(usize, String)> {
 #[test]
 fn no_test_skips_itself_and_passes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("tests"), &mut files);
-    rust_files(&root.join("src"), &mut files);
+    let mut files = rust_files(&root.join("tests"));
+    files.extend(rust_files(&root.join("src")));
     let me = root.join("tests/honest_tests.rs");
     let mut offenders = Vec::new();
     for file in files.iter().filter(|f| **f != me) {

@@ -29,17 +29,27 @@ fn alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
+/// Runs pod `name` (a long sleep) until Running, then kill -9s the daemon; returns the
+/// pod's UID and its container's init pid.
+fn run_pod_then_kill_daemon(d: &mut TestDaemon, name: &str) -> (String, i32) {
+    d.write_manifest(
+        &format!("{name}.yaml"),
+        &busybox_pod(name, "", "", "sleep 3600"),
+    );
+    let pod = d.wait_pod(name, &format!("{name} Running"), 20, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let pid = init_pid(d, &uid);
+    d.kill9();
+    (uid, pid)
+}
+
 #[test]
 fn a_panicking_manager_exits_the_daemon_and_the_next_one_adopts_the_container() {
     assert!(nix::unistd::geteuid().is_root(), "this test needs root");
     let mut d = TestDaemon::start();
-    d.write_manifest("s.yaml", &busybox_pod("s", "", "", "sleep 3600"));
-    let pod = d.wait_pod("s", "s Running", 20, |p| {
-        (phase(p) == "Running").then(|| p.clone())
-    });
-    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
-    let pid = init_pid(&d, &uid);
-    d.kill9();
+    let (uid, pid) = run_pod_then_kill_daemon(&mut d, "s");
 
     // A daemon whose manager panics at its first sync exits by itself, non-zero.
     d.spawn_daemon_with_env(&[("PODHOST_TEST_PANIC_MANAGER", "1")]);
@@ -80,13 +90,7 @@ fn a_panicking_manager_exits_the_daemon_and_the_next_one_adopts_the_container() 
 fn a_panicking_pod_worker_ends_the_daemon_without_releasing_its_pod() {
     assert!(nix::unistd::geteuid().is_root(), "this test needs root");
     let mut d = TestDaemon::start();
-    d.write_manifest("p.yaml", &busybox_pod("p", "", "", "sleep 3600"));
-    let pod = d.wait_pod("p", "p Running", 20, |p| {
-        (phase(p) == "Running").then(|| p.clone())
-    });
-    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
-    let pid = init_pid(&d, &uid);
-    d.kill9();
+    let (uid, pid) = run_pod_then_kill_daemon(&mut d, "p");
 
     // This daemon's worker of pod p panics in its sync loop.
     let full = d.full_name("p");

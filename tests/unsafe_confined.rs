@@ -7,23 +7,13 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod source_scan;
+
+use source_scan::rust_files;
+use std::path::Path;
 
 /// The directories under `src/` where `unsafe` is allowed.
 const ALLOWED: [&str; 2] = ["src/runtime", "src/shim"];
-
-/// Rust sources under `dir`, recursively.
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 fn is_ident(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
@@ -183,8 +173,7 @@ fn the_scanner_sees_code_not_words() {
 #[test]
 fn unsafe_only_in_runtime_and_shim() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
+    let files = rust_files(&root.join("src"));
     assert!(
         files.len() > 100,
         "found only {} sources under src/",

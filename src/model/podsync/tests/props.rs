@@ -106,6 +106,13 @@ fn observe(world: &mut World, obs: &mut PodObserved, seen: &mut Seen) {
     }
 }
 
+/// The index and observed state of `name` (the core only names spec containers).
+fn find<'a>(obs: &'a PodObserved, name: &str) -> (usize, &'a ContainerObserved) {
+    let i = obs.containers.iter().position(|c| c.name == name);
+    let i = i.unwrap_or_else(|| panic!("action for unknown container {name}"));
+    (i, &obs.containers[i])
+}
+
 fn check_start(obs: &PodObserved, action: &Action, seen: &Seen, case: &str) {
     let Action::Start {
         container, attempt, ..
@@ -117,12 +124,7 @@ fn check_start(obs: &PodObserved, action: &Action, seen: &Seen, case: &str) {
         !seen.terminated,
         "{case}: {container} started after the pod terminated"
     );
-    let i = obs
-        .containers
-        .iter()
-        .position(|c| &c.name == container)
-        .unwrap_or(usize::MAX);
-    let c = &obs.containers[i];
+    let (i, c) = find(obs, container);
     let free = match &c.instance {
         Instance::None | Instance::Blocked(_) => true,
         Instance::Exited { released, .. } => *released,
@@ -149,12 +151,7 @@ fn check_signals(
     let Action::Signal { container, signal } = action else {
         return;
     };
-    let i = obs
-        .containers
-        .iter()
-        .position(|c| &c.name == container)
-        .unwrap_or(usize::MAX);
-    let c = &obs.containers[i];
+    let (i, c) = find(obs, container);
     assert!(
         matches!(c.instance, Instance::Running { .. }),
         "{case}: signal to a container not running"
