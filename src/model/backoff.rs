@@ -56,6 +56,16 @@ impl Backoff {
             .max(policy.initial.min(policy.max))
     }
 
+    /// The state after `restarts` quick restarts in a row: what a daemon that finds a
+    /// container at attempt `restarts` rebuilds (the run times are not kept on disk).
+    pub fn after_restarts(policy: &BackoffPolicy, restarts: u32) -> Self {
+        let mut b = Self::default();
+        for _ in 0..restarts.min(64) {
+            b.next_delay(policy, Duration::ZERO);
+        }
+        b
+    }
+
     /// Records an exit after the container ran for `ran_for`, and returns how long to wait
     /// before starting it again.
     pub fn next_delay(&mut self, policy: &BackoffPolicy, ran_for: Duration) -> Duration {
@@ -107,6 +117,16 @@ mod tests {
         assert_eq!((d0, b.clone()), (Duration::ZERO, Backoff::default()));
         let (d1, _) = b1.after_exit(&policy, Duration::from_secs(1));
         assert_eq!(d1, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn rebuilt_after_restarts_continues_the_sequence() {
+        let policy = BackoffPolicy::default();
+        let (d, _) = Backoff::after_restarts(&policy, 3).after_exit(&policy, Duration::ZERO);
+        assert_eq!(d.as_secs(), 40);
+        assert_eq!(Backoff::after_restarts(&policy, 0), Backoff::default());
+        let (d, _) = Backoff::after_restarts(&policy, u32::MAX).after_exit(&policy, Duration::ZERO);
+        assert_eq!(d.as_secs(), 300);
     }
 
     #[test]

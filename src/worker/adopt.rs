@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::ContainerState;
 use super::context::{Ctx, PodInfo};
 use super::exit::{termination, termination_of};
 use super::report::{ExitFuture, Running};
+use crate::model::backoff::Backoff;
 use crate::model::k8s_time::from_k8s;
 use crate::model::phase::PodPhase;
 use crate::model::podsync::{ContainerObserved, PodFacts, PodObserved, Termination};
@@ -70,11 +71,7 @@ async fn adopt_container(
             // Its dir is gone: the attempt before it (if any) is the newest.
             continue;
         }
-        // The back-off as it stood after `last` restarts.
-        for _ in 0..last {
-            c.backoff
-                .next_delay(&ctx.backoff, std::time::Duration::ZERO);
-        }
+        c.backoff = Backoff::after_restarts(&ctx.backoff, last);
         c.next_attempt = last.saturating_add(1);
         c.restart_count = last;
         c.image_id = std::fs::read_to_string(bundle.join(super::prepare::IMAGE_REF_FILE))

@@ -325,3 +325,69 @@ fn containers_of_one_pod_are_decided_independently() {
     assert_eq!(starts(&d), vec![("b".to_string(), 1)]);
     assert_eq!(d.status.phase, PodPhase::Running);
 }
+
+#[test]
+fn never_pull_shows_err_image_never_pull_and_no_back_off_event() {
+    let pod = one(Always);
+    let mut obs = observed(&pod);
+    step(&pod, &mut obs, t(0.0));
+    obs.containers[0].on_start_blocked(BlockKind::ImageNeverPull, "not present".into(), t(0.0), 0);
+    for at in [0.1, 1.5, 5.0, 9.9] {
+        let d = step(&pod, &mut obs, t(at));
+        assert_eq!(reason(&d, 0), "ErrImageNeverPull", "at {at}");
+        assert!(d.events.is_empty(), "at {at}");
+    }
+}
+
+#[test]
+fn err_image_pull_shows_no_longer_than_a_short_back_off() {
+    let mut pod = one(Always);
+    pod.backoff = BackoffPolicy {
+        initial: Duration::from_millis(200),
+        max: Duration::from_millis(500),
+    };
+    let mut obs = observed(&pod);
+    step(&pod, &mut obs, t(0.0));
+    obs.containers[0].on_start_blocked(BlockKind::Image, "m".into(), t(0.0), 0);
+    let d = step(&pod, &mut obs, t(0.1));
+    assert_eq!(reason(&d, 0), "ErrImagePull");
+    assert_eq!(d.wake_at, Some(t(0.2)));
+    assert_eq!(starts(&step(&pod, &mut obs, t(0.2))).len(), 1);
+}
+
+#[test]
+fn phase_of_blocked_containers() {
+    // Never ran: Pending. Blocked after an exit (a restart that cannot start): Running.
+    let pod = one(Always);
+    let mut obs = observed(&pod);
+    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(0.0), 0);
+    assert_eq!(sync_pod(&pod, &obs, t(1.0)).status.phase, PodPhase::Pending);
+    let mut obs = exited_once(&pod, 1);
+    obs.containers[0].on_start_begun(t(1.0), Default::default());
+    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(1.0), 0);
+    let d = sync_pod(&pod, &obs, t(2.0));
+    assert_eq!(d.status.phase, PodPhase::Running);
+    let cs = &d.status.container_statuses[0];
+    assert_eq!(cs.restart_count, 0, "nothing ran in the blocked attempt");
+    assert!(
+        cs.last_state
+            .as_ref()
+            .and_then(|s| s.terminated.as_ref())
+            .is_some()
+    );
+}
+
+#[test]
+fn a_blocked_retry_uses_the_attempt_after_the_last_that_ran() {
+    let pod = one(Always);
+    let mut obs = exited_once(&pod, 1);
+    let d = step(&pod, &mut obs, t(1.0));
+    assert_eq!(starts(&d), vec![("app".to_string(), 1)]);
+    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(1.0), 0);
+    let d = step(&pod, &mut obs, t(11.0));
+    assert_eq!(
+        starts(&d),
+        vec![("app".to_string(), 1)],
+        "attempt 1 never ran"
+    );
+}
