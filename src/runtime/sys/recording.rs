@@ -1,6 +1,10 @@
 //! A [`Kernel`] for unit tests: records every call, keeps a small model of what the
 //! calls did (a mount table, a directory tree with interface files) so that logic
 //! reading back its own effects behaves as on a kernel, and fails the calls it is told to.
+//!
+//! Of cgroupfs it models what podhost's logic reads back: `cgroup.subtree_control`
+//! takes `+x`/`-x` lists, and a new directory's `cgroup.controllers` is its parent's
+//! enabled set.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CStr, CString};
@@ -230,6 +234,35 @@ impl RecordingKernel {
     }
 }
 
+impl State {
+    /// A new directory; under a cgroup with controllers enabled it is offered them.
+    fn make_dir(&mut self, path: &Path) {
+        self.dirs.insert(path.to_path_buf());
+        let enabled = path
+            .parent()
+            .and_then(|p| self.files.get(&p.join("cgroup.subtree_control")))
+            .cloned();
+        if let Some(enabled) = enabled {
+            self.files.insert(path.join("cgroup.controllers"), enabled);
+        }
+    }
+}
+
+/// `cgroup.subtree_control` after writing `change` ("+cpu -io") to `current`.
+fn enable(current: &str, change: &str) -> String {
+    let mut set: Vec<&str> = current.split_whitespace().collect();
+    for word in change.split_whitespace() {
+        if let Some(c) = word.strip_prefix('+') {
+            if !set.contains(&c) {
+                set.push(c);
+            }
+        } else if let Some(c) = word.strip_prefix('-') {
+            set.retain(|x| *x != c);
+        }
+    }
+    set.join(" ")
+}
+
 fn io_err(errno: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(errno as i32)
 }
@@ -361,9 +394,16 @@ impl Kernel for RecordingKernel {
             contents: contents.to_string(),
         })
         .map_err(io_err)?;
-        self.lock()
-            .files
-            .insert(path.to_path_buf(), contents.to_string());
+        let mut s = self.lock();
+        let text = if path.file_name() == Some("cgroup.subtree_control".as_ref()) {
+            enable(
+                s.files.get(path).map(String::as_str).unwrap_or(""),
+                contents,
+            )
+        } else {
+            contents.to_string()
+        };
+        s.files.insert(path.to_path_buf(), text);
         Ok(())
     }
 
@@ -385,7 +425,7 @@ impl Kernel for RecordingKernel {
         if !path.parent().is_some_and(|p| s.dirs.contains(p)) {
             return Err(io_err(Errno::ENOENT));
         }
-        s.dirs.insert(path.to_path_buf());
+        s.make_dir(path);
         Ok(())
     }
 
@@ -393,8 +433,13 @@ impl Kernel for RecordingKernel {
         self.record(Call::MkdirAll(path.to_path_buf()))
             .map_err(io_err)?;
         let mut s = self.lock();
-        for a in path.ancestors() {
-            s.dirs.insert(a.to_path_buf());
+        let missing: Vec<PathBuf> = path
+            .ancestors()
+            .filter(|a| !s.dirs.contains(*a))
+            .map(Path::to_path_buf)
+            .collect();
+        for dir in missing.iter().rev() {
+            s.make_dir(dir);
         }
         Ok(())
     }
