@@ -14,6 +14,7 @@ use nix::unistd::{ForkResult, Gid, Pid, Uid};
 
 use super::Kernel;
 use crate::runtime::RuntimeError;
+use crate::runtime::userns::UsernsError;
 
 /// The running kernel.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,6 +30,15 @@ impl Kernel for LinuxKernel {
         data: Option<&str>,
     ) -> nix::Result<()> {
         nix::mount::mount(source, target, fstype, flags, data)
+    }
+
+    fn bind_idmapped(
+        &self,
+        source: &Path,
+        target: &Path,
+        userns: &OwnedFd,
+    ) -> Result<(), UsernsError> {
+        crate::runtime::userns::idmap::bind_idmapped(source, target, userns)
     }
 
     fn umount2(&self, target: &Path, flags: MntFlags) -> nix::Result<()> {

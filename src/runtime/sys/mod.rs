@@ -30,6 +30,7 @@ use nix::unistd::{Gid, Pid, Uid};
 pub use linux::LinuxKernel;
 
 use super::RuntimeError;
+use super::userns::UsernsError;
 
 /// The kernel as runtime/ uses it. Every method is one system call (or one cgroupfs
 /// file operation) with the semantics of its man page; no policy lives here.
@@ -43,6 +44,15 @@ pub trait Kernel: Debug + Send + Sync {
         flags: MsFlags,
         data: Option<&str>,
     ) -> nix::Result<()>;
+
+    /// Mounts a copy of the mount at `source` on `target`, idmapped through the user
+    /// namespace `userns` (open_tree + mount_setattr + move_mount; see userns::idmap).
+    fn bind_idmapped(
+        &self,
+        source: &Path,
+        target: &Path,
+        userns: &OwnedFd,
+    ) -> Result<(), UsernsError>;
 
     /// umount2(2).
     fn umount2(&self, target: &Path, flags: MntFlags) -> nix::Result<()>;

@@ -21,6 +21,7 @@ use nix::unistd::{Gid, Pid, Uid};
 
 use super::Kernel;
 use crate::runtime::RuntimeError;
+use crate::runtime::userns::UsernsError;
 
 /// The pid [`RecordingKernel::spawn_detached`] gives its first child (then +1 each).
 pub const FIRST_PID: i32 = 4000;
@@ -34,6 +35,10 @@ pub enum Call {
         fstype: Option<String>,
         flags: MsFlags,
         data: Option<String>,
+    },
+    BindIdmapped {
+        source: PathBuf,
+        target: PathBuf,
     },
     Umount {
         target: PathBuf,
@@ -283,6 +288,21 @@ impl Kernel for RecordingKernel {
             flags,
             data: data.map(String::from),
         })?;
+        self.lock().mounted.push(target.to_path_buf());
+        Ok(())
+    }
+
+    fn bind_idmapped(
+        &self,
+        source: &Path,
+        target: &Path,
+        _userns: &OwnedFd,
+    ) -> Result<(), UsernsError> {
+        self.record(Call::BindIdmapped {
+            source: source.to_path_buf(),
+            target: target.to_path_buf(),
+        })
+        .map_err(|e| UsernsError::sys(format!("idmap the mount of {}", source.display()), e))?;
         self.lock().mounted.push(target.to_path_buf());
         Ok(())
     }
