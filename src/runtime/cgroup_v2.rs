@@ -2,8 +2,10 @@
 //! container leaves), the daemon's own leaf, and reading `memory.events`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::RuntimeError;
+use super::sys::{Kernel, LinuxKernel};
 
 /// Where cgroup2 is mounted on a unified host.
 pub const MOUNT: &str = "/sys/fs/cgroup";
@@ -12,10 +14,11 @@ pub const CONTROLLERS: [&str; 6] = ["cpu", "cpuset", "io", "memory", "pids", "hu
 /// Controllers without which limits cannot be enforced.
 pub const REQUIRED: [&str; 3] = ["cpu", "memory", "pids"];
 
-/// A cgroup v2 hierarchy at `mount`.
+/// A cgroup v2 hierarchy at `mount`, reached through `kernel`.
 #[derive(Debug, Clone)]
 pub struct CgroupV2 {
     mount: PathBuf,
+    kernel: Arc<dyn Kernel>,
 }
 
 impl Default for CgroupV2 {
@@ -30,9 +33,20 @@ fn io(what: &'static str, path: &Path, e: std::io::Error) -> RuntimeError {
 
 impl CgroupV2 {
     pub fn new(mount: impl Into<PathBuf>) -> Self {
+        Self::with_kernel(mount, Arc::new(LinuxKernel))
+    }
+
+    /// The hierarchy at `mount` as `kernel` shows it.
+    pub fn with_kernel(mount: impl Into<PathBuf>, kernel: Arc<dyn Kernel>) -> Self {
         Self {
             mount: mount.into(),
+            kernel,
         }
+    }
+
+    /// The kernel this hierarchy is reached through.
+    pub fn kernel(&self) -> &Arc<dyn Kernel> {
+        &self.kernel
     }
 
     /// The directory of the cgroup at `rel` (a path like `/a/b`).
@@ -42,7 +56,8 @@ impl CgroupV2 {
 
     /// Controllers the cgroup at `rel` offers to its children.
     pub fn available(&self, rel: &str) -> Vec<String> {
-        std::fs::read_to_string(self.dir(rel).join("cgroup.controllers"))
+        self.kernel
+            .read_file(&self.dir(rel).join("cgroup.controllers"))
             .unwrap_or_default()
             .split_whitespace()
             .map(String::from)
@@ -61,7 +76,9 @@ impl CgroupV2 {
             return Ok(());
         }
         let file = self.dir(rel).join("cgroup.subtree_control");
-        std::fs::write(&file, wanted.join(" ")).map_err(|e| io("enable controllers in", &file, e))
+        self.kernel
+            .write_file(&file, &wanted.join(" "))
+            .map_err(|e| io("enable controllers in", &file, e))
     }
 
     /// Creates `rel` and its missing ancestors below `base`, enabling controllers in every
@@ -78,8 +95,10 @@ impl CgroupV2 {
         for (i, part) in parts.iter().enumerate() {
             current = format!("{current}/{part}");
             let dir = self.dir(&current);
-            if !dir.exists() {
-                std::fs::create_dir(&dir).map_err(|e| io("create cgroup", &dir, e))?;
+            if !self.kernel.exists(&dir) {
+                self.kernel
+                    .mkdir(&dir)
+                    .map_err(|e| io("create cgroup", &dir, e))?;
             }
             if i + 1 < parts.len() {
                 self.enable_controllers(&current)?;
@@ -91,11 +110,13 @@ impl CgroupV2 {
     /// Writes one interface file of the cgroup at `rel`.
     pub fn write(&self, rel: &str, file: &str, value: &str) -> Result<(), RuntimeError> {
         let path = self.dir(rel).join(file);
-        std::fs::write(&path, value).map_err(|e| io("write", &path, e))
+        self.kernel
+            .write_file(&path, value)
+            .map_err(|e| io("write", &path, e))
     }
 
     pub fn read(&self, rel: &str, file: &str) -> Option<String> {
-        std::fs::read_to_string(self.dir(rel).join(file)).ok()
+        self.kernel.read_file(&self.dir(rel).join(file)).ok()
     }
 
     /// Whether the cgroup at `rel` has processes of its own.
@@ -107,29 +128,28 @@ impl CgroupV2 {
     /// Moves the calling process into the cgroup at `rel` (created if needed).
     pub fn move_self(&self, rel: &str) -> Result<(), RuntimeError> {
         let dir = self.dir(rel);
-        std::fs::create_dir_all(&dir).map_err(|e| io("create cgroup", &dir, e))?;
+        self.kernel
+            .mkdir_all(&dir)
+            .map_err(|e| io("create cgroup", &dir, e))?;
         let procs = dir.join("cgroup.procs");
-        std::fs::write(&procs, std::process::id().to_string())
+        self.kernel
+            .write_file(&procs, &std::process::id().to_string())
             .map_err(|e| io("move the process into", &procs, e))
     }
 
     /// Removes the cgroup at `rel` and everything below it, deepest first; processes
     /// still inside are killed through `cgroup.kill`.
     pub fn remove_tree(&self, rel: &str) {
-        fn rm(dir: &Path) {
-            if let Ok(rd) = std::fs::read_dir(dir) {
-                for e in rd.flatten() {
-                    if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                        rm(&e.path());
-                    }
-                }
+        fn rm(kernel: &dyn Kernel, dir: &Path) {
+            for child in kernel.subdirs(dir).unwrap_or_default() {
+                rm(kernel, &child);
             }
             for attempt in 0..5 {
-                match std::fs::remove_dir(dir) {
+                match kernel.rmdir(dir) {
                     Ok(()) => return,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
                     Err(_) if attempt == 0 => {
-                        let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+                        let _ = kernel.write_file(&dir.join("cgroup.kill"), "1");
                     }
                     Err(_) => {}
                 }
@@ -138,8 +158,8 @@ impl CgroupV2 {
             tracing::warn!(cgroup = %dir.display(), "cannot remove cgroup");
         }
         let dir = self.dir(rel);
-        if dir.exists() {
-            rm(&dir);
+        if self.kernel.exists(&dir) {
+            rm(self.kernel.as_ref(), &dir);
         }
     }
 }

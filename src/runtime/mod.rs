@@ -29,6 +29,7 @@ pub mod shim_client;
 pub mod shim_log;
 pub mod signals;
 pub mod spec;
+pub mod sys;
 pub mod userns;
 pub mod workload;
 

@@ -7,10 +7,12 @@
 //! processes in a cgroup whose children have controllers enabled, hence the leaves.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use super::cgroup_root::{CgroupMode, choose_root, detect_mode};
-use super::cgroup_v2::{CgroupV2, REQUIRED};
+use super::cgroup_v2::{CgroupV2, MOUNT, REQUIRED};
+use super::sys::{Kernel, LinuxKernel};
 use crate::model::qos::QosClass;
 use crate::model::resources::{PodCgroupConfig, burstable_qos_weight};
 
@@ -30,6 +32,8 @@ pub struct NodeCgroups {
     pub root: String,
     pub pod_pids_limit: Option<i64>,
     v2: CgroupV2,
+    /// How the host's cgroups are mounted (seen once, at setup).
+    mode: CgroupMode,
     /// CPU requests of the Burstable pods, for the Burstable QoS cgroup's weight.
     burstable: Mutex<HashMap<String, i64>>,
 }
@@ -38,16 +42,34 @@ impl NodeCgroups {
     /// Inspects the host and sets the tree up. Never fails: whatever cannot be done turns
     /// into degraded mode with the reason.
     pub fn setup(flag_root: Option<String>, pod_pids_limit: Option<i64>) -> Self {
-        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-        let v2 = CgroupV2::default();
+        Self::setup_with(
+            Arc::new(LinuxKernel),
+            detect_mode(),
+            flag_root,
+            pod_pids_limit,
+        )
+    }
+
+    /// [`NodeCgroups::setup`] through `kernel`, on a host whose cgroups are `mode`.
+    pub fn setup_with(
+        kernel: Arc<dyn Kernel>,
+        mode: CgroupMode,
+        flag_root: Option<String>,
+        pod_pids_limit: Option<i64>,
+    ) -> Self {
+        let own = kernel
+            .read_file(Path::new("/proc/self/cgroup"))
+            .unwrap_or_default();
+        let v2 = CgroupV2::with_kernel(MOUNT, kernel);
         let degraded = |root: String, reason: String| Self {
             enforcement: Enforcement::Degraded(reason),
             root,
             pod_pids_limit,
             v2: v2.clone(),
+            mode,
             burstable: Mutex::new(HashMap::new()),
         };
-        if detect_mode() == CgroupMode::Legacy {
+        if mode == CgroupMode::Legacy {
             let root = flag_root.unwrap_or_else(|| choose_root(&own).0);
             return degraded(
                 root,
@@ -99,6 +121,7 @@ impl NodeCgroups {
             root,
             pod_pids_limit,
             v2: v2.clone(),
+            mode,
             burstable: Mutex::new(HashMap::new()),
         };
         let kubepods = node.kubepods();
@@ -242,16 +265,312 @@ impl NodeCgroups {
         }
         // Degraded on a pure v2 host (controllers not delegated): its one hierarchy is
         // /sys/fs/cgroup itself, whose subdirectories are cgroups, not hierarchies.
-        if detect_mode() == CgroupMode::Unified {
+        if self.mode == CgroupMode::Unified {
             self.v2.remove_tree(&rel);
             return;
         }
-        let Ok(hierarchies) = std::fs::read_dir("/sys/fs/cgroup") else {
+        let kernel = self.v2.kernel();
+        let Ok(hierarchies) = kernel.subdirs(Path::new(MOUNT)) else {
             return;
         };
         // Each directory under /sys/fs/cgroup is a hierarchy (v1 controllers, unified).
-        for h in hierarchies.flatten() {
-            CgroupV2::new(h.path()).remove_tree(&rel);
+        for h in hierarchies {
+            CgroupV2::with_kernel(h, kernel.clone()).remove_tree(&rel);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nix::errno::Errno;
+
+    use super::*;
+    use crate::runtime::sys::recording::{Call, RecordingKernel};
+
+    const OWN: &str = "/system.slice/podhost.service";
+    const ALL: &str = "cpuset cpu io memory hugetlb pids rdma";
+
+    fn cg(rel: &str) -> std::path::PathBuf {
+        Path::new(MOUNT).join(rel.trim_start_matches('/'))
+    }
+
+    /// A unified host where podhost's service cgroup offers `controllers` and holds
+    /// `procs` (the daemon's own pid is moved out by setup).
+    fn host(controllers: &str, procs: &str) -> Arc<RecordingKernel> {
+        let k = Arc::new(RecordingKernel::new());
+        k.add_file("/proc/self/cgroup", &format!("0::{OWN}\n"));
+        k.add_file(cg(OWN).join("cgroup.controllers"), controllers);
+        k.add_file(cg(OWN).join("cgroup.procs"), procs);
+        k
+    }
+
+    fn setup(k: &Arc<RecordingKernel>, pids: Option<i64>) -> NodeCgroups {
+        NodeCgroups::setup_with(k.clone(), CgroupMode::Unified, None, pids)
+    }
+
+    fn position(k: &RecordingKernel, call: &Call) -> usize {
+        k.calls()
+            .iter()
+            .position(|c| c == call)
+            .unwrap_or_else(|| panic!("{call:?} not made: {:?}", k.effects()))
+    }
+
+    fn writes_under(k: &RecordingKernel, dir: &Path) -> Vec<(String, String)> {
+        k.effects()
+            .into_iter()
+            .filter_map(|c| match c {
+                Call::WriteFile { path, contents } if path.parent() == Some(dir) => Some((
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    contents,
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn full_mode_moves_the_daemon_to_a_leaf_before_enabling_controllers() {
+        let k = host(ALL, "");
+        let node = setup(&k, None);
+        assert_eq!(node.enforcement, Enforcement::Full);
+        assert_eq!(node.root, OWN);
+        let moved = Call::WriteFile {
+            path: cg(OWN).join("daemon/cgroup.procs"),
+            contents: std::process::id().to_string(),
+        };
+        let enabled = Call::WriteFile {
+            path: cg(OWN).join("cgroup.subtree_control"),
+            contents: "+cpu +cpuset +io +memory +pids +hugetlb".into(),
+        };
+        // cgroup v2: no processes in a cgroup whose children get controllers.
+        assert!(position(&k, &moved) < position(&k, &enabled));
+    }
+
+    #[test]
+    fn full_mode_builds_kubepods_qos_and_shims_with_controllers_down_to_the_qos_level() {
+        let k = host(ALL, "");
+        setup(&k, None);
+        for rel in [
+            "kubepods",
+            "kubepods/burstable",
+            "kubepods/besteffort",
+            "shims",
+        ] {
+            assert!(k.dirs().contains(&cg(&format!("{OWN}/{rel}"))), "{rel}");
+        }
+        for rel in [
+            "",
+            "/kubepods",
+            "/kubepods/burstable",
+            "/kubepods/besteffort",
+        ] {
+            assert_eq!(
+                k.file(cg(&format!("{OWN}{rel}/cgroup.subtree_control")))
+                    .as_deref(),
+                Some("cpu cpuset io memory pids hugetlb"),
+                "{rel}"
+            );
+        }
+        // The shims and the daemon are leaves: processes live there.
+        for leaf in ["shims", "daemon"] {
+            assert_eq!(
+                k.file(cg(&format!("{OWN}/{leaf}/cgroup.subtree_control"))),
+                None
+            );
+        }
+        assert_eq!(
+            k.file(cg(&format!("{OWN}/kubepods/besteffort/cpu.weight")))
+                .as_deref(),
+            Some("1")
+        );
+    }
+
+    #[test]
+    fn a_service_cgroup_shared_with_other_processes_degrades_before_making_anything() {
+        let k = host(ALL, "1234\n");
+        let node = setup(&k, None);
+        let Enforcement::Degraded(reason) = &node.enforcement else {
+            panic!("full mode in a shared cgroup");
+        };
+        assert!(reason.contains("holds other processes") && reason.contains("Delegate=yes"));
+        assert!(!k.dirs().contains(&cg(&format!("{OWN}/kubepods"))));
+    }
+
+    #[test]
+    fn missing_required_controllers_are_named() {
+        let k = host("cpu io memory", "");
+        let node = setup(&k, None);
+        assert_eq!(
+            node.enforcement,
+            Enforcement::Degraded("cgroup controllers not delegated to podhost: pids".into())
+        );
+    }
+
+    #[test]
+    fn a_legacy_host_is_degraded_without_touching_cgroups() {
+        let k = Arc::new(RecordingKernel::new());
+        k.add_file("/proc/self/cgroup", "4:memory:/svc\n1:cpu:/svc\n0::/\n");
+        let node = NodeCgroups::setup_with(k.clone(), CgroupMode::Legacy, None, None);
+        assert!(!node.is_full());
+        assert_eq!(node.root, "/svc/podhost");
+        assert!(k.effects().is_empty(), "{:?}", k.effects());
+    }
+
+    #[test]
+    fn an_explicit_cgroup_root_is_created_and_the_daemon_stays_where_it_is() {
+        let k = host(ALL, "99\n");
+        k.add_file(cg("/cgroup.controllers"), ALL);
+        let node = NodeCgroups::setup_with(
+            k.clone(),
+            CgroupMode::Unified,
+            Some("/podhost/".into()),
+            None,
+        );
+        assert_eq!(node.enforcement, Enforcement::Full);
+        assert_eq!(node.root, "/podhost");
+        assert!(k.dirs().contains(&cg("/podhost/kubepods/besteffort")));
+        assert!(!k.effects().iter().any(|c| matches!(c, Call::MkdirAll(_))));
+    }
+
+    #[test]
+    fn a_burstable_pod_gets_its_limits_and_raises_the_burstable_weight() {
+        let k = host(ALL, "");
+        let node = setup(&k, Some(1024));
+        let cfg = PodCgroupConfig {
+            cpu_weight: 40,
+            cpu_max: Some((50_000, 100_000)),
+            memory_max: Some(256 << 20),
+        };
+        node.setup_pod(QosClass::Burstable, "u1", &cfg, 1500)
+            .unwrap();
+        let pod = cg(&format!("{OWN}/kubepods/burstable/podu1"));
+        assert_eq!(
+            writes_under(&k, &pod),
+            vec![
+                (
+                    "cgroup.subtree_control".into(),
+                    "+cpu +cpuset +io +memory +pids +hugetlb".into()
+                ),
+                ("cpu.weight".into(), "40".into()),
+                ("cpu.max".into(), "50000 100000".into()),
+                ("memory.max".into(), "268435456".into()),
+                ("pids.max".into(), "1024".into()),
+            ]
+        );
+        assert_eq!(
+            k.file(cg(&format!("{OWN}/kubepods/burstable/cpu.weight"))),
+            Some(burstable_qos_weight(1500).to_string())
+        );
+    }
+
+    #[test]
+    fn a_guaranteed_pod_without_limits_or_pid_cap_gets_only_its_weight() {
+        let k = host(ALL, "");
+        let node = setup(&k, Some(0));
+        let cfg = PodCgroupConfig {
+            cpu_weight: 79,
+            cpu_max: None,
+            memory_max: None,
+        };
+        let before = k.file(cg(&format!("{OWN}/kubepods/burstable/cpu.weight")));
+        node.setup_pod(QosClass::Guaranteed, "g", &cfg, 2000)
+            .unwrap();
+        let pod = cg(&format!("{OWN}/kubepods/podg"));
+        assert_eq!(
+            writes_under(&k, &pod),
+            vec![
+                (
+                    "cgroup.subtree_control".into(),
+                    "+cpu +cpuset +io +memory +pids +hugetlb".into()
+                ),
+                ("cpu.weight".into(), "79".into()),
+            ]
+        );
+        assert_eq!(
+            k.file(cg(&format!("{OWN}/kubepods/burstable/cpu.weight"))),
+            before
+        );
+    }
+
+    #[test]
+    fn the_burstable_weight_follows_the_sum_of_requests_as_pods_come_and_go() {
+        let k = host(ALL, "");
+        let node = setup(&k, None);
+        let cfg = PodCgroupConfig {
+            cpu_weight: 10,
+            cpu_max: None,
+            memory_max: None,
+        };
+        let weight = || k.file(cg(&format!("{OWN}/kubepods/burstable/cpu.weight")));
+        node.setup_pod(QosClass::Burstable, "a", &cfg, 500).unwrap();
+        node.setup_pod(QosClass::Burstable, "b", &cfg, 700).unwrap();
+        assert_eq!(weight(), Some(burstable_qos_weight(1200).to_string()));
+        node.remove_pod(QosClass::Burstable, "a");
+        assert_eq!(weight(), Some(burstable_qos_weight(700).to_string()));
+    }
+
+    #[test]
+    fn a_degraded_node_writes_no_pod_cgroup() {
+        let k = host("cpu memory", "");
+        let node = setup(&k, Some(100));
+        let before = k.effects().len();
+        let cfg = PodCgroupConfig {
+            cpu_weight: 10,
+            cpu_max: Some((1, 2)),
+            memory_max: Some(1),
+        };
+        node.setup_pod(QosClass::Guaranteed, "x", &cfg, 0).unwrap();
+        assert_eq!(k.effects().len(), before);
+    }
+
+    #[test]
+    fn a_pod_is_removed_deepest_first_killing_what_still_runs() {
+        let k = host(ALL, "");
+        let node = setup(&k, None);
+        let pod = cg(&format!("{OWN}/kubepods/besteffort/podz"));
+        k.add_dir(pod.join("app"));
+        // The container's cgroup still has a process the first time.
+        k.fail_nth(1, Errno::EBUSY, {
+            let app = pod.join("app");
+            move |c| *c == Call::Rmdir(app.clone())
+        });
+        node.remove_pod(QosClass::BestEffort, "z");
+        let tail: Vec<Call> = k
+            .effects()
+            .into_iter()
+            .skip_while(|c| !matches!(c, Call::Rmdir(_)))
+            .collect();
+        assert_eq!(
+            tail,
+            vec![
+                Call::Rmdir(pod.join("app")),
+                Call::WriteFile {
+                    path: pod.join("app/cgroup.kill"),
+                    contents: "1".into()
+                },
+                Call::Rmdir(pod.join("app")),
+                Call::Rmdir(pod.clone()),
+            ]
+        );
+        assert!(!k.dirs().contains(&pod));
+    }
+
+    #[test]
+    fn a_degraded_v1_node_removes_the_pod_from_every_hierarchy() {
+        let k = Arc::new(RecordingKernel::new());
+        k.add_file("/proc/self/cgroup", "0::/\n");
+        let node = NodeCgroups::setup_with(k.clone(), CgroupMode::Legacy, None, None);
+        let rel = node.pod_path(QosClass::BestEffort, "v");
+        for h in ["memory", "cpu,cpuacct", "unified"] {
+            k.add_dir(cg(&format!("/{h}{rel}")));
+        }
+        node.remove_pod(QosClass::BestEffort, "v");
+        for h in ["memory", "cpu,cpuacct", "unified"] {
+            assert!(!k.dirs().contains(&cg(&format!("/{h}{rel}"))), "{h}");
+            assert!(
+                k.dirs()
+                    .contains(&cg(&format!("/{h}/podhost/kubepods/besteffort")))
+            );
         }
     }
 }

@@ -10,12 +10,14 @@
 
 use std::path::{Path, PathBuf};
 
-use nix::sched::{CloneFlags, unshare};
-use nix::sys::signal::{SigHandler, Signal, kill, signal};
+use nix::mount::MsFlags;
+use nix::sched::CloneFlags;
+use nix::sys::signal::{SigHandler, Signal, signal};
 use nix::sys::wait::{WaitPidFlag, waitpid};
-use nix::unistd::{ForkResult, Pid, fork};
+use nix::unistd::Pid;
 
 use super::RuntimeError;
+use super::sys::{Kernel, LinuxKernel};
 
 /// The pinned namespace, under the pod's ns dir.
 pub fn pid_ns_path(ns_dir: &Path) -> PathBuf {
@@ -28,15 +30,21 @@ fn pid_file(ns_dir: &Path) -> PathBuf {
 
 /// In the sandbox helper: a new pid namespace whose PID 1 is `exe pause`; returns the
 /// pause process's pid (as the host sees it) once it runs in the namespace.
-pub fn start(exe: &Path, ns_dir: &Path, cgroup_leaf: Option<&Path>) -> Result<i32, RuntimeError> {
-    let child = spawn(exe, ns_dir)?;
-    pin(ns_dir, child, cgroup_leaf)
+pub fn start(
+    kernel: &dyn Kernel,
+    exe: &Path,
+    ns_dir: &Path,
+    cgroup_leaf: Option<&Path>,
+) -> Result<i32, RuntimeError> {
+    let child = spawn(kernel, exe, ns_dir)?;
+    pin(kernel, ns_dir, child, cgroup_leaf)
 }
 
 /// Unshares a pid namespace and forks `exe pause` into it as its PID 1 (in a pod's
 /// user namespace, the namespace is owned by it); returns its host pid.
-pub fn spawn(exe: &Path, ns_dir: &Path) -> Result<Pid, RuntimeError> {
-    unshare(CloneFlags::CLONE_NEWPID)
+pub fn spawn(kernel: &dyn Kernel, exe: &Path, ns_dir: &Path) -> Result<Pid, RuntimeError> {
+    kernel
+        .unshare(CloneFlags::CLONE_NEWPID)
         .map_err(|e| RuntimeError::sys("unshare a pid namespace", e))?;
     // A path with a NUL byte cannot be passed to exec: EINVAL, as the kernel would say.
     let exe_c = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes())
@@ -46,52 +54,36 @@ pub fn spawn(exe: &Path, ns_dir: &Path) -> Result<Pid, RuntimeError> {
     let ns_dir_c = std::ffi::CString::new(ns_dir.as_os_str().as_encoded_bytes())
         .map_err(|_| RuntimeError::sys("ns dir path", nix::Error::EINVAL))?;
     let args = [exe_c.clone(), c"pause".into(), c"--ns-dir".into(), ns_dir_c];
-    // SAFETY: the helper is single-threaded here (its netlink runtime is gone), so the
-    // child may run anything; it only execs.
-    match unsafe { fork() }.map_err(|e| RuntimeError::sys("fork the pause process", e))? {
-        ForkResult::Child => {
-            let _ = nix::unistd::setsid();
-            // Never hold the helper's pipes: the daemon reads them to their end.
-            if let Ok(null) = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open("/dev/null")
-            {
-                let _ = nix::unistd::dup2_stdin(&null);
-                let _ = nix::unistd::dup2_stdout(&null);
-                let _ = nix::unistd::dup2_stderr(&null);
-            }
-            let _ = nix::unistd::execv(&exe_c, &args);
-            // SAFETY: _exit is always safe; nothing of the parent's state is flushed.
-            unsafe { libc::_exit(127) }
-        }
-        ForkResult::Parent { child } => Ok(child),
-    }
+    // The helper is single-threaded here (its netlink runtime is gone), as
+    // spawn_detached requires.
+    kernel
+        .spawn_detached(&exe_c, &args)
+        .map_err(|e| RuntimeError::sys("fork the pause process", e))
 }
 
 /// Pins the pause process `child`'s pid namespace at `<ns_dir>/pid`, records its pid
 /// and moves it to `cgroup_leaf` (done with the host's privileges).
-pub fn pin(ns_dir: &Path, child: Pid, cgroup_leaf: Option<&Path>) -> Result<i32, RuntimeError> {
+pub fn pin(
+    kernel: &dyn Kernel,
+    ns_dir: &Path,
+    child: Pid,
+    cgroup_leaf: Option<&Path>,
+) -> Result<i32, RuntimeError> {
     if let Some(leaf) = cgroup_leaf {
-        let _ = std::fs::write(leaf.join("cgroup.procs"), child.as_raw().to_string());
+        let _ = kernel.write_file(&leaf.join("cgroup.procs"), &child.as_raw().to_string());
     }
     let target = pid_ns_path(ns_dir);
     std::fs::File::create(&target).map_err(|e| RuntimeError::io("create", &target, e))?;
     let source = PathBuf::from(format!("/proc/{}/ns/pid", child.as_raw()));
-    nix::mount::mount(
-        Some(&source),
-        &target,
-        None::<&str>,
-        nix::mount::MsFlags::MS_BIND,
-        None::<&str>,
-    )
-    .map_err(|e| {
-        let _ = kill(child, Signal::SIGKILL);
-        RuntimeError::sys(
-            format!("bind {} to {}", source.display(), target.display()),
-            e,
-        )
-    })?;
+    kernel
+        .mount(Some(&source), &target, None, MsFlags::MS_BIND, None)
+        .map_err(|e| {
+            let _ = kernel.kill(child, Some(Signal::SIGKILL));
+            RuntimeError::sys(
+                format!("bind {} to {}", source.display(), target.display()),
+                e,
+            )
+        })?;
     super::fsutil::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
     Ok(child.as_raw())
 }
@@ -116,8 +108,13 @@ fn running_pause(ns_dir: &Path) -> Option<Pid> {
 
 /// Stops the pause process (its namespace dies with it) and forgets it.
 pub fn stop(ns_dir: &Path) {
+    stop_with(&LinuxKernel, ns_dir);
+}
+
+/// [`stop`] through `kernel`.
+pub fn stop_with(kernel: &dyn Kernel, ns_dir: &Path) {
     if let Some(pid) = running_pause(ns_dir) {
-        let _ = kill(pid, Signal::SIGKILL);
+        let _ = kernel.kill(pid, Some(Signal::SIGKILL));
     }
     let _ = std::fs::remove_file(pid_file(ns_dir));
 }

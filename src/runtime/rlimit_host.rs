@@ -1,33 +1,37 @@
 //! The host's rlimits, for clamping what containers ask when podhost may not raise them.
 
+use nix::sys::resource::Resource;
+use oci_spec::runtime::PosixRlimitType;
+
+use super::sys::{Kernel, LinuxKernel};
+
 /// The calling process's hard limit for the rlimit `name` (`nofile`, `nproc`, …).
 pub fn hard_limit(name: &str) -> Option<u64> {
+    hard_limit_with(&LinuxKernel, name)
+}
+
+/// [`hard_limit`] through `kernel`.
+pub fn hard_limit_with(kernel: &dyn Kernel, name: &str) -> Option<u64> {
     let resource = match name {
-        "as" => libc::RLIMIT_AS,
-        "core" => libc::RLIMIT_CORE,
-        "cpu" => libc::RLIMIT_CPU,
-        "data" => libc::RLIMIT_DATA,
-        "fsize" => libc::RLIMIT_FSIZE,
-        "locks" => libc::RLIMIT_LOCKS,
-        "memlock" => libc::RLIMIT_MEMLOCK,
-        "msgqueue" => libc::RLIMIT_MSGQUEUE,
-        "nice" => libc::RLIMIT_NICE,
-        "nofile" => libc::RLIMIT_NOFILE,
-        "nproc" => libc::RLIMIT_NPROC,
-        "rss" => libc::RLIMIT_RSS,
-        "rtprio" => libc::RLIMIT_RTPRIO,
-        "rttime" => libc::RLIMIT_RTTIME,
-        "sigpending" => libc::RLIMIT_SIGPENDING,
-        "stack" => libc::RLIMIT_STACK,
+        "as" => Resource::RLIMIT_AS,
+        "core" => Resource::RLIMIT_CORE,
+        "cpu" => Resource::RLIMIT_CPU,
+        "data" => Resource::RLIMIT_DATA,
+        "fsize" => Resource::RLIMIT_FSIZE,
+        "locks" => Resource::RLIMIT_LOCKS,
+        "memlock" => Resource::RLIMIT_MEMLOCK,
+        "msgqueue" => Resource::RLIMIT_MSGQUEUE,
+        "nice" => Resource::RLIMIT_NICE,
+        "nofile" => Resource::RLIMIT_NOFILE,
+        "nproc" => Resource::RLIMIT_NPROC,
+        "rss" => Resource::RLIMIT_RSS,
+        "rtprio" => Resource::RLIMIT_RTPRIO,
+        "rttime" => Resource::RLIMIT_RTTIME,
+        "sigpending" => Resource::RLIMIT_SIGPENDING,
+        "stack" => Resource::RLIMIT_STACK,
         _ => return None,
     };
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the rlimit struct we own; the resource is a valid constant.
-    let rc = unsafe { libc::getrlimit(resource, &mut lim) };
-    (rc == 0).then_some(lim.rlim_max)
+    kernel.getrlimit(resource).ok().map(|(_, hard)| hard)
 }
 
 /// An rlimit this process could not take.
@@ -50,36 +54,30 @@ pub struct RefusedRlimit {
 /// pod, the exec helper for an exec into one — takes the container's values here; its
 /// children inherit them and libcontainer's setrlimit then only keeps or lowers them.
 pub fn raise_own_to(rlimits: &[oci_spec::runtime::PosixRlimit]) -> Vec<RefusedRlimit> {
-    use oci_spec::runtime::PosixRlimitType as T;
+    raise_own_to_with(&LinuxKernel, rlimits)
+}
+
+/// [`raise_own_to`] through `kernel`.
+pub fn raise_own_to_with(
+    kernel: &dyn Kernel,
+    rlimits: &[oci_spec::runtime::PosixRlimit],
+) -> Vec<RefusedRlimit> {
     let mut refused = Vec::new();
     for r in rlimits {
+        // The ones a container's user namespace cannot raise by itself.
         let resource = match r.typ() {
-            T::RlimitNofile => libc::RLIMIT_NOFILE,
-            T::RlimitNproc => libc::RLIMIT_NPROC,
-            T::RlimitCore => libc::RLIMIT_CORE,
-            T::RlimitMemlock => libc::RLIMIT_MEMLOCK,
-            T::RlimitStack => libc::RLIMIT_STACK,
+            PosixRlimitType::RlimitNofile => Resource::RLIMIT_NOFILE,
+            PosixRlimitType::RlimitNproc => Resource::RLIMIT_NPROC,
+            PosixRlimitType::RlimitCore => Resource::RLIMIT_CORE,
+            PosixRlimitType::RlimitMemlock => Resource::RLIMIT_MEMLOCK,
+            PosixRlimitType::RlimitStack => Resource::RLIMIT_STACK,
             _ => continue,
         };
-        let limit = libc::rlimit {
-            rlim_cur: r.soft(),
-            rlim_max: r.hard(),
-        };
-        // SAFETY: setrlimit reads the struct, which lives across the call; it only
-        // changes this process's limits.
-        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-            let error = std::io::Error::last_os_error();
-            let mut now = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            // SAFETY: getrlimit writes into the struct, which lives across the call.
-            let current = (unsafe { libc::getrlimit(resource, &mut now) } == 0)
-                .then_some((now.rlim_cur, now.rlim_max));
+        if let Err(errno) = kernel.setrlimit(resource, r.soft(), r.hard()) {
             refused.push(RefusedRlimit {
                 rlimit: *r,
-                error,
-                current,
+                error: std::io::Error::from(errno),
+                current: kernel.getrlimit(resource).ok(),
             });
         }
     }
@@ -88,11 +86,94 @@ pub fn raise_own_to(rlimits: &[oci_spec::runtime::PosixRlimit]) -> Vec<RefusedRl
 
 #[cfg(test)]
 mod tests {
+    use nix::errno::Errno;
+    use oci_spec::runtime::PosixRlimitBuilder;
+
     use super::*;
+    use crate::runtime::sys::recording::{Call, RecordingKernel};
+
+    fn rlimit(typ: PosixRlimitType, soft: u64, hard: u64) -> oci_spec::runtime::PosixRlimit {
+        PosixRlimitBuilder::default()
+            .typ(typ)
+            .soft(soft)
+            .hard(hard)
+            .build()
+            .unwrap()
+    }
 
     #[test]
     fn reads_the_process_limits() {
         assert!(hard_limit("nofile").is_some_and(|n| n > 0));
         assert_eq!(hard_limit("bogus"), None);
+    }
+
+    #[test]
+    fn the_hard_limit_is_the_second_of_getrlimit() {
+        let k = RecordingKernel::new();
+        k.set_limits(Resource::RLIMIT_NPROC, 100, 4242);
+        assert_eq!(hard_limit_with(&k, "nproc"), Some(4242));
+        assert_eq!(
+            hard_limit_with(&k, "nofile"),
+            None,
+            "unreadable: no limit known"
+        );
+        assert_eq!(hard_limit_with(&k, "bogus"), None);
+        assert_eq!(
+            k.calls(),
+            vec![
+                Call::GetRlimit(Resource::RLIMIT_NPROC),
+                Call::GetRlimit(Resource::RLIMIT_NOFILE)
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_limits_a_user_namespace_cannot_raise_are_taken() {
+        let k = RecordingKernel::new();
+        let asked = [
+            rlimit(PosixRlimitType::RlimitNofile, 1024, 65536),
+            rlimit(PosixRlimitType::RlimitCpu, 10, 10),
+            rlimit(PosixRlimitType::RlimitMemlock, 1, 2),
+        ];
+        assert!(raise_own_to_with(&k, &asked).is_empty());
+        assert_eq!(
+            k.calls(),
+            vec![
+                Call::SetRlimit {
+                    resource: Resource::RLIMIT_NOFILE,
+                    soft: 1024,
+                    hard: 65536
+                },
+                Call::SetRlimit {
+                    resource: Resource::RLIMIT_MEMLOCK,
+                    soft: 1,
+                    hard: 2
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_limit_is_reported_with_the_errno_and_the_limit_that_stays() {
+        let k = RecordingKernel::new();
+        k.set_limits(Resource::RLIMIT_NOFILE, 1024, 20000);
+        k.fail(Errno::EPERM, |c| {
+            matches!(
+                c,
+                Call::SetRlimit {
+                    resource: Resource::RLIMIT_NOFILE,
+                    ..
+                }
+            )
+        });
+        let asked = [
+            rlimit(PosixRlimitType::RlimitNofile, 1048576, 1048576),
+            rlimit(PosixRlimitType::RlimitNproc, 5, 5),
+        ];
+        let refused = raise_own_to_with(&k, &asked);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].rlimit, asked[0]);
+        assert_eq!(refused[0].error.raw_os_error(), Some(libc::EPERM));
+        assert_eq!(refused[0].current, Some((1024, 20000)));
     }
 }

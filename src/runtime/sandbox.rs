@@ -10,10 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
-use nix::mount::{MntFlags, MsFlags, mount, umount2};
-use nix::sched::{CloneFlags, unshare};
+use nix::mount::{MntFlags, MsFlags};
+use nix::sched::CloneFlags;
 
 use super::RuntimeError;
+use super::sys::{Kernel, LinuxKernel};
 
 /// The shared namespaces, in the order the helper creates them.
 /// A `hostUsers: false` pod also pins its user namespace, `user` (see userns/pod_ns).
@@ -122,13 +123,33 @@ pub fn create_in_helper(
     exe: &Path,
     pause_cgroup: Option<&Path>,
 ) -> Result<(), RuntimeError> {
+    create_in_helper_with(&LinuxKernel, ns_dir, hostname, shape, exe, pause_cgroup)
+}
+
+/// [`create_in_helper`] through `kernel`.
+pub fn create_in_helper_with(
+    kernel: &dyn Kernel,
+    ns_dir: &Path,
+    hostname: &str,
+    shape: SandboxShape,
+    exe: &Path,
+    pause_cgroup: Option<&Path>,
+) -> Result<(), RuntimeError> {
     std::fs::create_dir_all(ns_dir).map_err(|e| RuntimeError::io("create directory", ns_dir, e))?;
     let paths = SandboxPaths::new(ns_dir, shape);
     if !shape.host_ipc {
-        mount_pod_shm(&paths.shm, shape.userns.map(|m| m.host_id(0)))?;
+        mount_pod_shm(kernel, &paths.shm, shape.userns.map(|m| m.host_id(0)))?;
     }
     if let Some(map) = shape.userns {
-        return super::userns::pod_ns::create(ns_dir, hostname, shape, map, exe, pause_cgroup);
+        return super::userns::pod_ns::create(
+            kernel,
+            ns_dir,
+            hostname,
+            shape,
+            map,
+            exe,
+            pause_cgroup,
+        );
     }
     let mut flags = CloneFlags::empty();
     if !shape.host_ipc {
@@ -137,11 +158,14 @@ pub fn create_in_helper(
     if !shape.host_network {
         flags |= CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET;
     }
-    unshare(flags).map_err(|e| RuntimeError::sys("unshare pod namespaces", e))?;
+    kernel
+        .unshare(flags)
+        .map_err(|e| RuntimeError::sys("unshare pod namespaces", e))?;
     if !shape.host_network {
-        nix::unistd::sethostname(hostname)
+        kernel
+            .sethostname(hostname)
             .map_err(|e| RuntimeError::sys(format!("set hostname {hostname}"), e))?;
-        loopback_up()?;
+        kernel.loopback_up()?;
     }
     for (name, target) in [
         ("ipc", paths.ipc.as_ref()),
@@ -151,22 +175,17 @@ pub fn create_in_helper(
         let Some(target) = target else { continue };
         std::fs::File::create(target).map_err(|e| RuntimeError::io("create", target, e))?;
         let source = PathBuf::from(format!("/proc/self/ns/{name}"));
-        mount(
-            Some(&source),
-            target,
-            None::<&str>,
-            MsFlags::MS_BIND,
-            None::<&str>,
-        )
-        .map_err(|e| {
-            RuntimeError::sys(
-                format!("bind {} to {}", source.display(), target.display()),
-                e,
-            )
-        })?;
+        kernel
+            .mount(Some(&source), target, None, MsFlags::MS_BIND, None)
+            .map_err(|e| {
+                RuntimeError::sys(
+                    format!("bind {} to {}", source.display(), target.display()),
+                    e,
+                )
+            })?;
     }
     if shape.shared_pid {
-        super::pause::start(exe, ns_dir, pause_cgroup)?;
+        super::pause::start(kernel, exe, ns_dir, pause_cgroup)?;
     }
     Ok(())
 }
@@ -174,64 +193,41 @@ pub fn create_in_helper(
 /// The pod's /dev/shm: a tmpfs of [`POD_SHM_SIZE`], sticky and world-writable as
 /// /dev/shm is, never executable or holding devices; owned by the pod's mapped root
 /// (`owner`) in a user namespace.
-fn mount_pod_shm(dir: &Path, owner: Option<u32>) -> Result<(), RuntimeError> {
+fn mount_pod_shm(kernel: &dyn Kernel, dir: &Path, owner: Option<u32>) -> Result<(), RuntimeError> {
     std::fs::create_dir_all(dir).map_err(|e| RuntimeError::io("create directory", dir, e))?;
     if is_mount_point(dir) {
         return Ok(());
     }
-    mount(
-        Some("shm"),
-        dir,
-        Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-        Some(
-            match owner {
-                Some(id) => format!("mode=1777,size={POD_SHM_SIZE},uid={id},gid={id}"),
-                None => format!("mode=1777,size={POD_SHM_SIZE}"),
-            }
-            .as_str(),
-        ),
-    )
-    .map_err(|e| RuntimeError::sys(format!("mount the pod's shm at {}", dir.display()), e))
-}
-
-pub(crate) fn loopback_up() -> Result<(), RuntimeError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| RuntimeError::Helper {
-            helper: "sandbox",
-            message: format!("tokio runtime: {e}"),
-        })?;
-    rt.block_on(async {
-        let (conn, handle, _) = rtnetlink::new_connection().map_err(|e| RuntimeError::Helper {
-            helper: "sandbox",
-            message: format!("netlink socket: {e}"),
-        })?;
-        let conn_task = tokio::spawn(conn);
-        // Loopback is always interface 1 in a new network namespace.
-        let res = handle
-            .link()
-            .set(rtnetlink::LinkUnspec::new_with_index(1).up().build())
-            .execute()
-            .await
-            .map_err(|e| RuntimeError::Helper {
-                helper: "sandbox",
-                message: format!("bring loopback up: {e}"),
-            });
-        conn_task.abort();
-        res
-    })
+    kernel
+        .mount(
+            Some(Path::new("shm")),
+            dir,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some(
+                match owner {
+                    Some(id) => format!("mode=1777,size={POD_SHM_SIZE},uid={id},gid={id}"),
+                    None => format!("mode=1777,size={POD_SHM_SIZE}"),
+                }
+                .as_str(),
+            ),
+        )
+        .map_err(|e| RuntimeError::sys(format!("mount the pod's shm at {}", dir.display()), e))
 }
 
 /// Releases the namespace handles (the namespaces die with their last process).
 pub fn destroy(ns_dir: &Path) -> Result<(), RuntimeError> {
+    destroy_with(&LinuxKernel, ns_dir)
+}
+
+/// [`destroy`] through `kernel`.
+pub fn destroy_with(kernel: &dyn Kernel, ns_dir: &Path) -> Result<(), RuntimeError> {
     // The pause process first: the pid namespace dies with it.
-    super::pause::stop(ns_dir);
+    super::pause::stop_with(kernel, ns_dir);
     for name in SHARED_NAMESPACES {
         let p = ns_dir.join(name);
         if p.exists() {
-            match umount2(&p, MntFlags::MNT_DETACH) {
+            match kernel.umount2(&p, MntFlags::MNT_DETACH) {
                 Ok(()) | Err(nix::Error::EINVAL) => {}
                 Err(e) => return Err(RuntimeError::sys(format!("unmount {}", p.display()), e)),
             }
@@ -240,7 +236,7 @@ pub fn destroy(ns_dir: &Path) -> Result<(), RuntimeError> {
     }
     let shm = ns_dir.join("shm");
     if shm.exists() {
-        match umount2(&shm, MntFlags::MNT_DETACH) {
+        match kernel.umount2(&shm, MntFlags::MNT_DETACH) {
             Ok(()) | Err(nix::Error::EINVAL) => {}
             Err(e) => return Err(RuntimeError::sys(format!("unmount {}", shm.display()), e)),
         }
@@ -248,4 +244,318 @@ pub fn destroy(ns_dir: &Path) -> Result<(), RuntimeError> {
     }
     let _ = std::fs::remove_dir(ns_dir);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use nix::errno::Errno;
+    use nix::sys::signal::Signal;
+
+    use super::*;
+    use crate::runtime::sys::recording::{Call, FIRST_PID, RecordingKernel};
+    use crate::runtime::userns::IdMap;
+
+    fn bind(source: impl Into<PathBuf>, target: impl Into<PathBuf>) -> Call {
+        Call::Mount {
+            source: Some(source.into()),
+            target: target.into(),
+            fstype: None,
+            flags: MsFlags::MS_BIND,
+            data: None,
+        }
+    }
+
+    fn shm(ns: &Path, data: &str) -> Call {
+        Call::Mount {
+            source: Some(PathBuf::from("shm")),
+            target: ns.join("shm"),
+            fstype: Some("tmpfs".into()),
+            flags: MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            data: Some(data.into()),
+        }
+    }
+
+    const SHM: &str = "mode=1777,size=65536k";
+    const EXE: &str = "/usr/bin/podhost";
+
+    /// Creates the sandbox of `shape` in a fresh ns dir with the fake.
+    fn create(
+        shape: SandboxShape,
+        cgroup: Option<&Path>,
+        k: &RecordingKernel,
+    ) -> (tempfile::TempDir, PathBuf, Result<(), RuntimeError>) {
+        let tmp = tempfile::tempdir().unwrap();
+        let ns = tmp.path().join("ns");
+        let r = create_in_helper_with(k, &ns, "web-0", shape, Path::new(EXE), cgroup);
+        (tmp, ns, r)
+    }
+
+    #[test]
+    fn a_pod_gets_shm_then_its_namespaces_then_pins_ipc_uts_net() {
+        let k = RecordingKernel::new();
+        let (_tmp, ns, r) = create(SandboxShape::default(), None, &k);
+        r.unwrap();
+        assert_eq!(
+            k.effects(),
+            vec![
+                shm(&ns, SHM),
+                Call::Unshare(
+                    CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET
+                ),
+                Call::SetHostname("web-0".into()),
+                Call::LoopbackUp,
+                bind("/proc/self/ns/ipc", ns.join("ipc")),
+                bind("/proc/self/ns/uts", ns.join("uts")),
+                bind("/proc/self/ns/net", ns.join("net")),
+            ]
+        );
+        for pin in ["ipc", "uts", "net"] {
+            assert!(
+                ns.join(pin).is_file(),
+                "{pin}: a file to bind the nsfs onto"
+            );
+        }
+    }
+
+    #[test]
+    fn host_network_keeps_the_hosts_net_and_uts_and_its_hostname() {
+        let k = RecordingKernel::new();
+        let shape = SandboxShape {
+            host_network: true,
+            ..Default::default()
+        };
+        let (_tmp, ns, r) = create(shape, None, &k);
+        r.unwrap();
+        assert_eq!(
+            k.effects(),
+            vec![
+                shm(&ns, SHM),
+                Call::Unshare(CloneFlags::CLONE_NEWIPC),
+                bind("/proc/self/ns/ipc", ns.join("ipc")),
+            ]
+        );
+    }
+
+    #[test]
+    fn host_ipc_keeps_the_hosts_ipc_and_dev_shm() {
+        let k = RecordingKernel::new();
+        let shape = SandboxShape {
+            host_ipc: true,
+            ..Default::default()
+        };
+        let (_tmp, ns, r) = create(shape, None, &k);
+        r.unwrap();
+        assert_eq!(
+            k.effects(),
+            vec![
+                Call::Unshare(CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET),
+                Call::SetHostname("web-0".into()),
+                Call::LoopbackUp,
+                bind("/proc/self/ns/uts", ns.join("uts")),
+                bind("/proc/self/ns/net", ns.join("net")),
+            ]
+        );
+        let paths = SandboxPaths::new(&ns, shape);
+        assert_eq!(paths.shm, Path::new("/dev/shm"));
+        assert_eq!(paths.ipc, None);
+    }
+
+    #[test]
+    fn host_network_and_ipc_pin_nothing() {
+        let k = RecordingKernel::new();
+        let shape = SandboxShape {
+            host_network: true,
+            host_ipc: true,
+            ..Default::default()
+        };
+        let (_tmp, _ns, r) = create(shape, None, &k);
+        r.unwrap();
+        assert_eq!(k.effects(), vec![Call::Unshare(CloneFlags::empty())]);
+        assert!(k.mounted().is_empty());
+    }
+
+    #[test]
+    fn a_shared_pid_namespace_gets_a_pause_process_pinned_after_the_others() {
+        let k = RecordingKernel::new();
+        let shape = SandboxShape {
+            shared_pid: true,
+            ..Default::default()
+        };
+        let leaf = Path::new("/sys/fs/cgroup/podhost/shims");
+        let (_tmp, ns, r) = create(shape, Some(leaf), &k);
+        r.unwrap();
+        let effects = k.effects();
+        assert_eq!(
+            effects[effects.len() - 4..],
+            [
+                Call::Unshare(CloneFlags::CLONE_NEWPID),
+                Call::SpawnDetached {
+                    program: EXE.into(),
+                    args: vec![
+                        EXE.into(),
+                        "pause".into(),
+                        "--ns-dir".into(),
+                        ns.display().to_string()
+                    ],
+                },
+                Call::WriteFile {
+                    path: leaf.join("cgroup.procs"),
+                    contents: FIRST_PID.to_string(),
+                },
+                bind(format!("/proc/{FIRST_PID}/ns/pid"), ns.join("pid")),
+            ]
+        );
+        assert_eq!(
+            effects[effects.len() - 5],
+            bind("/proc/self/ns/net", ns.join("net"))
+        );
+        assert_eq!(
+            std::fs::read_to_string(ns.join("pause.pid")).unwrap(),
+            FIRST_PID.to_string()
+        );
+    }
+
+    #[test]
+    fn a_pause_process_without_a_cgroup_leaf_is_not_moved() {
+        let k = RecordingKernel::new();
+        let shape = SandboxShape {
+            shared_pid: true,
+            host_network: true,
+            host_ipc: true,
+            ..Default::default()
+        };
+        let (_tmp, _ns, r) = create(shape, None, &k);
+        r.unwrap();
+        assert!(
+            !k.effects()
+                .iter()
+                .any(|c| matches!(c, Call::WriteFile { .. }))
+        );
+    }
+
+    #[test]
+    fn a_pause_process_whose_namespace_cannot_be_pinned_is_killed() {
+        let k = RecordingKernel::new();
+        k.fail(
+            Errno::EPERM,
+            |c| matches!(c, Call::Mount { target, .. } if target.ends_with("pid")),
+        );
+        let shape = SandboxShape {
+            shared_pid: true,
+            ..Default::default()
+        };
+        let (_tmp, ns, r) = create(shape, None, &k);
+        let err = r.unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "bind /proc/{FIRST_PID}/ns/pid to {}",
+                ns.join("pid").display()
+            )),
+            "{err}"
+        );
+        assert_eq!(
+            k.effects().last(),
+            Some(&Call::Kill {
+                pid: FIRST_PID,
+                signal: Some(Signal::SIGKILL)
+            })
+        );
+        assert!(
+            !ns.join("pause.pid").exists(),
+            "no pid recorded for a dead pause"
+        );
+    }
+
+    #[test]
+    fn a_failed_pin_stops_the_setup_and_destroy_releases_what_was_pinned() {
+        let k = RecordingKernel::new();
+        k.fail(
+            Errno::ENOSPC,
+            |c| matches!(c, Call::Mount { target, .. } if target.ends_with("net")),
+        );
+        let (_tmp, ns, r) = create(SandboxShape::default(), None, &k);
+        let err = r.unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "bind /proc/self/ns/net to {}",
+                ns.join("net").display()
+            )),
+            "{err}"
+        );
+        assert_eq!(
+            k.mounted(),
+            vec![ns.join("shm"), ns.join("ipc"), ns.join("uts")]
+        );
+        // What the worker does after a failed sandbox: release it, then retry.
+        destroy_with(&k, &ns).unwrap();
+        assert!(k.mounted().is_empty(), "{:?}", k.mounted());
+        assert!(!ns.exists(), "the ns dir is gone");
+    }
+
+    #[test]
+    fn a_refused_unshare_pins_nothing() {
+        let k = RecordingKernel::new();
+        k.fail(Errno::EPERM, |c| matches!(c, Call::Unshare(_)));
+        let (_tmp, ns, r) = create(SandboxShape::default(), None, &k);
+        let err = r.unwrap_err().to_string();
+        assert!(err.contains("unshare pod namespaces"), "{err}");
+        assert_eq!(k.mounted(), vec![ns.join("shm")]);
+    }
+
+    #[test]
+    fn a_userns_pods_shm_belongs_to_its_mapped_root() {
+        let k = RecordingKernel::new();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("shm");
+        mount_pod_shm(&k, &dir, Some(IdMap { base: 131072 }.host_id(0))).unwrap();
+        assert_eq!(
+            k.effects(),
+            vec![shm(
+                tmp.path(),
+                "mode=1777,size=65536k,uid=131072,gid=131072"
+            )]
+        );
+    }
+
+    #[test]
+    fn destroying_a_sandbox_that_holds_nothing_is_fine() {
+        let k = RecordingKernel::new();
+        let tmp = tempfile::tempdir().unwrap();
+        let ns = tmp.path().join("ns");
+        std::fs::create_dir_all(ns.join("shm")).unwrap();
+        std::fs::write(ns.join("net"), "").unwrap();
+        // Files left by a helper that died before binding: umount says EINVAL.
+        destroy_with(&k, &ns).unwrap();
+        assert_eq!(
+            k.effects(),
+            vec![
+                Call::Umount {
+                    target: ns.join("net"),
+                    flags: MntFlags::MNT_DETACH
+                },
+                Call::Umount {
+                    target: ns.join("shm"),
+                    flags: MntFlags::MNT_DETACH
+                },
+            ]
+        );
+        assert!(!ns.exists());
+    }
+
+    #[test]
+    fn a_busy_pin_that_cannot_be_released_is_an_error() {
+        let k = RecordingKernel::new();
+        let (_tmp, ns, r) = create(SandboxShape::default(), None, &k);
+        r.unwrap();
+        k.fail(
+            Errno::EPERM,
+            |c| matches!(c, Call::Umount { target, .. } if target.ends_with("uts")),
+        );
+        let err = destroy_with(&k, &ns).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("unmount {}", ns.join("uts").display())),
+            "{err}"
+        );
+        assert!(ns.join("uts").exists(), "kept for the next attempt");
+    }
 }

@@ -8,9 +8,10 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use nix::mount::{MntFlags, umount2};
+use nix::mount::MntFlags;
 
-use super::{IdMap, UsernsError, chown_copy, idmap};
+use super::{IdMap, UsernsError, chown_copy};
+use crate::runtime::sys::{Kernel, LinuxKernel};
 
 /// How the snapshots were made the pod's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,17 @@ pub fn mount_rootfs(
     dir: &Path,
     rootfs: &Path,
 ) -> Result<RootfsPath, UsernsError> {
+    mount_rootfs_with(&LinuxKernel, ns, lower_dirs, dir, rootfs)
+}
+
+/// [`mount_rootfs`] through `kernel`.
+pub fn mount_rootfs_with(
+    kernel: &dyn Kernel,
+    ns: &UsernsRootfs,
+    lower_dirs: &[PathBuf],
+    dir: &Path,
+    rootfs: &Path,
+) -> Result<RootfsPath, UsernsError> {
     let upper = dir.join("upper");
     let work = dir.join("work");
     for d in [&upper, &work, &rootfs.to_path_buf()] {
@@ -50,7 +62,7 @@ pub fn mount_rootfs(
         .map_err(|e| UsernsError::io("chown", &upper, e))?;
     std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| UsernsError::io("chmod", &upper, e))?;
-    match mount_idmapped(ns, lower_dirs, &upper, &work, dir, rootfs) {
+    match mount_idmapped(kernel, ns, lower_dirs, &upper, &work, dir, rootfs) {
         Ok(()) => return Ok(RootfsPath::Idmapped),
         Err(e) => tracing::info!(
             error = %e,
@@ -64,11 +76,14 @@ pub fn mount_rootfs(
         copied += usize::from(made);
         copies.push(copy);
     }
-    mount_overlay(&copies, &upper, &work, rootfs)?;
+    mount_overlay(kernel, &copies, &upper, &work, rootfs)?;
     Ok(RootfsPath::ChownedCopy { copied })
 }
 
+/// Idmapped bind mounts of the snapshots under `<dir>/idmapped/<i>`, overlaid; the
+/// staging mounts are released whether the overlay was mounted or not.
 fn mount_idmapped(
+    kernel: &dyn Kernel,
     ns: &UsernsRootfs,
     lower_dirs: &[PathBuf],
     upper: &Path,
@@ -86,26 +101,158 @@ fn mount_idmapped(
             let target = staging.join(i.to_string());
             std::fs::create_dir_all(&target)
                 .map_err(|e| UsernsError::io("create directory", &target, e))?;
-            idmap::bind_idmapped(lower, &target, &userns)?;
+            kernel.bind_idmapped(lower, &target, &userns)?;
             mounted.push(target);
         }
-        mount_overlay(&mounted, upper, work, rootfs)
+        mount_overlay(kernel, &mounted, upper, work, rootfs)
     })();
     // The overlay holds its own references to its layers: the staging mounts go
     // either way.
     for target in &mounted {
-        let _ = umount2(target, MntFlags::MNT_DETACH);
+        let _ = kernel.umount2(target, MntFlags::MNT_DETACH);
     }
     let _ = std::fs::remove_dir_all(&staging);
     result
 }
 
 fn mount_overlay(
+    kernel: &dyn Kernel,
     lowers: &[PathBuf],
     upper: &Path,
     work: &Path,
     rootfs: &Path,
 ) -> Result<(), UsernsError> {
-    crate::runtime::overlay::mount_overlay(lowers, upper, work, rootfs)
+    crate::runtime::overlay::mount_overlay_with(kernel, lowers, upper, work, rootfs)
         .map_err(|e| UsernsError::sys(format!("mount overlay at {}", rootfs.display()), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use nix::errno::Errno;
+    use nix::mount::MsFlags;
+
+    use super::*;
+    use crate::runtime::sys::recording::{Call, RecordingKernel};
+
+    struct Bundle {
+        tmp: tempfile::TempDir,
+        ns: UsernsRootfs,
+        lowers: Vec<PathBuf>,
+    }
+
+    impl Bundle {
+        fn new(layers: usize) -> Self {
+            let tmp = tempfile::tempdir().unwrap();
+            // Any file stands in for the pinned user namespace: only the fake uses it.
+            let userns_path = tmp.path().join("user");
+            std::fs::write(&userns_path, "").unwrap();
+            let ns = UsernsRootfs {
+                map: IdMap { base: 65536 },
+                userns_path,
+                root_dir: tmp.path().to_path_buf(),
+            };
+            let lowers = (0..layers)
+                .map(|i| PathBuf::from(format!("/snapshots/{i}")))
+                .collect();
+            Self { tmp, ns, lowers }
+        }
+
+        fn dir(&self) -> &Path {
+            self.tmp.path()
+        }
+
+        fn staging(&self, i: usize) -> PathBuf {
+            self.dir().join("idmapped").join(i.to_string())
+        }
+
+        fn mount(&self, k: &RecordingKernel) -> Result<(), UsernsError> {
+            let d = self.dir();
+            mount_idmapped(
+                k,
+                &self.ns,
+                &self.lowers,
+                &d.join("upper"),
+                &d.join("work"),
+                d,
+                &d.join("rootfs"),
+            )
+        }
+
+        fn unmount(&self, i: usize) -> Call {
+            Call::Umount {
+                target: self.staging(i),
+                flags: MntFlags::MNT_DETACH,
+            }
+        }
+    }
+
+    #[test]
+    fn snapshots_are_idmapped_in_order_overlaid_then_their_staging_mounts_released() {
+        let b = Bundle::new(3);
+        let k = RecordingKernel::new();
+        b.mount(&k).unwrap();
+        let mut expected: Vec<Call> = (0..3)
+            .map(|i| Call::BindIdmapped {
+                source: b.lowers[i].clone(),
+                target: b.staging(i),
+            })
+            .collect();
+        expected.push(Call::Mount {
+            source: Some(PathBuf::from("overlay")),
+            target: b.dir().join("rootfs"),
+            fstype: Some("overlay".into()),
+            flags: MsFlags::empty(),
+            data: Some(format!(
+                "lowerdir={}:{}:{},upperdir={}/upper,workdir={}/work",
+                b.staging(0).display(),
+                b.staging(1).display(),
+                b.staging(2).display(),
+                b.dir().display(),
+                b.dir().display()
+            )),
+        });
+        expected.extend((0..3).map(|i| b.unmount(i)));
+        assert_eq!(k.effects(), expected);
+        assert_eq!(k.mounted(), vec![b.dir().join("rootfs")]);
+        assert!(!b.dir().join("idmapped").exists());
+    }
+
+    #[test]
+    fn when_the_second_snapshot_cannot_be_idmapped_the_first_is_unmounted() {
+        let b = Bundle::new(3);
+        let k = RecordingKernel::new();
+        k.fail_nth(2, Errno::EINVAL, |c| matches!(c, Call::BindIdmapped { .. }));
+        let err = b.mount(&k).unwrap_err().to_string();
+        assert!(err.contains("idmap the mount of /snapshots/1"), "{err}");
+        assert_eq!(k.effects().last(), Some(&b.unmount(0)));
+        assert!(!k.effects().iter().any(|c| matches!(c, Call::Mount { .. })));
+        assert!(k.mounted().is_empty(), "{:?}", k.mounted());
+        assert!(!b.dir().join("idmapped").exists());
+    }
+
+    #[test]
+    fn an_overlay_refused_on_idmapped_layers_releases_every_staging_mount() {
+        let b = Bundle::new(2);
+        let k = RecordingKernel::new();
+        // Kernels before 5.19: overlayfs does not take idmapped layers.
+        k.fail(Errno::EINVAL, |c| matches!(c, Call::Mount { .. }));
+        let err = b.mount(&k).unwrap_err().to_string();
+        assert!(err.contains("mount overlay at"), "{err}");
+        let effects = k.effects();
+        assert_eq!(effects[effects.len() - 2..], [b.unmount(0), b.unmount(1)]);
+        assert!(k.mounted().is_empty());
+    }
+
+    #[test]
+    fn a_missing_user_namespace_handle_stops_before_any_mount() {
+        let b = Bundle::new(1);
+        std::fs::remove_file(&b.ns.userns_path).unwrap();
+        let k = RecordingKernel::new();
+        let err = b.mount(&k).unwrap_err().to_string();
+        assert!(
+            err.contains(&b.ns.userns_path.display().to_string()),
+            "{err}"
+        );
+        assert!(k.calls().is_empty());
+    }
 }
