@@ -6,7 +6,6 @@
 pub mod api;
 pub mod cli;
 pub mod daemon;
-pub mod events;
 pub mod gc;
 pub mod image;
 pub mod logs;

@@ -155,7 +155,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         default_rlimits,
         can_raise_limits: host::has_cap_sys_resource(),
         memory_capacity: host::memory_capacity(),
-        oom_victims: Arc::new(crate::events::OomVictims::default()),
+        oom_victims: Arc::new(crate::oom::OomVictims::default()),
         puller: puller.clone(),
         leases: leases.clone(),
         images_changed: images_rx,

@@ -37,7 +37,7 @@ pub struct Ctx {
     /// Images held by starting and running containers, for image GC.
     pub leases: crate::image::gc::ImageLeases,
     /// OOM victims named by the kernel (the /dev/kmsg watcher fills it).
-    pub oom_victims: Arc<crate::events::OomVictims>,
+    pub oom_victims: Arc<crate::oom::OomVictims>,
     /// Bumped whenever an image is loaded, so waiting containers retry at once.
     pub images_changed: tokio::sync::watch::Receiver<u64>,
     /// The node's security defaults and allowances.
