@@ -15,9 +15,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use super::query::parse_query;
 use super::server::{ApiState, Body, error, ok_json, respond};
 use super::types::{ExecTarget, LoadRequest, LoadResponse};
+use crate::disk::container_id;
+use crate::disk::records::EXIT_FILE;
 use crate::logs::reader::{ReadOptions, follow, read_log};
-use crate::runtime::paths::container_id;
-use crate::runtime::records::EXIT_FILE;
 use crate::status::PodRecord;
 
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Body> {
@@ -322,16 +322,15 @@ async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
 /// `podhost gc`: a container GC pass, then an image GC pass (same thresholds as the
 /// periodic one).
 async fn gc(state: &ApiState) -> Response<Body> {
-    let containers = state.gc.containers().await;
-    match state.gc.images().await {
-        Ok(images) => ok_json(&serde_json::json!({
-            "containers_removed": containers.removed.len(),
-            "pod_dirs_removed": containers.orphans.pod_dirs.len(),
-            "log_dirs_removed": containers.orphans.log_dirs.len(),
-            "images_deleted": images.deleted,
-            "bytes_freed": images.freed_bytes,
-            "target_bytes": images.target_bytes,
-            "shortfall_bytes": images.shortfall_bytes,
+    match state.gc.collect_now().await {
+        Ok(outcome) => ok_json(&serde_json::json!({
+            "containers_removed": outcome.containers_removed,
+            "pod_dirs_removed": outcome.pod_dirs_removed,
+            "log_dirs_removed": outcome.log_dirs_removed,
+            "images_deleted": outcome.images.deleted,
+            "bytes_freed": outcome.images.freed_bytes,
+            "target_bytes": outcome.images.target_bytes,
+            "shortfall_bytes": outcome.images.shortfall_bytes,
         })),
         Err(e) => error(500, format!("image GC failed: {e}")),
     }

@@ -1,5 +1,6 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
+mod gc_trigger;
 mod host;
 mod log_drops;
 mod manager;
@@ -14,9 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{ApiState, ClaimedSocket, SocketAccess, serve};
+use crate::disk::Layout;
 use crate::image::ImageStore;
 use crate::model::backoff::BackoffPolicy;
-use crate::runtime::paths::Layout;
 use crate::status::StatusStore;
 use crate::worker::Ctx;
 
@@ -166,7 +167,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         )?),
         log_rotation: cfg.log_rotation,
     });
-    let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
+    let gc = crate::gc::runner::GcRunner::new(
+        crate::gc::runner::GcTargets {
+            layout: layout.clone(),
+            images: images.clone(),
+            leases: leases.clone(),
+            store: store.clone(),
+            userns: ctx.userns.clone(),
+        },
+        cfg.gc.clone(),
+    );
     gc.spawn_loops();
     let api = Arc::new(ApiState {
         store: store.clone(),

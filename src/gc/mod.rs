@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::runtime::paths::Layout;
+use crate::disk::Layout;
 
 pub use orphans::{ORPHAN_GRACE, OrphanReport, remove_orphans, remove_orphans_older_than};
 pub use plan::plan;

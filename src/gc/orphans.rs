@@ -7,10 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use super::remove::remove_tree;
 use super::scan::{pod_log_dir, shim_alive};
-use crate::runtime::fsutil::read_json;
+use crate::disk::read_json;
+use crate::disk::records::{STARTED_FILE, StartedRecord};
+use crate::disk::{Layout, attempts};
 use crate::runtime::log_owner::is_ours;
-use crate::runtime::paths::{Layout, attempts};
-use crate::runtime::records::{STARTED_FILE, StartedRecord};
 
 /// Directories modified more recently than this are left for the next pass: the live
 /// set the caller gave may predate a pod admitted a moment ago.

@@ -5,11 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use super::DeadContainer;
-use crate::runtime::fsutil::read_json;
-use crate::runtime::paths::{Layout, attempts};
-use crate::runtime::records::{
-    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, StartedRecord,
-};
+use crate::disk::read_json;
+use crate::disk::records::{EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, StartedRecord};
+use crate::disk::{Layout, attempts};
 
 /// Every dead container under the layout's pods dir, in no particular order. The
 /// log file is `<log-dir>/<ns>_<pod>_<uid>/<container>/<attempt>.log`, with namespace

@@ -15,9 +15,9 @@ use serde::Deserialize;
 
 use super::orphans::ORPHAN_GRACE;
 use super::scan::shim_alive;
-use crate::runtime::fsutil::read_json;
-use crate::runtime::paths::Layout;
-use crate::runtime::records::{EXIT_FILE, STARTED_FILE, StartedRecord};
+use crate::disk::Layout;
+use crate::disk::read_json;
+use crate::disk::records::{EXIT_FILE, STARTED_FILE, StartedRecord};
 
 /// The part of libcontainer's `state.json` this needs.
 #[derive(Debug, Deserialize)]

@@ -96,7 +96,7 @@ pub fn pin(ns_dir: &Path, child: Pid, cgroup_leaf: Option<&Path>) -> Result<i32,
             e,
         )
     })?;
-    super::fsutil::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
+    crate::disk::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
     Ok(child.as_raw())
 }
 

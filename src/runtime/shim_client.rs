@@ -12,12 +12,12 @@ use tokio::io::AsyncBufReadExt;
 use tokio::io::unix::AsyncFd;
 
 use super::RuntimeError;
-use super::fsutil::{read_json, write_json_atomic};
 use super::lost::reap_lost_container;
-use super::records::{
-    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, ShimConfig, ShimReady,
-    StartedRecord,
+use super::shim_config::{ShimConfig, ShimReady};
+use crate::disk::records::{
+    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, StartedRecord,
 };
+use crate::disk::{read_json, write_json_atomic};
 
 /// The safety-net look at a running container's exit record.
 pub const RELIST_EVERY: Duration = Duration::from_secs(10);
@@ -124,7 +124,7 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
             // for start) and the rootfs mount behind; nothing else would release them.
             let bundle = cfg.bundle.clone();
             let _ = tokio::task::spawn_blocking(move || reap_lost_container(&bundle)).await;
-            let log = std::fs::read_to_string(cfg.bundle.join(super::records::SHIM_LOG_FILE))
+            let log = std::fs::read_to_string(cfg.bundle.join(crate::disk::records::SHIM_LOG_FILE))
                 .unwrap_or_default();
             Err(failed(format!(
                 "shim exited without a report; its log: {}",

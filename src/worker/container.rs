@@ -11,12 +11,13 @@ use tokio::sync::watch;
 
 use super::context::{Ctx, PodInfo};
 use super::kill::{Running, stop_container};
-use super::prepare::{IMAGE_REF_FILE, prepare_attempt};
+use super::prepare::prepare_attempt;
 use super::state::{ContainerView, running, terminated, waiting};
+use crate::disk::records::IMAGE_REF_FILE;
+use crate::disk::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
+use crate::disk::{attempts, container_id};
+use crate::disk::{read_json, write_json_atomic};
 use crate::model::backoff::Backoff;
-use crate::runtime::fsutil::{read_json, write_json_atomic};
-use crate::runtime::paths::{attempts, container_id};
-use crate::runtime::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
 use crate::runtime::shim_client::{self, Adopted, ShimGone, ShimHandle};
 use crate::status::EventKind;
 

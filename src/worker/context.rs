@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::disk::Layout;
 use crate::image::ImageStore;
 use crate::model::backoff::BackoffPolicy;
 use crate::model::grace::pod_grace;
 use crate::model::qos::{QosClass, pod_resources, qos_class};
 use crate::model::restart::RestartPolicy;
 use crate::runtime::node_cgroups::NodeCgroups;
-use crate::runtime::paths::Layout;
 use crate::status::StatusStore;
 
 /// Shared, read-only context of the workers.

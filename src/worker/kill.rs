@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::Container;
 use nix::sys::signal::Signal;
 
 use super::context::{Ctx, PodInfo};
+use crate::disk::records::StartedRecord;
 use crate::model::grace::stop_grace_after_hook;
-use crate::runtime::records::StartedRecord;
 use crate::runtime::signals;
 use crate::status::EventKind;
 

@@ -15,4 +15,3 @@ mod state;
 
 pub use context::{Ctx, PodInfo};
 pub use pod::{PodHandle, spawn_pod};
-pub use prepare::IMAGE_REF_FILE;

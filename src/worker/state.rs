@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{
     ContainerStatus,
 };
 
-use crate::runtime::records::ExitRecord;
+use crate::disk::records::ExitRecord;
 use crate::status::StatusStore;
 use crate::status::k8s_time;
 

@@ -1,4 +1,4 @@
-//! The on-disk layout (design.md "On disk"), in one place.
+//! The on-disk layout (design.md "On disk"): where every directory and file lives.
 
 use std::path::{Path, PathBuf};
 
