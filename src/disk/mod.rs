@@ -11,7 +11,7 @@ pub mod records;
 
 use std::path::PathBuf;
 
-pub use atomic::{read_json, write_atomic, write_json_atomic};
+pub use atomic::{read_json, write_atomic, write_atomic_via, write_json_atomic};
 pub use layout::{Layout, attempts, container_id};
 
 /// A state file could not be read or written.

@@ -215,6 +215,19 @@ impl ImageError {
     }
 }
 
+/// The store's atomic writes go through `disk`; its errors keep their action and path.
+impl From<crate::disk::DiskError> for ImageError {
+    fn from(e: crate::disk::DiskError) -> Self {
+        match e {
+            crate::disk::DiskError::Io { what, path, source } => ImageError::io(what, path, source),
+            crate::disk::DiskError::Json { path, source } => ImageError::Corrupt {
+                path,
+                reason: source.to_string(),
+            },
+        }
+    }
+}
+
 /// Shorthand for `.map_err(|e| ImageError::io(action, path, e))`.
 pub(crate) trait IoContext<T> {
     /// Attaches the action and path to an io error.
