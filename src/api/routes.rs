@@ -336,57 +336,42 @@ async fn gc(state: &ApiState) -> Response<Body> {
     }
 }
 
-/// `podhost rmi`: refuses an image that a pod uses, naming the pods.
+/// `podhost rmi`: refuses an image that a pod uses, naming the pods (the rule is
+/// `image::check_removable`'s).
 async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
     let request: super::types::PullRequest =
         match super::body::read_json(req, "remove request").await {
             Ok(r) => r,
             Err(answer) => return answer,
         };
-    let reference = crate::image::normalize_reference(&request.reference);
-    let digest = state
-        .images
-        .resolve(&reference)
-        .ok()
-        .map(|i| i.manifest_digest);
-    let users: Vec<String> = state
+    let pods: Vec<crate::image::PodImages> = state
         .store
         .pods()
         .into_iter()
-        .filter(|r| {
-            let uses_ref = r
+        .map(|r| crate::image::PodImages {
+            pod: r.name().to_string(),
+            references: r
                 .pod
                 .spec
                 .iter()
                 .flat_map(|s| s.containers.iter())
-                .any(|c| {
-                    c.image.as_deref().map(crate::image::normalize_reference)
-                        == Some(reference.clone())
-                });
-            let uses_digest = digest.as_ref().is_some_and(|d| {
-                r.pod
-                    .status
-                    .iter()
-                    .flat_map(|s| s.container_statuses.iter().flatten())
-                    .any(|c| &c.image_id == d)
-            });
-            uses_ref || uses_digest
+                .filter_map(|c| c.image.clone())
+                .collect(),
+            image_ids: r
+                .pod
+                .status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+                .map(|c| c.image_id.clone())
+                .collect(),
         })
-        .map(|r| r.name().to_string())
         .collect();
-    if !users.is_empty() || state.leases.held().contains(&reference) {
-        return error(
-            409,
-            format!(
-                "image {reference} is in use by pod(s) {}; remove those pods first",
-                if users.is_empty() {
-                    "being started".to_string()
-                } else {
-                    users.join(", ")
-                }
-            ),
-        );
-    }
+    let leased = state.leases.held();
+    let reference =
+        match crate::image::check_removable(&state.images, &request.reference, &pods, &leased) {
+            Ok(reference) => reference,
+            Err(refused) => return error(409, refused.to_string()),
+        };
     let images = state.images.clone();
     let r = reference.clone();
     match tokio::task::spawn_blocking(move || {
