@@ -20,8 +20,8 @@
 //! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime         |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
-//! | `cli`     | the user commands' bodies and output                | model, disk, logs, image, status, runtime, api                 |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli and shim                                           |
+//! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, status, runtime, api, daemon         |
 //!
 //! Where a lower module needs something of a higher one, it takes a parameter or a
 //! small trait instead (`api::GcTrigger`, `gc::runner::GcTargets`).

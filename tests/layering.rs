@@ -35,14 +35,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["model", "disk", "logs", "image", "status", "runtime"],
     ),
     (
-        "cli",
-        &["model", "disk", "logs", "image", "status", "runtime", "api"],
-    ),
-    (
         "daemon",
         &[
             "model", "disk", "logs", "oom", "image", "source", "status", "runtime", "worker", "gc",
             "api",
+        ],
+    ),
+    (
+        "cli",
+        &[
+            "model", "disk", "logs", "image", "status", "runtime", "api", "daemon",
         ],
     ),
 ];

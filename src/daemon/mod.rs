@@ -1,5 +1,6 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
+pub mod flags;
 mod gc_trigger;
 mod host;
 mod log_drops;

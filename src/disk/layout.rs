@@ -2,6 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// The daemon's default `--root-dir`.
+pub const DEFAULT_ROOT_DIR: &str = "/var/lib/podhost";
+
 /// Where podhost keeps its state and logs.
 #[derive(Debug, Clone)]
 pub struct Layout {

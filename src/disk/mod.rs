@@ -12,7 +12,7 @@ pub mod records;
 use std::path::PathBuf;
 
 pub use atomic::{read_json, write_atomic, write_atomic_via, write_json_atomic};
-pub use layout::{Layout, attempts, container_id};
+pub use layout::{DEFAULT_ROOT_DIR, Layout, attempts, container_id};
 
 /// A state file could not be read or written.
 #[derive(Debug, thiserror::Error)]

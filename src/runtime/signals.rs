@@ -3,6 +3,15 @@
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+/// Restores SIGPIPE's default action (the Rust runtime ignores it), so that a user
+/// command whose output pipe closes (`podhost get pods | head`) dies quietly.
+pub fn restore_default_sigpipe() {
+    // SAFETY: restoring the default disposition installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Parses a stop signal as images and specs write it: "SIGTERM", "TERM", "15".
 pub fn parse_signal(text: &str) -> Option<Signal> {
     let t = text.trim();
