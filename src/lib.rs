@@ -1,12 +1,34 @@
 //! podhost: runs Kubernetes static pods on one Linux host without a CRI.
 //!
-//! Module order follows the one-way data flow in `../shared/design.md`:
-//! `source` → `worker` → `runtime` → `status` → `api`, with `model` holding pure
-//! types and functions shared by all of them.
+//! # Layering
+//!
+//! Data flows one way (`../shared/design.md`, "Data flow"): `source` → `worker` →
+//! `runtime`, results into `status`, read by `api` and the CLI. A module uses only the
+//! modules below it here; `tests/layering.rs` fails on any other `crate::` path.
+//!
+//! | module    | what it is                                          | may use                                                        |
+//! |-----------|-----------------------------------------------------|----------------------------------------------------------------|
+//! | `model`   | pure types and functions (no I/O, no clock)         | nothing of the crate                                           |
+//! | `disk`    | on-disk layout, shim records, the atomic-write helper | model                                                        |
+//! | `logs`    | CRI log files: write, rotate, read                  | model, disk                                                    |
+//! | `image`   | content store, pull, load, unpack, image GC         | model, disk                                                    |
+//! | `source`  | manifests → validated pods                          | model, disk                                                    |
+//! | `status`  | pod status and the pods' and node's Events          | model, disk                                                    |
+//! | `runtime` | the kernel: rootfs, spec, namespaces, cgroups, shims | model, disk, logs                                             |
+//! | `oom`     | kernel OOM reports from /dev/kmsg, recent victims   | model, disk, runtime (its fd registration)                     |
+//! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
+//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime         |
+//! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
+//! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
+//! | `daemon`  | wires everything together (the only one that may)   | all but cli and shim                                           |
+//! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, status, runtime, api, daemon         |
+//!
+//! Where a lower module needs something of a higher one, it takes a parameter or a
+//! small trait instead (`api::GcTrigger`, `gc::runner::GcTargets`).
 pub mod api;
 pub mod cli;
 pub mod daemon;
-pub mod events;
+pub mod disk;
 pub mod gc;
 pub mod image;
 pub mod logs;

@@ -5,6 +5,7 @@
 mod access;
 mod body;
 pub mod client;
+mod gc_trigger;
 mod query;
 mod request_error;
 mod routes;
@@ -13,6 +14,7 @@ mod socket;
 pub mod types;
 
 pub use access::{AccessError, SocketAccess, SocketGroup, resolve_socket_group};
+pub use gc_trigger::{GcOutcome, GcTrigger};
 pub use query::{percent_decode, percent_encode};
 pub use server::{ApiServer, ApiState, serve};
 pub use socket::{ClaimedSocket, SocketError};

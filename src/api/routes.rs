@@ -16,9 +16,9 @@ use super::query::parse_query;
 use super::request_error::RequestError;
 use super::server::{ApiState, Body, error, ok_json, respond};
 use super::types::{ExecTarget, LoadRequest, LoadResponse};
+use crate::disk::container_id;
+use crate::disk::records::EXIT_FILE;
 use crate::logs::reader::{ReadOptions, follow, read_log};
-use crate::runtime::paths::container_id;
-use crate::runtime::records::EXIT_FILE;
 use crate::status::PodRecord;
 
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Body> {
@@ -332,72 +332,56 @@ async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
 /// `podhost gc`: a container GC pass, then an image GC pass (same thresholds as the
 /// periodic one).
 async fn gc(state: &ApiState) -> Response<Body> {
-    let containers = state.gc.containers().await;
-    match state.gc.images().await {
-        Ok(images) => ok_json(&serde_json::json!({
-            "containers_removed": containers.removed.len(),
-            "pod_dirs_removed": containers.orphans.pod_dirs.len(),
-            "log_dirs_removed": containers.orphans.log_dirs.len(),
-            "images_deleted": images.deleted,
-            "bytes_freed": images.freed_bytes,
-            "target_bytes": images.target_bytes,
-            "shortfall_bytes": images.shortfall_bytes,
+    match state.gc.collect_now().await {
+        Ok(outcome) => ok_json(&serde_json::json!({
+            "containers_removed": outcome.containers_removed,
+            "pod_dirs_removed": outcome.pod_dirs_removed,
+            "log_dirs_removed": outcome.log_dirs_removed,
+            "images_deleted": outcome.images.deleted,
+            "bytes_freed": outcome.images.freed_bytes,
+            "target_bytes": outcome.images.target_bytes,
+            "shortfall_bytes": outcome.images.shortfall_bytes,
         })),
         Err(e) => error(500, format!("image GC failed: {e}")),
     }
 }
 
-/// `podhost rmi`: refuses an image that a pod uses, naming the pods.
+/// `podhost rmi`: refuses an image that a pod uses, naming the pods (the rule is
+/// `image::check_removable`'s).
 async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
     let request: super::types::PullRequest =
         match super::body::read_json(req, "remove request").await {
             Ok(r) => r,
             Err(answer) => return answer,
         };
-    let reference = crate::image::normalize_reference(&request.reference);
-    let digest = state
-        .images
-        .resolve(&reference)
-        .ok()
-        .map(|i| i.manifest_digest);
-    let users: Vec<String> = state
+    let pods: Vec<crate::image::PodImages> = state
         .store
         .pods()
         .into_iter()
-        .filter(|r| {
-            let uses_ref = r
+        .map(|r| crate::image::PodImages {
+            pod: r.name().to_string(),
+            references: r
                 .pod
                 .spec
                 .iter()
                 .flat_map(|s| s.containers.iter())
-                .any(|c| {
-                    c.image.as_deref().map(crate::image::normalize_reference)
-                        == Some(reference.clone())
-                });
-            let uses_digest = digest.as_ref().is_some_and(|d| {
-                r.pod
-                    .status
-                    .iter()
-                    .flat_map(|s| s.container_statuses.iter().flatten())
-                    .any(|c| &c.image_id == d)
-            });
-            uses_ref || uses_digest
+                .filter_map(|c| c.image.clone())
+                .collect(),
+            image_ids: r
+                .pod
+                .status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+                .map(|c| c.image_id.clone())
+                .collect(),
         })
-        .map(|r| r.name().to_string())
         .collect();
-    if !users.is_empty() || state.leases.held().contains(&reference) {
-        return error(
-            409,
-            format!(
-                "image {reference} is in use by pod(s) {}; remove those pods first",
-                if users.is_empty() {
-                    "being started".to_string()
-                } else {
-                    users.join(", ")
-                }
-            ),
-        );
-    }
+    let leased = state.leases.held();
+    let reference =
+        match crate::image::check_removable(&state.images, &request.reference, &pods, &leased) {
+            Ok(reference) => reference,
+            Err(refused) => return error(409, refused.to_string()),
+        };
     let images = state.images.clone();
     let r = reference.clone();
     match tokio::task::spawn_blocking(move || {

@@ -15,8 +15,8 @@ use tokio::net::{UnixListener, UnixStream};
 
 use super::access::{AccessError, SocketAccess};
 use super::socket::ClaimedSocket;
+use crate::disk::Layout;
 use crate::image::ImageStore;
-use crate::runtime::paths::Layout;
 use crate::runtime::peer_cred::peer_cred;
 use crate::status::StatusStore;
 
@@ -28,7 +28,7 @@ pub struct ApiState {
     pub layout: Layout,
     pub images_changed: tokio::sync::watch::Sender<u64>,
     pub puller: crate::image::pull::Puller,
-    pub gc: std::sync::Arc<crate::gc::runner::GcRunner>,
+    pub gc: Arc<dyn super::GcTrigger>,
     pub leases: crate::image::gc::ImageLeases,
 }
 

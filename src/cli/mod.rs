@@ -1,6 +1,10 @@
-//! What the CLI prints, as pure functions of API objects (unit-tested without a daemon).
+//! The command line: its arguments (`args`), each command's body (`commands`), and
+//! what the commands print, as pure functions of API objects (unit-tested without a
+//! daemon).
 
 pub mod age;
+pub mod args;
+pub mod commands;
 pub mod describe;
 pub mod events;
 pub mod images;

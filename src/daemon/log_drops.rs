@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::disk::Layout;
 use crate::logs::{LOG_DROPS_FILE, LogDrops, read_drops};
-use crate::runtime::paths::Layout;
 use crate::status::{EventKind, StatusStore};
 
 /// How often the records are read.

@@ -1,5 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
+pub mod flags;
+mod gc_trigger;
 mod host;
 mod log_drops;
 mod manager;
@@ -16,9 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{ApiState, ClaimedSocket, SocketAccess, serve};
+use crate::disk::Layout;
 use crate::image::ImageStore;
 use crate::model::backoff::BackoffPolicy;
-use crate::runtime::paths::Layout;
 use crate::status::StatusStore;
 use crate::worker::Ctx;
 
@@ -175,7 +177,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         default_rlimits,
         can_raise_limits: host::has_cap_sys_resource(),
         memory_capacity: host::memory_capacity(),
-        oom_victims: Arc::new(crate::events::OomVictims::default()),
+        oom_victims: Arc::new(crate::oom::OomVictims::default()),
         puller: puller.clone(),
         leases: leases.clone(),
         images_changed: images_rx,
@@ -187,7 +189,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         log_rotation: cfg.log_rotation,
     });
     let mut essential = supervise::EssentialTasks::default();
-    let gc = crate::gc::runner::GcRunner::new(ctx.clone(), cfg.gc.clone());
+    let gc = crate::gc::runner::GcRunner::new(
+        crate::gc::runner::GcTargets {
+            layout: layout.clone(),
+            images: images.clone(),
+            leases: leases.clone(),
+            store: store.clone(),
+            userns: ctx.userns.clone(),
+        },
+        cfg.gc.clone(),
+    );
     for (name, loop_task) in gc.spawn_loops() {
         essential.watch(name, loop_task);
     }

@@ -4,8 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::events::{OomVictim, OomVictims};
-use crate::oom::{OomEvent, attribute, spawn_kmsg_watcher};
+use crate::oom::{OomEvent, OomVictim, OomVictims, attribute, spawn_kmsg_watcher};
 use crate::status::{EventKind, StatusStore};
 
 /// Starts the watcher; without /dev/kmsg, says what is lost and goes on (`None`).

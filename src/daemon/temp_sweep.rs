@@ -4,7 +4,7 @@
 //!
 //! | scheme                             | written by                        | where                  |
 //! |------------------------------------|-----------------------------------|------------------------|
-//! | `.<name>.tmp.<pid>.<seq>`          | `runtime::fsutil::write_atomic`   | root, userns/, pods/<uid>/, its ns/, attempt dirs |
+//! | `.<name>.tmp.<pid>.<seq>`          | `disk::write_atomic`              | root, userns/, pods/<uid>/, its ns/, attempt dirs |
 //! | `exec-process-<pid>.json`          | `runtime::exec` (exec into a container) | attempt dirs     |
 //! | `.<name>.tmp` (no pid)             | the OOM cursor (daemon only)      | root                   |
 //! | `.podhost-bind.<pid>/`             | the API socket's private bind dir | the socket's directory |
@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use crate::runtime::paths::Layout;
+use crate::disk::Layout;
 
 /// A writer that started this long after the temp's last change cannot be its writer
 /// (the pid was reused): the slack covers the boot-time clock's whole seconds.

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::runtime::paths::Layout;
+use crate::disk::Layout;
 
 pub use error::GcError;
 pub use orphans::{ORPHAN_GRACE, OrphanReport, remove_orphans, remove_orphans_older_than};

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::remove::remove_tree;
-use super::scan::{pod_log_dir, shim_alive};
-use crate::runtime::fsutil::read_json;
+use super::scan::pod_log_dir;
+use crate::disk::read_json;
+use crate::disk::records::{STARTED_FILE, StartedRecord};
+use crate::disk::{Layout, attempts};
 use crate::runtime::log_owner::is_ours;
-use crate::runtime::paths::{Layout, attempts};
-use crate::runtime::records::{STARTED_FILE, StartedRecord};
+use crate::runtime::shim_client::is_our_shim;
 
 /// Directories modified more recently than this are left for the next pass: the live
 /// set the caller gave may predate a pod admitted a moment ago.
@@ -139,7 +140,7 @@ fn has_live_shim(layout: &Layout, uid: &str) -> bool {
         for attempt in attempts(&name.path()) {
             let dir = name.path().join(attempt.to_string());
             if let Ok(Some(s)) = read_json::<StartedRecord>(&dir.join(STARTED_FILE)) {
-                if shim_alive(s.shim_pid, &dir) {
+                if is_our_shim(s.shim_pid, &dir) {
                     tracing::warn!(pod_uid = %uid, dir = %dir.display(),
                         "container GC: a pod that is gone still has a running shim; kept");
                     return true;

@@ -6,9 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{ContainerGcPolicy, ContainerGcReport, GcError};
-use crate::image::gc::{GcReport, ImageGcPolicy, InUse, image_gc};
-use crate::status::EventKind;
-use crate::worker::Ctx;
+use crate::disk::Layout;
+use crate::disk::records::IMAGE_REF_FILE;
+use crate::image::ImageStore;
+use crate::image::gc::{GcReport, ImageGcPolicy, ImageLeases, InUse, image_gc};
+use crate::runtime::userns::UsernsAllocator;
+use crate::status::{EventKind, StatusStore};
 
 /// GC settings (daemon flags).
 #[derive(Debug, Clone)]
@@ -19,10 +22,21 @@ pub struct GcSettings {
     pub container_period: Duration,
 }
 
+/// What GC works on: the state dirs, the image store, the images held by starting
+/// containers, the pods the daemon knows (and where its results go), the ID blocks.
+#[derive(Debug, Clone)]
+pub struct GcTargets {
+    pub layout: Layout,
+    pub images: Arc<ImageStore>,
+    pub leases: ImageLeases,
+    pub store: Arc<StatusStore>,
+    pub userns: Arc<UsernsAllocator>,
+}
+
 /// Images in use: every container on disk (running or exited, until container GC
 /// removes it) names its image digest, and starting containers hold leases.
 struct ContainersOnDisk<'a> {
-    ctx: &'a Ctx,
+    ctx: &'a GcTargets,
 }
 
 impl InUse for ContainersOnDisk<'_> {
@@ -40,7 +54,7 @@ impl InUse for ContainersOnDisk<'_> {
         for pod in dirs(&pods) {
             for container in dirs(&pod.join("containers")) {
                 for attempt in dirs(&container) {
-                    let file = attempt.join(crate::worker::IMAGE_REF_FILE);
+                    let file = attempt.join(IMAGE_REF_FILE);
                     if let Ok(digest) = std::fs::read_to_string(file) {
                         out.insert(digest.trim().to_string());
                     }
@@ -54,14 +68,14 @@ impl InUse for ContainersOnDisk<'_> {
 /// Runs the passes.
 #[derive(Debug)]
 pub struct GcRunner {
-    ctx: Arc<Ctx>,
+    ctx: Arc<GcTargets>,
     settings: GcSettings,
 }
 
 /// Frees the ID blocks of pods that are gone (unknown to the daemon, their dir
 /// removed), e.g. after a crash between a pod's end and its release, and the chowned
 /// snapshot copies no block or snapshot needs any more.
-fn release_userns_blocks(ctx: &Ctx, live: &HashSet<String>) {
+fn release_userns_blocks(ctx: &GcTargets, live: &HashSet<String>) {
     if let Err(e) = ctx
         .userns
         .release_unless(|uid| live.contains(uid) || ctx.layout.pod_dir(uid).exists())
@@ -88,8 +102,11 @@ fn release_userns_blocks(ctx: &Ctx, live: &HashSet<String>) {
 }
 
 impl GcRunner {
-    pub fn new(ctx: Arc<Ctx>, settings: GcSettings) -> Arc<Self> {
-        Arc::new(Self { ctx, settings })
+    pub fn new(targets: GcTargets, settings: GcSettings) -> Arc<Self> {
+        Arc::new(Self {
+            ctx: Arc::new(targets),
+            settings,
+        })
     }
 
     /// One image GC pass; reports what was freed and any shortfall as node events.

@@ -5,11 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use super::DeadContainer;
-use crate::runtime::fsutil::read_json;
-use crate::runtime::paths::{Layout, attempts};
-use crate::runtime::records::{
-    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, STARTED_FILE, StartedRecord,
-};
+use crate::disk::read_json;
+use crate::disk::records::{EXIT_FILE, ExitRecord, STARTED_FILE, StartedRecord};
+use crate::disk::{Layout, attempts};
+use crate::runtime::shim_client::is_our_shim;
 
 /// Every dead container under the layout's pods dir, in no particular order. The
 /// log file is `<log-dir>/<ns>_<pod>_<uid>/<container>/<attempt>.log`, with namespace
@@ -71,23 +70,12 @@ fn dead_since(dir: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
         }
     };
     if let Ok(Some(started)) = read_json::<StartedRecord>(&dir.join(STARTED_FILE)) {
-        if shim_alive(started.shim_pid, dir) {
+        if is_our_shim(started.shim_pid, dir) {
             tracing::debug!(dir = %dir.display(), "container GC: shim still cleaning up; kept");
             return None;
         }
     }
     Some(exit.finished_at)
-}
-
-/// Whether `pid` is the shim of this attempt dir (and not a reused pid).
-pub(crate) fn shim_alive(pid: i32, bundle: &Path) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
-    let expected = bundle.join(SHIM_CONFIG_FILE);
-    cmdline
-        .split(|b| *b == 0)
-        .any(|arg| arg == expected.as_os_str().as_encoded_bytes())
 }
 
 /// `<log-dir>/<ns>_<pod>_<uid>`: from `pods/<uid>/status.json`, else the first

@@ -14,10 +14,10 @@ use std::time::SystemTime;
 use serde::Deserialize;
 
 use super::orphans::ORPHAN_GRACE;
-use super::scan::shim_alive;
-use crate::runtime::fsutil::read_json;
-use crate::runtime::paths::Layout;
-use crate::runtime::records::{EXIT_FILE, STARTED_FILE, StartedRecord};
+use crate::disk::Layout;
+use crate::disk::read_json;
+use crate::disk::records::{EXIT_FILE, STARTED_FILE, StartedRecord};
+use crate::runtime::shim_client::is_our_shim;
 
 /// The part of libcontainer's `state.json` this needs.
 #[derive(Debug, Deserialize)]
@@ -68,7 +68,7 @@ fn is_stale(dir: &Path) -> bool {
         return false;
     }
     match read_json::<StartedRecord>(&bundle.join(STARTED_FILE)) {
-        Ok(Some(started)) => !shim_alive(started.shim_pid, &bundle),
+        Ok(Some(started)) => !is_our_shim(started.shim_pid, &bundle),
         _ => true,
     }
 }

@@ -194,6 +194,18 @@ pub enum ImageError {
         compression: &'static str,
     },
 
+    /// `rmi` of an image a pod uses (or a starting container holds).
+    #[error(
+        "image {reference} is in use by pod(s) {}; remove those pods first",
+        super::in_use::users_text(users)
+    )]
+    InUse {
+        /// The normalized reference.
+        reference: String,
+        /// The pods that use it; empty when only a lease holds it.
+        users: Vec<String>,
+    },
+
     /// The store's own files are damaged.
     #[error("image store file {} is damaged: {reason}; remove it and load the images again", path.display())]
     Corrupt {
@@ -211,6 +223,19 @@ impl ImageError {
             action,
             path: path.into(),
             source,
+        }
+    }
+}
+
+/// The store's atomic writes go through `disk`; its errors keep their action and path.
+impl From<crate::disk::DiskError> for ImageError {
+    fn from(e: crate::disk::DiskError) -> Self {
+        match e {
+            crate::disk::DiskError::Io { what, path, source } => ImageError::io(what, path, source),
+            crate::disk::DiskError::Json { path, source } => ImageError::Corrupt {
+                path,
+                reason: source.to_string(),
+            },
         }
     }
 }

@@ -1,8 +1,7 @@
-//! Crash-safe file helpers: temp names that carry the writer's pid, write + fsync +
-//! rename, directory fsync, and removal of temps left by dead writers.
+//! The image store's temp files: names that carry the writer's pid, directory fsync,
+//! and removal of temps left by dead writers (atomic writes are `disk::write_atomic_via`).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,24 +29,6 @@ pub(crate) fn fsync_dir(dir: &Path) -> Result<(), ImageError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .ctx("fsync directory", dir)
-}
-
-/// Writes `data` to `dest` atomically: temp file in `tmp_dir` (same filesystem),
-/// fsync, rename over `dest`, fsync `dest`'s directory.
-pub(crate) fn write_atomic(tmp_dir: &Path, dest: &Path, data: &[u8]) -> Result<(), ImageError> {
-    let tmp = tmp_dir.join(temp_name("write"));
-    let result = (|| {
-        let mut f = create_new(&tmp, 0o644)?;
-        f.write_all(data).ctx("write", &tmp)?;
-        f.sync_all().ctx("fsync", &tmp)?;
-        drop(f);
-        fs::rename(&tmp, dest).ctx("rename into place", dest)?;
-        fsync_dir(dest.parent().unwrap_or(Path::new("/")))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// Creates a new file (fails if it exists) with `mode`.
@@ -140,15 +121,5 @@ mod tests {
         let removed = remove_stale_temps(dir.path()).unwrap();
         assert_eq!(removed, vec![dead.clone()]);
         assert!(live.exists() && other.exists() && !dead.exists());
-    }
-
-    #[test]
-    fn write_atomic_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let dest = dir.path().join("f.json");
-        write_atomic(dir.path(), &dest, b"one").unwrap();
-        write_atomic(dir.path(), &dest, b"two").unwrap();
-        assert_eq!(fs::read(&dest).unwrap(), b"two");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -22,7 +22,7 @@
 use std::path::Path;
 
 use super::error::ImageError;
-use super::reference::normalize_reference;
+use super::reference::{normalize_reference, split_reference};
 
 const LOCAL_REGISTRY: &str = "localhost";
 const DEFAULT_TAG: &str = "latest";
@@ -164,8 +164,7 @@ fn checked_name(name: &str) -> Result<String, ImageError> {
 
 /// The tag of a normalized `registry/repo:tag`.
 fn tag_of(reference: &str) -> Option<&str> {
-    let last = reference.rsplit('/').next()?;
-    last.split_once(':').map(|(_, t)| t)
+    split_reference(reference).tag
 }
 
 /// `localhost/<dir>:<tag>` for a tag, `localhost/<word>:latest` for a short name.

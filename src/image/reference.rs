@@ -23,20 +23,7 @@ pub fn normalize_reference(s: &str) -> String {
     if s.is_empty() || is_bare_digest(s) {
         return s.to_string();
     }
-    let (name_and_tag, digest) = match s.split_once('@') {
-        Some((n, d)) => (n, Some(d)),
-        None => (s, None),
-    };
-    // The tag is after the last ':' that follows the last '/'.
-    let last_slash = name_and_tag.rfind('/').map_or(0, |i| i + 1);
-    let (name, tag) = match name_and_tag[last_slash..].rfind(':') {
-        Some(i) => (
-            &name_and_tag[..last_slash + i],
-            Some(&name_and_tag[last_slash + i + 1..]),
-        ),
-        None => (name_and_tag, None),
-    };
-
+    let RefParts { name, tag, digest } = split_reference(s);
     let (domain, mut remainder) = split_domain(name);
     if domain == DEFAULT_DOMAIN && !remainder.contains('/') {
         remainder = format!("{OFFICIAL_REPO_PREFIX}{remainder}");
@@ -59,6 +46,33 @@ pub fn normalize_reference(s: &str) -> String {
         out.push_str(d);
     }
     out
+}
+
+/// An image reference cut into its parts, as written (not normalized, not checked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RefParts<'a> {
+    /// Registry (if written) and repository: everything before the tag and digest.
+    pub name: &'a str,
+    pub tag: Option<&'a str>,
+    pub digest: Option<&'a str>,
+}
+
+/// Splits `name[:tag][@digest]`: the digest follows the first `@`; the tag follows the
+/// last `:` after the last `/` (a `:` before it is a registry's port).
+pub(crate) fn split_reference(reference: &str) -> RefParts<'_> {
+    let (name_and_tag, digest) = match reference.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (reference, None),
+    };
+    let last_slash = name_and_tag.rfind('/').map_or(0, |i| i + 1);
+    let (name, tag) = match name_and_tag[last_slash..].rfind(':') {
+        Some(i) => (
+            &name_and_tag[..last_slash + i],
+            Some(&name_and_tag[last_slash + i + 1..]),
+        ),
+        None => (name_and_tag, None),
+    };
+    RefParts { name, tag, digest }
 }
 
 /// Splits `name` (no tag, no digest) into registry domain and repository path.
@@ -107,7 +121,7 @@ pub(crate) fn is_bare_digest(s: &str) -> bool {
 
 /// The digest part of `name@sha256:…`, if any.
 pub(crate) fn digest_part(reference: &str) -> Option<&str> {
-    reference.split_once('@').map(|(_, d)| d)
+    split_reference(reference).digest
 }
 
 #[cfg(test)]
@@ -209,6 +223,25 @@ mod tests {
             "{hint}"
         );
         assert!(hint.contains("oci/busybox/build.sh"), "{hint}");
+    }
+
+    #[test]
+    fn split_reference_tells_a_port_from_a_tag() {
+        let parts = |name, tag, digest| RefParts { name, tag, digest };
+        assert_eq!(split_reference("busybox"), parts("busybox", None, None));
+        assert_eq!(
+            split_reference("registry:5000/x"),
+            parts("registry:5000/x", None, None)
+        );
+        assert_eq!(
+            split_reference("registry:5000/a/b:v1@sha256:ab"),
+            parts("registry:5000/a/b", Some("v1"), Some("sha256:ab"))
+        );
+        assert_eq!(
+            split_reference("x@sha256:ab"),
+            parts("x", None, Some("sha256:ab"))
+        );
+        assert_eq!(split_reference("x:"), parts("x", Some(""), None));
     }
 
     #[test]

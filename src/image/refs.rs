@@ -13,7 +13,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use super::error::{ImageError, IoContext};
-use super::fsutil::write_atomic;
+use super::fsutil::temp_name;
 
 /// Version of the on-disk format.
 const VERSION: u32 = 1;
@@ -142,7 +142,7 @@ impl RefFile {
                 reason: e.to_string(),
             })?;
             data.push(b'\n');
-            write_atomic(&self.tmp, &self.path, &data)?;
+            crate::disk::write_atomic_via(&self.tmp.join(temp_name("write")), &self.path, &data)?;
         }
         Ok(out)
     }

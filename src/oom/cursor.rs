@@ -4,7 +4,6 @@
 //! the boot id. A restarted watcher re-reads the whole ring buffer, feeds the records up
 //! to the saved number to the parser for context only, and reports nothing from them.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -51,18 +50,11 @@ impl KmsgCursor {
             path: path.to_path_buf(),
             source,
         };
-        let tmp = temp_path(path);
         let json = serde_json::to_vec(self).map_err(|e| err(e.into()))?;
-        let mut file = std::fs::File::create(&tmp).map_err(err)?;
-        file.write_all(&json).map_err(err)?;
-        file.sync_all().map_err(err)?;
-        drop(file);
-        std::fs::rename(&tmp, path).map_err(err)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(err)?;
-        }
+        crate::disk::write_atomic_via(&temp_path(path), path, &json).map_err(|e| match e {
+            crate::disk::DiskError::Io { source, .. } => err(source),
+            crate::disk::DiskError::Json { source, .. } => err(source.into()),
+        })?;
         Ok(())
     }
 

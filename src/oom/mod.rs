@@ -12,7 +12,9 @@
 //!   daemon does not report old kills again;
 //! - [`watch`] is the tokio task that reads `/dev/kmsg` (or, for tests, a file or FIFO
 //!   with one record per line) and sends events on a channel;
-//! - [`attribute`] maps an event's memcg paths to podhost's pod and container cgroups.
+//! - [`attribute`] maps an event's memcg paths to podhost's pod and container cgroups;
+//! - [`victims`] keeps the recently named victims, so that a container's exit can say
+//!   which of its processes the kernel killed.
 //!
 //! Only records of the kernel facility (0) are considered: user space can write to
 //! `/dev/kmsg`, but the kernel never lets it claim facility 0, so a process cannot
@@ -25,6 +27,7 @@ mod fields;
 mod lines;
 pub mod parse;
 pub mod record;
+pub mod victims;
 pub mod watch;
 
 #[cfg(test)]
@@ -41,6 +44,7 @@ pub use cursor::{BOOT_ID_PATH, KmsgCursor, read_boot_id};
 pub use event::OomEvent;
 pub use parse::{OomParser, parse_records};
 pub use record::{KmsgRecord, parse_record};
+pub use victims::{OomVictim, OomVictims};
 pub use watch::{WatchConfig, spawn_kmsg_watcher, spawn_kmsg_watcher_with};
 
 /// Everything that can go wrong while reading kernel OOM reports.

@@ -44,6 +44,9 @@ pub enum RuntimeError {
     /// A pod's user namespace (its ID block, its rootfs) could not be set up.
     #[error("user namespace: {0}")]
     Userns(String),
+    /// A state file (config.json, a record, a pid file) could not be read or written.
+    #[error(transparent)]
+    Disk(#[from] crate::disk::DiskError),
     /// A helper process (sandbox or exec) failed.
     #[error("{helper} failed: {message}")]
     Helper {

@@ -134,7 +134,7 @@ fn exec_process_file(
         .bundle()
         .join(format!("exec-process-{}.json", std::process::id()));
     let bytes = serde_json::to_vec(&process).map_err(|e| err(&e))?;
-    super::fsutil::write_atomic(&path, &bytes)?;
+    crate::disk::write_atomic(&path, &bytes)?;
     Ok(ExecPlan {
         process_file: path,
         confinement,

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::RuntimeError;
-use super::paths::Layout;
+use crate::disk::Layout;
 
 /// `<log-dir>/<ns>_<pod>_<uid>/.podhost-owner`: the owner's root dir and a newline.
 pub const OWNER_FILE: &str = ".podhost-owner";
@@ -40,9 +40,10 @@ pub fn claim_pod_log_dir(
                  left to its GC");
             Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            super::fsutil::write_atomic(&dir.join(OWNER_FILE), ours.as_bytes())
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(crate::disk::write_atomic(
+            &dir.join(OWNER_FILE),
+            ours.as_bytes(),
+        )?),
         Err(e) => Err(RuntimeError::io("read", dir.join(OWNER_FILE), e)),
     }
 }

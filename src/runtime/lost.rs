@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use super::fsutil::read_json;
 use super::overlay;
-use super::records::{SHIM_CONFIG_FILE, ShimConfig};
+use super::shim_config::ShimConfig;
+use crate::disk::read_json;
+use crate::disk::records::SHIM_CONFIG_FILE;
 
 /// How long the killed processes may take to leave their cgroup.
 const EMPTY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::RuntimeError;
-use super::fsutil::{read_json, write_json_atomic};
+use crate::disk::{read_json, write_json_atomic};
 
 /// `<attempt dir>/not-applied.json`, written only when something was not applied.
 pub const NOT_APPLIED_FILE: &str = "not-applied.json";
@@ -47,7 +47,7 @@ pub fn record(bundle: &Path, list: &[NotApplied]) -> Result<(), RuntimeError> {
     if list.is_empty() {
         return Ok(());
     }
-    write_json_atomic(&bundle.join(NOT_APPLIED_FILE), &list)
+    Ok(write_json_atomic(&bundle.join(NOT_APPLIED_FILE), &list)?)
 }
 
 /// What the shim recorded for the bundle (empty when all was applied; an unreadable

@@ -84,7 +84,7 @@ pub fn pin(
                 e,
             )
         })?;
-    super::fsutil::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
+    crate::disk::write_atomic(&pid_file(ns_dir), child.as_raw().to_string().as_bytes())?;
     Ok(child.as_raw())
 }
 

@@ -12,12 +12,12 @@ use tokio::io::AsyncBufReadExt;
 use tokio::io::unix::AsyncFd;
 
 use super::RuntimeError;
-use super::fsutil::{read_json, write_json_atomic};
 use super::lost::reap_lost_container;
-use super::records::{
-    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, ShimConfig, ShimReady,
-    StartedRecord,
+use super::shim_config::{ShimConfig, ShimReady};
+use crate::disk::records::{
+    EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, StartedRecord,
 };
+use crate::disk::{read_json, write_json_atomic};
 
 /// The safety-net look at a running container's exit record.
 pub const RELIST_EVERY: Duration = Duration::from_secs(10);
@@ -124,7 +124,7 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
             // for start) and the rootfs mount behind; nothing else would release them.
             let bundle = cfg.bundle.clone();
             let _ = tokio::task::spawn_blocking(move || reap_lost_container(&bundle)).await;
-            let log = std::fs::read_to_string(cfg.bundle.join(super::records::SHIM_LOG_FILE))
+            let log = std::fs::read_to_string(cfg.bundle.join(crate::disk::records::SHIM_LOG_FILE))
                 .unwrap_or_default();
             Err(failed(format!(
                 "shim exited without a report; its log: {}",
@@ -364,8 +364,10 @@ fn watch_pid(pid: i32) -> Result<AsyncFd<OwnedFd>, RuntimeError> {
         )
     })
 }
-/// Whether `pid` is the shim of this bundle (and not a reused pid).
-fn is_our_shim(pid: i32, bundle: &Path) -> bool {
+/// Whether `pid` is the shim of this bundle (and not a reused pid): its command line
+/// names the bundle's shim config. libcontainer's children inherit that command line,
+/// so `pid` must come from the shim's own record (`shim.pid`, `started.json`).
+pub fn is_our_shim(pid: i32, bundle: &Path) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };
@@ -390,4 +392,40 @@ pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, RuntimeError> {
         .map_err(|_| RuntimeError::sys(format!("pidfd_open({pid})"), nix::Error::ERANGE))?;
     // SAFETY: the syscall returned a fresh fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_naming_the_bundles_config_is_its_shim_and_no_other_bundles() {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = dir.path().join("0");
+        let config = bundle.join(SHIM_CONFIG_FILE);
+        // `sh -c CMD ARG0`: the config path is in the child's argv, as in a shim's. The
+        // line it prints says it runs its script (exec is done); the second command
+        // keeps sh from exec-ing sleep in its place.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "echo ready; sleep 60; exit 0"])
+            .arg(&config)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        let pid = child.id() as i32;
+        let ours = is_our_shim(pid, &bundle);
+        let others = is_our_shim(pid, &dir.path().join("1"));
+        let me = is_our_shim(std::process::id() as i32, &bundle);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(ours, "the child naming {} is its shim", config.display());
+        assert!(!others && !me);
+        assert!(!is_our_shim(pid, &bundle), "a reaped pid is nobody's shim");
+    }
 }

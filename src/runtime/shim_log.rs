@@ -16,7 +16,7 @@ use futures::StreamExt;
 use inotify::{Inotify, WatchMask};
 use tokio::io::unix::AsyncFd;
 
-use super::records::SHIM_LOG_FILE;
+use crate::disk::records::SHIM_LOG_FILE;
 
 /// How often the log is looked at where inotify is unavailable.
 const POLL_EVERY: std::time::Duration = std::time::Duration::from_secs(2);

@@ -353,7 +353,10 @@ pub fn write_bundle_config(bundle: &Path, spec: &Spec) -> Result<(), RuntimeErro
         path: bundle.join("config.json"),
         source,
     })?;
-    super::fsutil::write_atomic(&bundle.join("config.json"), &bytes)
+    Ok(crate::disk::write_atomic(
+        &bundle.join("config.json"),
+        &bytes,
+    )?)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub enum ShimError {
     ConfigMissing { path: PathBuf },
     /// The shim config cannot be read or parsed.
     #[error("{0}")]
-    ConfigRead(#[source] RuntimeError),
+    ConfigRead(#[source] crate::disk::DiskError),
     /// The overlay root filesystem could not be mounted.
     #[error("{0}")]
     Rootfs(#[source] RuntimeError),

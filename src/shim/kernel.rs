@@ -6,14 +6,13 @@ use std::path::Path;
 use crate::model::qos::SHIM_OOM_SCORE_ADJ;
 use crate::runtime::cgroup_v2::{MemoryEvents, read_memory_events, read_number};
 use crate::runtime::not_applied::{NotApplied, OOM_SCORE_ADJ_NOT_APPLIED};
-use crate::runtime::records::ShimConfig;
+use crate::runtime::shim_config::ShimConfig;
 
 /// Moves the shim into its leaf cgroup and sets its own OOM score (clamped: the host may
 /// forbid lowering it).
 pub fn settle_shim(cfg: &ShimConfig) {
-    let pid_file = cfg.bundle.join(crate::runtime::records::SHIM_PID_FILE);
-    if let Err(e) =
-        crate::runtime::fsutil::write_atomic(&pid_file, std::process::id().to_string().as_bytes())
+    let pid_file = cfg.bundle.join(crate::disk::records::SHIM_PID_FILE);
+    if let Err(e) = crate::disk::write_atomic(&pid_file, std::process::id().to_string().as_bytes())
     {
         tracing::warn!(error = %e, "cannot record the shim's pid");
     }

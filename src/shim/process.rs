@@ -17,13 +17,12 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 use super::error::ShimError;
 use super::kernel;
+use crate::disk::records::{EXIT_FILE, ExitRecord, SHIM_LOG_FILE, STARTED_FILE, StartedRecord};
+use crate::disk::{read_json, write_json_atomic};
 use crate::runtime::cgroup_v2::MemoryEvents;
-use crate::runtime::fsutil::{read_json, write_json_atomic};
 use crate::runtime::not_applied::{self, NotApplied, RLIMIT_NOT_APPLIED};
 use crate::runtime::overlay;
-use crate::runtime::records::{
-    EXIT_FILE, ExitRecord, SHIM_LOG_FILE, STARTED_FILE, ShimConfig, ShimReady, StartedRecord,
-};
+use crate::runtime::shim_config::{ShimConfig, ShimReady};
 use crate::runtime::workload::ContainerExecutor;
 
 /// Runs the shim for the config at `config_path`; returns the process exit code.

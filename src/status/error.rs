@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::runtime::RuntimeError;
+use crate::disk::DiskError;
 
 /// Why a pod's `status.json` could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -17,7 +17,7 @@ pub enum StatusError {
     Unreadable {
         path: PathBuf,
         #[source]
-        source: RuntimeError,
+        source: DiskError,
     },
     /// The pod's record could not be written (disk full, directory removed).
     #[error(
@@ -28,6 +28,6 @@ pub enum StatusError {
         pod: String,
         path: PathBuf,
         #[source]
-        source: RuntimeError,
+        source: DiskError,
     },
 }

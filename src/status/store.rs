@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use super::events::{Event, EventKind, push_capped};
 use super::writer::{Job, STATUS_FILE, Shared, WriterStats};
+use crate::disk::Layout;
+use crate::disk::read_json;
 use crate::model::podsync::PodStatusView;
-use crate::runtime::fsutil::read_json;
-use crate::runtime::paths::Layout;
 
 /// What the store keeps of one pod.
 #[derive(Debug, Clone, Serialize, Deserialize)]

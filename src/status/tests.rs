@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::StatusStore;
 use super::writer::STATUS_FILE;
-use crate::runtime::paths::Layout;
+use crate::disk::Layout;
 
 fn pod(uid: &str) -> Pod {
     serde_json::from_value(serde_json::json!({

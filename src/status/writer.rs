@@ -13,8 +13,8 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::store::{Inner, PodRecord};
-use crate::runtime::fsutil::write_json_atomic;
-use crate::runtime::paths::Layout;
+use crate::disk::Layout;
+use crate::disk::write_json_atomic;
 
 /// The pod's record file in its pod dir.
 pub(super) const STATUS_FILE: &str = "status.json";

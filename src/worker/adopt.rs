@@ -7,13 +7,13 @@ use k8s_openapi::api::core::v1::ContainerState;
 use super::context::{Ctx, PodInfo};
 use super::exit::{termination, termination_of};
 use super::report::{ExitFuture, Running};
+use crate::disk::read_json;
+use crate::disk::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
+use crate::disk::{attempts, container_id};
 use crate::model::backoff::Backoff;
 use crate::model::k8s_time::from_k8s;
 use crate::model::phase::PodPhase;
 use crate::model::podsync::{ContainerObserved, PodFacts, PodObserved, Termination};
-use crate::runtime::fsutil::read_json;
-use crate::runtime::paths::{attempts, container_id};
-use crate::runtime::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
 use crate::runtime::shim_client::{self, Adopted};
 use crate::runtime::signals::parse_signal;
 
@@ -74,7 +74,7 @@ async fn adopt_container(
         c.backoff = Backoff::after_restarts(&ctx.backoff, last);
         c.next_attempt = last.saturating_add(1);
         c.restart_count = last;
-        c.image_id = std::fs::read_to_string(bundle.join(super::prepare::IMAGE_REF_FILE))
+        c.image_id = std::fs::read_to_string(bundle.join(crate::disk::records::IMAGE_REF_FILE))
             .unwrap_or_default()
             .trim()
             .to_string();

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::disk::Layout;
 use crate::image::ImageStore;
 use crate::model::backoff::BackoffPolicy;
 use crate::model::grace::pod_grace;
 use crate::model::qos::{QosClass, pod_resources, qos_class};
 use crate::model::restart::RestartPolicy;
 use crate::runtime::node_cgroups::NodeCgroups;
-use crate::runtime::paths::Layout;
 use crate::status::StatusStore;
 
 /// Shared, read-only context of the workers.
@@ -37,7 +37,7 @@ pub struct Ctx {
     /// Images held by starting and running containers, for image GC.
     pub leases: crate::image::gc::ImageLeases,
     /// OOM victims named by the kernel (the /dev/kmsg watcher fills it).
-    pub oom_victims: Arc<crate::events::OomVictims>,
+    pub oom_victims: Arc<crate::oom::OomVictims>,
     /// Bumped whenever an image is loaded, so waiting containers retry at once.
     pub images_changed: tokio::sync::watch::Receiver<u64>,
     /// The node's security defaults and allowances.

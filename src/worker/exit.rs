@@ -10,9 +10,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::context::{Ctx, PodInfo};
 use super::report::{ExitFuture, Report};
+use crate::disk::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
+use crate::disk::write_json_atomic;
 use crate::model::podsync::{Termination, terminated_state};
-use crate::runtime::fsutil::write_json_atomic;
-use crate::runtime::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
 use crate::status::EventKind;
 
 /// How long the shim's clean-up (cgroup and rootfs removal) may take before the next
@@ -58,7 +58,7 @@ pub async fn termination_of(
     attempt: u32,
     record: &ExitRecord,
 ) -> Termination {
-    let id = crate::runtime::paths::container_id(&pod.uid, container, attempt);
+    let id = crate::disk::container_id(&pod.uid, container, attempt);
     let (reason, message) = match (&record.unknown, record.oom_killed) {
         (Some(msg), _) => (
             Some("ContainerStatusUnknown".to_string()),

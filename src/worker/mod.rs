@@ -23,4 +23,3 @@ mod sync_loop;
 pub use context::{Ctx, PodInfo};
 pub use error::WorkerError;
 pub use pod::{PodHandle, WorkerEnd, spawn_pod};
-pub use prepare::IMAGE_REF_FILE;

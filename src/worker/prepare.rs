@@ -8,20 +8,18 @@ use nix::sys::signal::Signal;
 
 use super::context::{Ctx, PodInfo};
 use super::error::ConfigError;
+use crate::disk::container_id;
+use crate::disk::records::IMAGE_REF_FILE;
 use crate::image::{ImageUser, ResolvedImage, UserError, UserRequest, resolve_user};
 use crate::model::command::{expand_env_refs, merge_command};
 use crate::model::security::{
     ContainerSecurity, ImageUserId, container_security, pod_ref, verify_run_as_non_root,
 };
 use crate::runtime::RuntimeError;
-use crate::runtime::paths::container_id;
-use crate::runtime::records::ShimConfig;
 use crate::runtime::sandbox::SandboxPaths;
+use crate::runtime::shim_config::ShimConfig;
 use crate::runtime::signals::parse_signal;
 use crate::runtime::spec::{ContainerSpecInput, build_spec, write_bundle_config};
-
-/// The file in an attempt dir that names the manifest digest of the container's image.
-pub const IMAGE_REF_FILE: &str = "image-digest";
 
 /// A bundle on disk, ready for a shim.
 #[derive(Debug, Clone)]
@@ -45,7 +43,10 @@ pub fn write_pod_files(ctx: &Ctx, pod: &PodInfo) -> Result<(), RuntimeError> {
             pod.hostname()
         )
     };
-    crate::runtime::fsutil::write_atomic(&pod_hosts_file(ctx, pod), hosts.as_bytes())
+    Ok(crate::disk::write_atomic(
+        &pod_hosts_file(ctx, pod),
+        hosts.as_bytes(),
+    )?)
 }
 
 /// The container's environment: image env first, then the pod's (later wins). A pod
@@ -225,16 +226,13 @@ pub fn prepare_attempt(
         .and_then(parse_signal)
         .unwrap_or(Signal::SIGTERM);
     // The image this container uses, for image GC's in-use set (exited containers count).
-    crate::runtime::fsutil::write_atomic(
+    crate::disk::write_atomic(
         &bundle.join(IMAGE_REF_FILE),
         image.manifest_digest.as_bytes(),
     )?;
     // Kept beside the bundle so that a restarted daemon stops an adopted container with
     // the same signal.
-    crate::runtime::fsutil::write_atomic(
-        &bundle.join("stop-signal"),
-        stop_signal.as_str().as_bytes(),
-    )?;
+    crate::disk::write_atomic(&bundle.join("stop-signal"), stop_signal.as_str().as_bytes())?;
     Ok(Prepared {
         shim: ShimConfig {
             container_id: container_id(&pod.uid, &c.name, attempt),

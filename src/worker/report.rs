@@ -5,8 +5,8 @@ use std::pin::Pin;
 
 use nix::sys::signal::Signal;
 
+use crate::disk::records::{ExitRecord, StartedRecord};
 use crate::model::podsync::{BlockKind, Termination};
-use crate::runtime::records::{ExitRecord, StartedRecord};
 use crate::runtime::shim_client::ShimGone;
 
 /// Resolves when the container's init has exited (then when its shim is gone).

@@ -11,11 +11,11 @@ use super::context::{Ctx, PodInfo};
 use super::error::WorkerError;
 use super::prepare::prepare_attempt;
 use super::report::{Report, Running};
+use crate::disk::container_id;
+use crate::disk::records::{EXIT_FILE, ExitRecord};
+use crate::disk::write_json_atomic;
 use crate::image::ResolvedImage;
 use crate::model::podsync::{BlockKind, Termination};
-use crate::runtime::fsutil::write_json_atomic;
-use crate::runtime::paths::container_id;
-use crate::runtime::records::{EXIT_FILE, ExitRecord};
 use crate::runtime::shim_client;
 use crate::status::EventKind;
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use nix::mount::{MsFlags, mount};
+use podhost::disk::Layout;
 use podhost::gc::{
     ContainerGcPolicy, DeadContainer, collect, plan, remove, remove_orphans_older_than, scan,
 };
-use podhost::runtime::paths::Layout;
 use serde_json::json;
 
 use super::is_root;
@@ -221,7 +221,7 @@ fn collect_removes_old_attempts_and_their_logs_keeps_current_ones() {
     let report = collect(&layout, &live, &ContainerGcPolicy::default(), t(100));
     assert_eq!(report.removed.len(), 5);
     assert_eq!(report.failed, 0);
-    let left: Vec<u32> = podhost::runtime::paths::attempts(&layout.container_dir("live", "app"));
+    let left: Vec<u32> = podhost::disk::attempts(&layout.container_dir("live", "app"));
     assert_eq!(left, [3, 4]);
     assert!(layout.attempt_dir("live", "side", 0).is_dir());
     for n in 0..3 {

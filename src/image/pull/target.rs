@@ -5,7 +5,9 @@
 
 use oci_client::Reference;
 
-use super::super::reference::{is_bare_digest, is_local_only, normalize_reference};
+use super::super::reference::{
+    RefParts, is_bare_digest, is_local_only, normalize_reference, split_reference,
+};
 use super::error::PullError;
 
 /// A parsed, normalized reference.
@@ -43,23 +45,12 @@ impl Target {
                 "a bare digest names no repository; use NAME@sha256:...",
             ));
         }
-        let (name_tag, digest) = match reference.split_once('@') {
-            Some((n, d)) => (n, Some(d)),
-            None => (reference.as_str(), None),
-        };
+        let RefParts { name, tag, digest } = split_reference(&reference);
         if let Some(d) = digest.filter(|d| !is_bare_digest(d)) {
             return Err(bad(&format!(
                 "digest \"{d}\" is not sha256:<64 lowercase hex>"
             )));
         }
-        let last_slash = name_tag.rfind('/').map_or(0, |i| i + 1);
-        let (name, tag) = match name_tag[last_slash..].rfind(':') {
-            Some(i) => (
-                &name_tag[..last_slash + i],
-                Some(&name_tag[last_slash + i + 1..]),
-            ),
-            None => (name_tag, None),
-        };
         // normalize_reference always puts a registry first.
         let Some((registry, repository)) = name.split_once('/') else {
             return Err(bad("no repository"));

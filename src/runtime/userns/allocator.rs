@@ -160,8 +160,8 @@ impl UsernsAllocator {
             path: self.path.clone(),
             message: e.to_string(),
         })?;
-        crate::runtime::fsutil::write_atomic(&self.path, &bytes).map_err(|e| match e {
-            crate::runtime::RuntimeError::Io { what, path, source } => {
+        crate::disk::write_atomic(&self.path, &bytes).map_err(|e| match e {
+            crate::disk::DiskError::Io { what, path, source } => {
                 UsernsError::io(what, path, source)
             }
             other => UsernsError::io(

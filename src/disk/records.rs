@@ -1,37 +1,9 @@
-//! The records a shim writes next to its container, read by the daemon (also after a restart).
+//! The records a shim writes next to its container (one attempt dir each), read by the
+//! daemon, GC and the API, also after a restart; and the names of every file in an
+//! attempt dir.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
-
-/// What the daemon hands the shim: everything needed to create one container.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ShimConfig {
-    pub container_id: String,
-    /// The OCI bundle (holds config.json); also where the shim writes its records.
-    pub bundle: PathBuf,
-    pub libcontainer_root: PathBuf,
-    pub log_path: PathBuf,
-    /// Overlay lower dirs, top-most first.
-    pub lower_dirs: Vec<PathBuf>,
-    pub rootfs: PathBuf,
-    /// Written to the container's init before it starts (the spec's field would change
-    /// the shim's own score, since libcontainer writes it to the caller).
-    #[serde(default)]
-    pub oom_score_adj: Option<i32>,
-    /// The container's cgroup directory (cgroup v2), for memory.events around its life.
-    #[serde(default)]
-    pub cgroup_dir: Option<PathBuf>,
-    /// The leaf cgroup the shim moves itself into (cgroup v2).
-    #[serde(default)]
-    pub shim_cgroup: Option<PathBuf>,
-    /// hostUsers: false: the rootfs is made the pod's (idmapped or chowned snapshots).
-    #[serde(default)]
-    pub userns: Option<super::userns::rootfs::UsernsRootfs>,
-    /// When the shim rotates the container's log (`--container-log-max-size/-files`).
-    #[serde(default)]
-    pub log_rotation: crate::logs::RotationPolicy,
-}
 
 /// Written by the shim once the container's process runs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -67,16 +39,6 @@ pub struct ExitRecord {
     pub unknown: Option<String>,
 }
 
-/// The lines a shim prints on its stdout for the daemon that spawned it: how the start
-/// went, then (once `exit.json` is written) the exit, before its clean-up.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ShimReady {
-    Started(StartedRecord),
-    Failed { message: String },
-    Exited(ExitRecord),
-}
-
 pub const SHIM_CONFIG_FILE: &str = "shim-config.json";
 pub const STARTED_FILE: &str = "started.json";
 pub const EXIT_FILE: &str = "exit.json";
@@ -87,3 +49,6 @@ pub const SHIM_PID_FILE: &str = "shim.pid";
 /// The daemon's verdict on an attempt's end (its terminated state as shown: reason,
 /// message), so that `lastState` survives a daemon restart.
 pub const TERMINATED_FILE: &str = "terminated.json";
+/// The file in an attempt dir that names the manifest digest of the container's image
+/// (image GC keeps that image while the dir exists).
+pub const IMAGE_REF_FILE: &str = "image-digest";

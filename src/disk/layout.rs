@@ -1,6 +1,9 @@
-//! The on-disk layout (design.md "On disk"), in one place.
+//! The on-disk layout (design.md "On disk"): where every directory and file lives.
 
 use std::path::{Path, PathBuf};
+
+/// The daemon's default `--root-dir`.
+pub const DEFAULT_ROOT_DIR: &str = "/var/lib/podhost";
 
 /// Where podhost keeps its state and logs.
 #[derive(Debug, Clone)]

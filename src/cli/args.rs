@@ -1,0 +1,133 @@
+//! The command line as clap parses it: global flags and one variant per command.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::cli::logs_query::LogsFlags;
+use crate::daemon::flags::DaemonFlags;
+
+/// The API socket when `--socket` is not given.
+pub const DEFAULT_SOCKET: &str = "/run/podhost/podhost.sock";
+
+#[derive(Parser)]
+#[command(
+    name = "podhost",
+    version,
+    about = "Runs Kubernetes static pods on this host, without a CRI"
+)]
+pub struct Cli {
+    /// The daemon's API socket [default: /run/podhost/podhost.sock].
+    #[arg(long, global = true)]
+    pub socket: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run the node agent: watch the manifest dir and run its pods.
+    Daemon(Box<DaemonFlags>),
+    /// List pods.
+    Get {
+        /// `pods` (or `pod`, `po`), or `events` (or `ev`): the node's and the pods'.
+        resource: String,
+        /// Output format: wide, json or yaml.
+        #[arg(short = 'o', long = "output")]
+        output: Option<String>,
+    },
+    /// Show a pod's status and events.
+    Describe {
+        /// Only `pod` (or `pods`, `po`).
+        resource: String,
+        name: String,
+    },
+    /// Print a container's logs.
+    Logs {
+        pod: String,
+        #[command(flatten)]
+        flags: LogsFlags,
+    },
+    /// Run a command in a running container.
+    Exec {
+        pod: String,
+        #[arg(short = 'c', long)]
+        container: Option<String>,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Load an OCI image layout dir, oci-archive or docker-archive tar into the image store.
+    Load {
+        path: PathBuf,
+        /// Name the image REF (a full reference, e.g. localhost/busybox:1), for sources
+        /// whose image has no name or only a tag; with several images, the one REF or
+        /// its tag names.
+        #[arg(long, value_name = "REF")]
+        name: Option<String>,
+        /// When no daemon answers at the socket, load straight into this root dir (the
+        /// daemon's --root-dir, e.g. /var/lib/podhost). Without it, no daemon is an error.
+        #[arg(long)]
+        root_dir: Option<PathBuf>,
+    },
+    /// List the images in the store.
+    Images,
+    /// Pull an image from a registry into the store (progress on stderr).
+    Pull { reference: String },
+    /// Remove an image (refused while a pod uses it).
+    Rmi { reference: String },
+    /// Run container GC and image GC now.
+    Gc,
+    /// (internal) the per-container process.
+    #[command(hide = true)]
+    Shim { config: PathBuf },
+    /// (internal) create a pod's shared namespaces.
+    #[command(hide = true)]
+    Sandbox {
+        #[arg(long)]
+        ns_dir: PathBuf,
+        #[arg(long)]
+        hostname: String,
+        #[arg(long)]
+        host_network: bool,
+        #[arg(long)]
+        host_ipc: bool,
+        #[arg(long)]
+        shared_pid: bool,
+        #[arg(long)]
+        pause_cgroup: Option<PathBuf>,
+        /// hostUsers: false: the first host ID of the pod's block of 65536.
+        #[arg(long)]
+        userns_base: Option<u32>,
+    },
+    /// (internal) PID 1 of a pod's shared pid namespace.
+    #[command(hide = true)]
+    Pause {
+        /// The pod's ns dir (informational: shows in `ps` which pod it holds).
+        #[arg(long)]
+        ns_dir: Option<PathBuf>,
+    },
+    /// (internal) run a command in a container (hooks).
+    #[command(hide = true)]
+    ExecHelper {
+        #[arg(long)]
+        libcontainer_root: PathBuf,
+        #[arg(long)]
+        id: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+impl Command {
+    /// The daemon and the helpers it execs, as opposed to the user's commands.
+    pub fn is_daemon_side(&self) -> bool {
+        matches!(
+            self,
+            Command::Daemon(_)
+                | Command::Shim { .. }
+                | Command::Sandbox { .. }
+                | Command::Pause { .. }
+                | Command::ExecHelper { .. }
+        )
+    }
+}

@@ -1,0 +1,49 @@
+//! The hidden helper commands the daemon execs: `sandbox` (a pod's namespaces) and
+//! `exec-helper` (a hook's exec into a container). `shim` and `pause` dispatch straight
+//! to their modules.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// What `podhost sandbox` is asked to create.
+#[derive(Debug)]
+pub struct SandboxArgs {
+    pub ns_dir: PathBuf,
+    pub hostname: String,
+    pub host_network: bool,
+    pub host_ipc: bool,
+    pub shared_pid: bool,
+    pub pause_cgroup: Option<PathBuf>,
+    pub userns_base: Option<u32>,
+}
+
+/// `sandbox`: creates the pod's shared namespaces (and its pause process).
+pub fn sandbox(args: SandboxArgs) -> Result<i32> {
+    let shape = crate::runtime::sandbox::SandboxShape {
+        host_network: args.host_network,
+        host_ipc: args.host_ipc,
+        shared_pid: args.shared_pid,
+        userns: args
+            .userns_base
+            .map(|base| crate::runtime::userns::IdMap { base }),
+    };
+    let exe = std::env::current_exe().context("locating the podhost binary")?;
+    crate::runtime::sandbox::create_in_helper(
+        &args.ns_dir,
+        &args.hostname,
+        shape,
+        &exe,
+        args.pause_cgroup.as_deref(),
+    )?;
+    Ok(0)
+}
+
+/// `exec-helper`: runs `command` in the container and returns its exit code.
+pub fn exec_helper(libcontainer_root: &Path, id: &str, command: Vec<String>) -> Result<i32> {
+    Ok(crate::runtime::exec::exec_in_container(
+        libcontainer_root,
+        id,
+        command,
+    )?)
+}

@@ -1,0 +1,13 @@
+//! Each command's body: talks to the daemon through `api::client` (or runs the daemon
+//! or a helper), prints through the renderers in `cli/`. Errors are `anyhow` here, at
+//! the CLI's edge; `main` prints them and exits 1.
+
+pub mod daemon;
+pub mod describe;
+pub mod exec;
+pub mod get;
+pub mod helpers;
+pub mod images;
+pub mod load;
+pub mod logs;
+pub mod pull;

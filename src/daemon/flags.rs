@@ -1,0 +1,247 @@
+//! `podhost daemon`'s flags and their mapping to [`DaemonConfig`]: every flag's parsing
+//! and range check in one place, with errors that name the flag.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{DaemonConfig, NodeNameError, resolve_node_name};
+use crate::disk::DEFAULT_ROOT_DIR;
+use crate::model::backoff::BackoffPolicy;
+
+/// A flag of `podhost daemon` that cannot be used as given.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error(transparent)]
+    NodeName(#[from] NodeNameError),
+    #[error(transparent)]
+    SocketGroup(#[from] crate::api::AccessError),
+    #[error(transparent)]
+    LogRotation(#[from] crate::logs::PolicyError),
+    #[error(transparent)]
+    UsernsRange(#[from] crate::runtime::userns::UsernsError),
+    #[error("--default-rlimits: {0}")]
+    Rlimits(#[source] crate::model::rlimits::RlimitError),
+    #[error(transparent)]
+    Sysctls(#[from] crate::model::sysctl::SysctlError),
+    /// A duration flag that is negative, NaN or too large.
+    #[error("--{flag} must be a positive number of seconds")]
+    Seconds {
+        flag: &'static str,
+        #[source]
+        source: std::time::TryFromFloatSecsError,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonFlags {
+    #[arg(long, default_value = "/etc/podhost/manifests")]
+    pub pod_manifest_path: PathBuf,
+    #[arg(long, default_value = DEFAULT_ROOT_DIR)]
+    pub root_dir: PathBuf,
+    #[arg(long, default_value = "/var/log/pods")]
+    pub log_dir: PathBuf,
+    /// Defaults to the host name; trimmed and lowercased, then it must be a DNS-1123
+    /// subdomain (as the kubelet's node name).
+    #[arg(long)]
+    pub node_name: Option<String>,
+    /// A group (name or GID) whose members may use the API socket besides root; the
+    /// socket is then 0660 root:GROUP instead of 0600 root:root.
+    #[arg(long)]
+    pub socket_group: Option<String>,
+    /// Parent cgroup for every cgroup podhost creates (default: the daemon's own; the
+    /// daemon then moves itself into its `daemon` leaf).
+    #[arg(long)]
+    pub cgroup_root: Option<String>,
+    /// Containers' rlimits unless a pod's `podhost.io/rlimits.<container>` annotation
+    /// overrides them, as `name=soft:hard,…`.
+    #[arg(long, default_value = "nofile=1048576:1048576")]
+    pub default_rlimits: String,
+    /// Rotate a container's log before it grows past this size (kubelet's
+    /// containerLogMaxSize); 0 or negative turns rotation off.
+    #[arg(long, default_value = "10Mi", allow_hyphen_values = true)]
+    pub container_log_max_size: String,
+    /// Files kept per container log, the current one included (kubelet's
+    /// containerLogMaxFiles; at least 2).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true)]
+    pub container_log_max_files: i64,
+    /// pids.max of every pod cgroup (the kubelet's podPidsLimit); -1 = unlimited.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub pod_pids_limit: i64,
+    /// Host IDs for `hostUsers: false` pods, START:LENGTH in multiples of 65536 (one
+    /// block of 65536 per pod); default: the kubelet's range, 65536 up.
+    #[arg(long, default_value = "65536:4294836224")]
+    pub userns_range: String,
+    /// First CrashLoopBackOff delay in seconds (kubelet: 10); tests shorten it.
+    #[arg(long, default_value_t = 10.0)]
+    pub crashloop_initial_backoff: f64,
+    /// Longest CrashLoopBackOff delay in seconds (kubelet: 300).
+    #[arg(long, default_value_t = 300.0)]
+    pub crashloop_max_backoff: f64,
+    /// Seconds between authoritative rescans of the manifest dir (kubelet: 20).
+    #[arg(long, default_value_t = 20.0)]
+    pub rescan_interval: f64,
+    /// Registry credentials: a docker config.json (auths, credHelpers, credsStore).
+    #[arg(long, default_value = "/root/.docker/config.json")]
+    pub image_credentials: PathBuf,
+    /// A registry (HOST:PORT) to reach over plain HTTP; repeatable.
+    #[arg(long = "insecure-registry")]
+    pub insecure_registries: Vec<String>,
+    /// Image GC starts at this disk usage of the image filesystem (kubelet: 85).
+    #[arg(long, default_value_t = 85)]
+    pub image_gc_high_threshold: u8,
+    /// Image GC frees down to this usage (kubelet: 80).
+    #[arg(long, default_value_t = 80)]
+    pub image_gc_low_threshold: u8,
+    /// Images younger than this (seconds) are kept (kubelet: 120).
+    #[arg(long, default_value_t = 120.0)]
+    pub image_minimum_gc_age: f64,
+    /// Unused images idle longer than this (seconds) are deleted; 0 = never (kubelet: 0).
+    #[arg(long, default_value_t = 0.0)]
+    pub image_maximum_gc_age: f64,
+    /// Seconds between image GC passes (kubelet: 300).
+    #[arg(long, default_value_t = 300.0)]
+    pub image_gc_period: f64,
+    /// Seconds between container GC passes (kubelet: 60).
+    #[arg(long, default_value_t = 60.0)]
+    pub container_gc_period: f64,
+    /// Dead instances kept per container (kubelet: 1).
+    #[arg(long, default_value_t = 1)]
+    pub maximum_dead_containers_per_container: usize,
+    /// Dead containers kept on the node in all; -1 = no cap (kubelet: -1).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub maximum_dead_containers: i64,
+    /// RuntimeDefault seccomp for containers whose pod names no seccompProfile (the
+    /// kubelet's seccompDefault); `--seccomp-default=false` leaves them Unconfined.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true", require_equals = true)]
+    pub seccomp_default: bool,
+    /// Namespaced sysctls pods may set beyond the safe set: names or `prefix*`
+    /// patterns, comma-separated (the kubelet's allowedUnsafeSysctls).
+    #[arg(long, value_delimiter = ',')]
+    pub allowed_unsafe_sysctls: Vec<String>,
+}
+
+fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
+    Duration::try_from_secs_f64(value).map_err(|source| FlagError::Seconds { flag, source })
+}
+
+impl DaemonFlags {
+    /// The daemon's settings; `socket` is the global `--socket`.
+    pub fn into_config(self, socket: PathBuf) -> Result<DaemonConfig, FlagError> {
+        let node_name = resolve_node_name(self.node_name.as_deref())?;
+        let socket_access = crate::api::SocketAccess {
+            group: self
+                .socket_group
+                .as_deref()
+                .map(crate::api::resolve_socket_group)
+                .transpose()?,
+        };
+        Ok(DaemonConfig {
+            manifest_dir: self.pod_manifest_path,
+            root_dir: self.root_dir,
+            log_dir: self.log_dir,
+            node_name,
+            socket,
+            socket_access,
+            cgroup_root: self.cgroup_root,
+            pod_pids_limit: (self.pod_pids_limit > 0).then_some(self.pod_pids_limit),
+            log_rotation: crate::logs::RotationPolicy::from_flags(
+                &self.container_log_max_size,
+                self.container_log_max_files,
+            )?,
+            userns_range: self.userns_range.parse()?,
+            default_rlimits: crate::model::rlimits::parse_rlimits(&self.default_rlimits)
+                .map_err(FlagError::Rlimits)?,
+            backoff: BackoffPolicy {
+                initial: secs(self.crashloop_initial_backoff, "crashloop-initial-backoff")?,
+                max: secs(self.crashloop_max_backoff, "crashloop-max-backoff")?,
+            },
+            rescan_every: secs(self.rescan_interval, "rescan-interval")?,
+            seccomp_default: self.seccomp_default,
+            sysctls: crate::model::sysctl::SysctlAllowlist::new(&self.allowed_unsafe_sysctls)?,
+            image_credentials: Some(self.image_credentials),
+            gc: crate::gc::runner::GcSettings {
+                image: crate::image::gc::ImageGcPolicy {
+                    high_threshold_percent: self.image_gc_high_threshold,
+                    low_threshold_percent: self.image_gc_low_threshold,
+                    min_age: secs(self.image_minimum_gc_age, "image-minimum-gc-age")
+                        .unwrap_or_default(),
+                    max_age: (self.image_maximum_gc_age > 0.0)
+                        .then(|| secs(self.image_maximum_gc_age, "image-maximum-gc-age"))
+                        .transpose()?,
+                },
+                image_period: secs(self.image_gc_period, "image-gc-period")?,
+                container: crate::gc::ContainerGcPolicy {
+                    min_age: Duration::ZERO,
+                    max_per_pod_container: self.maximum_dead_containers_per_container,
+                    max_containers: usize::try_from(self.maximum_dead_containers).ok(),
+                },
+                container_period: secs(self.container_gc_period, "container-gc-period")?,
+            },
+            insecure_registries: self.insecure_registries,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        flags: DaemonFlags,
+    }
+
+    fn config(args: &[&str]) -> Result<DaemonConfig, FlagError> {
+        let argv = ["podhost", "--node-name", "node-a"].iter().chain(args);
+        Wrapper::try_parse_from(argv)
+            .unwrap()
+            .flags
+            .into_config("/run/x.sock".into())
+    }
+
+    #[test]
+    fn the_defaults_are_the_kubelets() {
+        let cfg = config(&[]).unwrap();
+        assert_eq!(cfg.root_dir, PathBuf::from(DEFAULT_ROOT_DIR));
+        assert_eq!(cfg.node_name, "node-a");
+        assert_eq!(cfg.socket, PathBuf::from("/run/x.sock"));
+        assert_eq!(cfg.backoff.initial, Duration::from_secs(10));
+        assert_eq!(cfg.backoff.max, Duration::from_secs(300));
+        assert_eq!(cfg.rescan_every, Duration::from_secs(20));
+        assert_eq!(cfg.pod_pids_limit, None);
+        assert_eq!(cfg.gc.image.max_age, None);
+        assert_eq!(cfg.gc.container.max_containers, None);
+        assert_eq!(cfg.gc.container.max_per_pod_container, 1);
+        assert!(cfg.seccomp_default);
+    }
+
+    #[test]
+    fn limits_and_ages_map_to_none_when_off_and_some_when_set() {
+        let cfg = config(&[
+            "--pod-pids-limit=100",
+            "--image-maximum-gc-age=60",
+            "--maximum-dead-containers=3",
+        ])
+        .unwrap();
+        assert_eq!(cfg.pod_pids_limit, Some(100));
+        assert_eq!(cfg.gc.image.max_age, Some(Duration::from_secs(60)));
+        assert_eq!(cfg.gc.container.max_containers, Some(3));
+    }
+
+    #[test]
+    fn a_bad_flag_is_named_in_the_error() {
+        let err = config(&["--rescan-interval=-1"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("--rescan-interval must be a positive number of seconds"),
+            "{err}"
+        );
+        let err = config(&["--default-rlimits=nofile"]).unwrap_err();
+        assert!(err.to_string().starts_with("--default-rlimits: "), "{err}");
+    }
+}

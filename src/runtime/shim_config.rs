@@ -1,0 +1,45 @@
+//! The daemon → shim handoff: the shim's config file and the lines it prints.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+use crate::disk::records::{ExitRecord, StartedRecord};
+
+/// What the daemon hands the shim: everything needed to create one container.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShimConfig {
+    pub container_id: String,
+    /// The OCI bundle (holds config.json); also where the shim writes its records.
+    pub bundle: PathBuf,
+    pub libcontainer_root: PathBuf,
+    pub log_path: PathBuf,
+    /// Overlay lower dirs, top-most first.
+    pub lower_dirs: Vec<PathBuf>,
+    pub rootfs: PathBuf,
+    /// Written to the container's init before it starts (the spec's field would change
+    /// the shim's own score, since libcontainer writes it to the caller).
+    #[serde(default)]
+    pub oom_score_adj: Option<i32>,
+    /// The container's cgroup directory (cgroup v2), for memory.events around its life.
+    #[serde(default)]
+    pub cgroup_dir: Option<PathBuf>,
+    /// The leaf cgroup the shim moves itself into (cgroup v2).
+    #[serde(default)]
+    pub shim_cgroup: Option<PathBuf>,
+    /// hostUsers: false: the rootfs is made the pod's (idmapped or chowned snapshots).
+    #[serde(default)]
+    pub userns: Option<super::userns::rootfs::UsernsRootfs>,
+    /// When the shim rotates the container's log (`--container-log-max-size/-files`).
+    #[serde(default)]
+    pub log_rotation: crate::logs::RotationPolicy,
+}
+
+/// The lines a shim prints on its stdout for the daemon that spawned it: how the start
+/// went, then (once `exit.json` is written) the exit, before its clean-up.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShimReady {
+    Started(StartedRecord),
+    Failed { message: String },
+    Exited(ExitRecord),
+}
