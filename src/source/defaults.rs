@@ -59,14 +59,8 @@ fn container_defaults(c: &mut Container) {
 /// `Always` when the image's tag is `latest` or it has neither tag nor digest (which
 /// means `latest`), else `IfNotPresent` — as `SetDefaults_Container`.
 pub fn default_pull_policy(image: &str) -> &'static str {
-    let (name, digest) = match image.split_once('@') {
-        Some((n, d)) => (n, Some(d)),
-        None => (image, None),
-    };
-    // A ':' after the last '/' starts the tag; one before it is a registry port.
-    let last_segment = name.rsplit('/').next().unwrap_or(name);
-    let tag = last_segment.split_once(':').map(|(_, t)| t);
-    match (tag, digest) {
+    let parts = crate::model::image_ref::split_reference(image);
+    match (parts.tag, parts.digest) {
         (Some("latest"), _) => "Always",
         (None, None) => "Always",
         _ => "IfNotPresent",
