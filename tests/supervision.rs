@@ -29,6 +29,20 @@ fn alive(pid: i32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
+/// Starts a daemon with the fault injection `env`, asserts that it exits by itself with
+/// EXIT_TASK_ENDED, and returns its log.
+fn expect_task_ended_exit(d: &mut TestDaemon, env: (&str, &str)) -> String {
+    d.spawn_daemon_with_env(&[env]);
+    let status = d.wait_daemon_exit(Duration::from_secs(60));
+    let log = d.daemon_log();
+    assert_eq!(
+        status.code(),
+        Some(EXIT_TASK_ENDED),
+        "exit status {status}; log:\n{log}"
+    );
+    log
+}
+
 /// Runs pod `name` (a long sleep) until Running, then kill -9s the daemon; returns the
 /// pod's UID and its container's init pid.
 fn run_pod_then_kill_daemon(d: &mut TestDaemon, name: &str) -> (String, i32) {
@@ -52,14 +66,7 @@ fn a_panicking_manager_exits_the_daemon_and_the_next_one_adopts_the_container() 
     let (uid, pid) = run_pod_then_kill_daemon(&mut d, "s");
 
     // A daemon whose manager panics at its first sync exits by itself, non-zero.
-    d.spawn_daemon_with_env(&[("PODHOST_TEST_PANIC_MANAGER", "1")]);
-    let status = d.wait_daemon_exit(Duration::from_secs(60));
-    let log = d.daemon_log();
-    assert_eq!(
-        status.code(),
-        Some(EXIT_TASK_ENDED),
-        "exit status {status}; log:\n{log}"
-    );
+    let log = expect_task_ended_exit(&mut d, ("PODHOST_TEST_PANIC_MANAGER", "1"));
     assert!(
         log.contains(
             "the daemon's pod manager task panicked: injected by PODHOST_TEST_PANIC_MANAGER=1"
@@ -94,14 +101,7 @@ fn a_panicking_pod_worker_ends_the_daemon_without_releasing_its_pod() {
 
     // This daemon's worker of pod p panics in its sync loop.
     let full = d.full_name("p");
-    d.spawn_daemon_with_env(&[("PODHOST_TEST_PANIC_POD_SYNC", full.as_str())]);
-    let status = d.wait_daemon_exit(Duration::from_secs(60));
-    let log = d.daemon_log();
-    assert_eq!(
-        status.code(),
-        Some(EXIT_TASK_ENDED),
-        "exit status {status}; log:\n{log}"
-    );
+    let log = expect_task_ended_exit(&mut d, ("PODHOST_TEST_PANIC_POD_SYNC", &full));
     assert!(
         log.contains("a pod worker panicked")
             && log.contains(&format!("PODHOST_TEST_PANIC_POD_SYNC={full}")),

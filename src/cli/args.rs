@@ -82,23 +82,7 @@ pub enum Command {
     Shim { config: PathBuf },
     /// (internal) create a pod's shared namespaces.
     #[command(hide = true)]
-    Sandbox {
-        #[arg(long)]
-        ns_dir: PathBuf,
-        #[arg(long)]
-        hostname: String,
-        #[arg(long)]
-        host_network: bool,
-        #[arg(long)]
-        host_ipc: bool,
-        #[arg(long)]
-        shared_pid: bool,
-        #[arg(long)]
-        pause_cgroup: Option<PathBuf>,
-        /// hostUsers: false: the first host ID of the pod's block of 65536.
-        #[arg(long)]
-        userns_base: Option<u32>,
-    },
+    Sandbox(crate::cli::commands::helpers::SandboxArgs),
     /// (internal) PID 1 of a pod's shared pid namespace.
     #[command(hide = true)]
     Pause {
@@ -125,7 +109,7 @@ impl Command {
             self,
             Command::Daemon(_)
                 | Command::Shim { .. }
-                | Command::Sandbox { .. }
+                | Command::Sandbox(_)
                 | Command::Pause { .. }
                 | Command::ExecHelper { .. }
         )

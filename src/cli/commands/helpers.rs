@@ -6,15 +6,23 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// What `podhost sandbox` is asked to create.
-#[derive(Debug)]
+/// What `podhost sandbox` is asked to create (its flags).
+#[derive(Debug, clap::Args)]
 pub struct SandboxArgs {
+    #[arg(long)]
     pub ns_dir: PathBuf,
+    #[arg(long)]
     pub hostname: String,
+    #[arg(long)]
     pub host_network: bool,
+    #[arg(long)]
     pub host_ipc: bool,
+    #[arg(long)]
     pub shared_pid: bool,
+    #[arg(long)]
     pub pause_cgroup: Option<PathBuf>,
+    /// hostUsers: false: the first host ID of the pod's block of 65536.
+    #[arg(long)]
     pub userns_base: Option<u32>,
 }
 
