@@ -208,7 +208,8 @@ def main():
     a.logs = os.path.join(a.work, "logs")
     a.sock = os.path.join(a.work, "sock")
     a.node = f"torture{os.getpid()}"
-    a.cgroup_root = f"/podhost-torture-{os.getpid()}"
+    # torture.sh names it, so that its exit trap removes it in every hierarchy.
+    a.cgroup_root = os.environ.get("PODHOST_TORTURE_CGROUP_ROOT", f"/podhost-torture-{os.getpid()}")
     os.makedirs(a.manifests, exist_ok=True)
     rng = random.Random(a.seed)
     print(f"torture: seed {a.seed}, {a.pods} pods, {a.kills} daemon kills, "

@@ -17,6 +17,7 @@ fi
 command -v python3 >/dev/null || bash scripts/install-deps.sh python3
 cargo build --release --locked -q
 work=$(mktemp -d /tmp/podhost-torture.XXXXXX)
+export PODHOST_TORTURE_CGROUP_ROOT=/podhost-torture-$$
 cleanup() {
   # Only what this run started: processes whose command line names its work dir.
   for p in $(grep -l -s -F "$work" /proc/[0-9]*/cmdline | cut -d/ -f3); do
@@ -25,6 +26,9 @@ cleanup() {
   sleep 0.5
   grep -F " $work" /proc/self/mountinfo | awk '{print $5}' | sort -r |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done || true
+  # The daemon's cgroup root in every hierarchy (emptied above), deepest first.
+  find /sys/fs/cgroup/*/"${PODHOST_TORTURE_CGROUP_ROOT#/}" -depth -type d \
+    -exec rmdir {} + 2>/dev/null || true
   if [ "${KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
