@@ -189,7 +189,13 @@ impl StatusStore {
             }
             status.conditions = Some(view.conditions.clone());
             status.container_statuses = Some(view.container_statuses.clone());
+            status.init_container_statuses = (!view.init_container_statuses.is_empty())
+                .then(|| view.init_container_statuses.clone());
             status.start_time = view.start_time.map(k8s_time);
+            if view.reason.is_some() {
+                status.reason = view.reason.clone();
+                status.message = view.message.clone();
+            }
         });
     }
 

@@ -13,7 +13,7 @@ use crate::disk::{attempts, container_id};
 use crate::model::backoff::Backoff;
 use crate::model::k8s_time::from_k8s;
 use crate::model::phase::PodPhase;
-use crate::model::podsync::{ContainerObserved, PodFacts, PodObserved, Termination};
+use crate::model::podsync::{ContainerKind, ContainerObserved, PodFacts, PodObserved, Termination};
 use crate::runtime::shim_client::{self, Adopted};
 use crate::runtime::signals::parse_signal;
 
@@ -30,7 +30,10 @@ pub async fn adopt_pod(
     pod: &PodInfo,
     facts: &PodFacts,
 ) -> (PodObserved, Vec<AdoptedRun>) {
-    let mut observed = PodObserved::new(facts.containers.iter().map(|c| c.name.clone()));
+    let mut observed = PodObserved::with_init(
+        facts.init_containers.iter().map(|c| c.name.clone()),
+        facts.containers.iter().map(|c| c.name.clone()),
+    );
     if let Some(record) = ctx.store.get(&pod.uid) {
         let status = record.pod.status.unwrap_or_default();
         observed.phase = status.phase.as_deref().and_then(phase_of);
@@ -38,9 +41,24 @@ pub async fn adopt_pod(
         observed.start_time = status.start_time.as_ref().map(from_k8s);
     }
     let mut running = Vec::new();
-    for c in observed.containers.iter_mut() {
+    for c in observed
+        .init_containers
+        .iter_mut()
+        .chain(observed.containers.iter_mut())
+    {
         if let Some(run) = adopt_container(ctx, pod, c).await {
             running.push(run);
+        }
+    }
+    // Regular containers ran: the pod was initialized, so every sidecar had started (a
+    // restarted sidecar must not hold the pod back in initialization again).
+    if observed.containers.iter().any(|c| c.next_attempt > 0) {
+        for (spec, c) in facts
+            .init_containers
+            .iter()
+            .zip(&mut observed.init_containers)
+        {
+            c.started_once |= spec.kind == ContainerKind::Sidecar;
         }
     }
     (observed, running)

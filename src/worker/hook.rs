@@ -1,36 +1,69 @@
-//! Performs the core's `RunPreStop`: the exec hook through `podhost exec-helper`
-//! (libcontainer never runs in the daemon) or the sleep, and reports how it ended. The
-//! core stops waiting at the grace deadline; as the kubelet, the hook is not cancelled then.
+//! Performs the core's `RunPostStart` and `RunPreStop`: an exec handler through `podhost
+//! exec-helper` (libcontainer never runs in the daemon), an httpGet handler, or a sleep,
+//! and reports how it ended. As the kubelet, an exec hook has no timeout of its own: the
+//! core stops waiting for a preStop at the grace deadline, and a hook still running when
+//! its container is gone is aborted with the pod's tasks.
 
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::LifecycleHandler;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::context::Ctx;
+use super::context::{Ctx, PodInfo};
+use super::facts::exec_command;
 use super::report::{Report, Running};
-use crate::model::podsync::PreStop;
 
-/// Runs `c`'s preStop hook for the running instance `run`.
-pub async fn run_pre_stop(
+/// Which hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookPoint {
+    PostStart,
+    /// A preStop: a sleep is bounded by this timeout (the grace period).
+    PreStop {
+        timeout: Duration,
+    },
+}
+
+/// Runs `handler` for the running instance `run` and reports how it ended.
+pub async fn run_hook(
     ctx: Arc<Ctx>,
+    pod: Arc<PodInfo>,
     container: String,
-    pre_stop: PreStop,
-    command: Option<Vec<String>>,
+    point: HookPoint,
+    handler: LifecycleHandler,
     run: Running,
-    timeout: Duration,
     reports: UnboundedSender<Report>,
 ) {
-    let failure = match (pre_stop, command) {
-        (PreStop::Exec, Some(cmd)) => exec(&ctx, &run, &cmd).await,
-        (PreStop::Sleep(d), _) => {
-            tokio::time::sleep(d.min(timeout)).await;
-            None
-        }
-        _ => None,
+    let failure = handle(&ctx, &pod, &handler, &run, point).await;
+    let report = match point {
+        HookPoint::PostStart => Report::PostStartEnded { container, failure },
+        HookPoint::PreStop { .. } => Report::HookEnded { container, failure },
     };
-    let _ = reports.send(Report::HookEnded { container, failure });
+    let _ = reports.send(report);
+}
+
+async fn handle(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    handler: &LifecycleHandler,
+    run: &Running,
+    point: HookPoint,
+) -> Option<String> {
+    if let Some(cmd) = exec_command(handler) {
+        return exec(ctx, run, &cmd).await;
+    }
+    if let Some(get) = &handler.http_get {
+        return super::hook_http::http_get(ctx, pod, get).await;
+    }
+    if let Some(sleep) = &handler.sleep {
+        let mut d = Duration::from_secs(crate::model::convert::non_negative_u64(sleep.seconds));
+        if let HookPoint::PreStop { timeout } = point {
+            d = d.min(timeout);
+        }
+        tokio::time::sleep(d).await;
+    }
+    None
 }
 
 /// Runs `cmd` in the container; `Some(why)` when it failed.

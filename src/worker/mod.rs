@@ -3,7 +3,7 @@
 //!
 //! The worker decides nothing about containers: `sync_loop` observes, asks the pure
 //! pod-sync core (`model::podsync`) and performs its actions — `start` (image, bundle,
-//! shim), `hook` (preStop), signals — while `exit` and `adopt` turn what the shims report
+//! shim), `hook` (postStart, preStop), signals — while `exit` and `adopt` turn what the shims report
 //! into observations. `pod` holds the pod's own life: admission, sandbox, release.
 
 mod adopt;
@@ -12,6 +12,7 @@ mod error;
 mod exit;
 mod facts;
 mod hook;
+mod hook_http;
 mod limits;
 mod pod;
 mod prepare;

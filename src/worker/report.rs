@@ -46,6 +46,11 @@ pub enum Report {
     },
     /// The exited instance's shim is gone: cgroup and rootfs are released.
     Released { container: String },
+    /// The postStart hook ended.
+    PostStartEnded {
+        container: String,
+        failure: Option<String>,
+    },
     /// The preStop hook ended.
     HookEnded {
         container: String,

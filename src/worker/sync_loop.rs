@@ -17,7 +17,8 @@ use tokio::task::JoinSet;
 
 use super::adopt::adopt_pod;
 use super::context::{Ctx, PodInfo};
-use super::facts::{pod_facts, pre_stop_command};
+use super::facts::pod_facts;
+use super::hook::{HookPoint, run_hook};
 use super::report::{Report, Running};
 use crate::image::gc::ImageLease;
 use crate::model::podsync::{
@@ -34,14 +35,13 @@ pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
     let facts = pod_facts(&pod, ctx.backoff);
     let (observed, adopted) = adopt_pod(&ctx, &pod, &facts).await;
     let (reports_tx, reports) = mpsc::unbounded_channel();
+    let spec = pod.pod.spec.clone().unwrap_or_default();
     let mut exec = Executor {
-        specs: pod
-            .pod
-            .spec
-            .clone()
-            .unwrap_or_default()
-            .containers
+        specs: spec
+            .init_containers
             .into_iter()
+            .flatten()
+            .chain(spec.containers)
             .map(|c| (c.name.clone(), c))
             .collect(),
         ctx,
@@ -127,13 +127,14 @@ impl Executor {
             } else {
                 EventKind::Normal
             };
-            self.ctx.store.pod_event(
-                &self.pod.uid,
-                kind,
-                e.reason,
-                &self.pod.object(&e.container),
-                e.message.clone(),
-            );
+            let object = if e.container.is_empty() {
+                format!("pod/{}", self.pod.name)
+            } else {
+                self.pod.object(&e.container)
+            };
+            self.ctx
+                .store
+                .pod_event(&self.pod.uid, kind, e.reason, &object, e.message.clone());
         }
         if self.published.as_ref() != Some(&decision.status) {
             self.ctx.store.publish_sync(&self.pod.uid, &decision.status);
@@ -170,27 +171,15 @@ impl Executor {
                     self.reports_tx.clone(),
                 ));
             }
+            Action::RunPostStart { .. } => {
+                obs.on_post_start_begun(now);
+                let handler = spec.lifecycle.as_ref().and_then(|l| l.post_start.clone());
+                self.spawn_hook(name, HookPoint::PostStart, handler);
+            }
             Action::RunPreStop { timeout, .. } => {
                 obs.on_hook_started(now);
-                let Some(run) = self.running.get(&name).cloned() else {
-                    return;
-                };
-                let pre_stop = self
-                    .facts
-                    .containers
-                    .iter()
-                    .find(|c| c.name == name)
-                    .map(|c| c.pre_stop)
-                    .unwrap_or(crate::model::podsync::PreStop::None);
-                self.tasks.spawn(super::hook::run_pre_stop(
-                    self.ctx.clone(),
-                    name,
-                    pre_stop,
-                    pre_stop_command(&spec),
-                    run,
-                    timeout,
-                    self.reports_tx.clone(),
-                ));
+                let handler = spec.lifecycle.as_ref().and_then(|l| l.pre_stop.clone());
+                self.spawn_hook(name, HookPoint::PreStop { timeout }, handler);
             }
             Action::Signal { signal, .. } => {
                 obs.on_signal_sent(signal, now);
@@ -215,6 +204,26 @@ impl Executor {
                 }
             }
         }
+    }
+
+    fn spawn_hook(
+        &mut self,
+        container: String,
+        point: HookPoint,
+        handler: Option<k8s_openapi::api::core::v1::LifecycleHandler>,
+    ) {
+        let (Some(run), Some(handler)) = (self.running.get(&container).cloned(), handler) else {
+            return;
+        };
+        self.tasks.spawn(run_hook(
+            self.ctx.clone(),
+            self.pod.clone(),
+            container,
+            point,
+            handler,
+            run,
+            self.reports_tx.clone(),
+        ));
     }
 
     fn fold(&mut self, report: Report) {
@@ -260,6 +269,11 @@ impl Executor {
             Report::Released { container } => {
                 if let Some(obs) = self.observed.container_mut(&container) {
                     obs.on_released();
+                }
+            }
+            Report::PostStartEnded { container, failure } => {
+                if let Some(obs) = self.observed.container_mut(&container) {
+                    obs.on_post_start_ended(now, failure);
                 }
             }
             Report::HookEnded { container, failure } => {

@@ -28,6 +28,8 @@ pub enum Action {
         attempt: u32,
         backoff_after: Backoff,
     },
+    /// Run the container's postStart hook; it is not Running until the hook returns.
+    RunPostStart { container: String },
     /// Run the container's preStop hook; the core stops waiting for it after `timeout`.
     RunPreStop {
         container: String,
@@ -44,6 +46,7 @@ impl Action {
     pub fn container(&self) -> &str {
         match self {
             Self::Start { container, .. }
+            | Self::RunPostStart { container }
             | Self::RunPreStop { container, .. }
             | Self::Signal { container, .. } => container,
         }
@@ -70,6 +73,8 @@ pub struct Decision {
     pub pod_done: bool,
     /// Each spec container's state, in spec order.
     pub container_states: Vec<ContainerState>,
+    /// Each spec init container's state, in spec order.
+    pub init_container_states: Vec<ContainerState>,
     pub status: PodStatusView,
 }
 

@@ -1,5 +1,6 @@
 //! One container's decision while the pod runs: start, restart with CrashLoopBackOff,
-//! retry a blocked start, or leave it be.
+//! retry a blocked start, run its postStart hook, kill it when a probe or its postStart
+//! failed, or leave it be.
 
 use std::time::Duration;
 
@@ -7,37 +8,102 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::ContainerState;
 
 use super::super::backoff::Backoff;
+use super::super::restart::RestartPolicy;
 use super::action::{Action, Decision};
-use super::observed::{BlockKind, ContainerObserved, Instance, StartBlock, Termination};
+use super::health::{kill_cause, post_start_done};
+use super::observed::{
+    BlockKind, ContainerObserved, HookProgress, Instance, StartBlock, Termination,
+};
 use super::status::{running, terminated_state, waiting};
+use super::stop::{SignalGate, stop_instance};
 use super::{ContainerFacts, PodFacts};
 
 /// How long `ErrImagePull` shows before `ImagePullBackOff` (at most the back-off itself).
 pub const ERR_IMAGE_PULL_SHOWN: Duration = Duration::from_secs(1);
 
-/// Decides for `obs` while the pod is not terminating; pushes its state to `out`.
+/// How one container is decided on while the pod is not terminating.
+pub(super) struct Turn {
+    pub policy: RestartPolicy,
+    /// A first start must wait (an earlier container's postStart hook still runs).
+    pub hold_first_start: bool,
+    pub image_generation: u64,
+}
+
+/// Decides for `obs` while the pod is not terminating, and returns its state.
 pub(super) fn decide(
     pod: &PodFacts,
     spec: &ContainerFacts,
     obs: &ContainerObserved,
-    image_generation: u64,
+    turn: &Turn,
     now: DateTime<Utc>,
     out: &mut Decision,
-) {
-    let state = match &obs.instance {
+) -> ContainerState {
+    match &obs.instance {
+        Instance::None if turn.hold_first_start => waiting("ContainerCreating", None),
         Instance::None => {
             start(spec, obs, obs.backoff.clone(), out);
             waiting("ContainerCreating", None)
         }
         Instance::Starting { .. } => waiting("ContainerCreating", None),
-        Instance::Running { started_at } => running(*started_at),
-        Instance::Blocked(block) => blocked(pod, spec, obs, block, image_generation, now, out),
+        Instance::Running { started_at } => running_instance(pod, spec, obs, *started_at, now, out),
+        Instance::Blocked(block) => blocked(pod, spec, obs, block, turn.image_generation, now, out),
         Instance::Exited {
             termination,
             released,
-        } => exited(pod, spec, obs, termination, *released, now, out),
-    };
-    out.container_states.push(state);
+        } => exited(
+            pod,
+            spec,
+            obs,
+            turn.policy,
+            termination,
+            *released,
+            now,
+            out,
+        ),
+    }
+}
+
+/// A running instance: its postStart hook first; killed when the hook or a probe failed.
+fn running_instance(
+    pod: &PodFacts,
+    spec: &ContainerFacts,
+    obs: &ContainerObserved,
+    started_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    out: &mut Decision,
+) -> ContainerState {
+    if let Some(cause) = kill_cause(pod, spec, obs) {
+        if obs.stop.began_at.is_none() {
+            if let Some((reason, message)) = &cause.warning {
+                out.event(true, reason, &spec.name, message.clone());
+            }
+        }
+        stop_instance(
+            spec,
+            obs,
+            cause.grace,
+            &cause.killing,
+            SignalGate::Now,
+            now,
+            out,
+        );
+        return match &obs.post_start {
+            HookProgress::Ended {
+                failure: Some(msg), ..
+            } => waiting("PostStartHookError", Some(msg.clone())),
+            _ => running(started_at),
+        };
+    }
+    if spec.post_start.is_some() && obs.post_start == HookProgress::NotRun {
+        out.actions.push(Action::RunPostStart {
+            container: spec.name.clone(),
+        });
+    }
+    if post_start_done(spec, obs) {
+        running(started_at)
+    } else {
+        waiting("ContainerCreating", None)
+    }
 }
 
 fn start(
@@ -97,17 +163,19 @@ fn blocked(
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one decision's inputs, each a different fact
 fn exited(
     pod: &PodFacts,
     spec: &ContainerFacts,
     obs: &ContainerObserved,
+    policy: RestartPolicy,
     termination: &Termination,
     released: bool,
     now: DateTime<Utc>,
     out: &mut Decision,
 ) -> ContainerState {
     let shown = terminated_state(termination);
-    if !pod.restart_policy.should_restart(termination.exit_code) {
+    if !policy.should_restart(termination.exit_code) {
         return shown;
     }
     let (delay, backoff_after) = obs.backoff.after_exit(&pod.backoff, termination.ran_for());

@@ -15,6 +15,9 @@
 
 mod action;
 mod container;
+mod facts;
+mod health;
+mod init;
 mod observed;
 mod status;
 mod stop;
@@ -23,68 +26,144 @@ mod stop;
 mod tests;
 
 pub use action::{Action, Decision, SignalKind, SyncEvent};
+pub use facts::{ContainerFacts, ContainerKind, Hook, PodFacts, ProbeFacts};
 pub use observed::{
-    BlockKind, ContainerObserved, HookProgress, Instance, PodObserved, StartBlock, StopProgress,
-    Termination, TerminationOrder,
+    BlockKind, ContainerObserved, Health, HookProgress, Instance, PodObserved, ProbeKind,
+    ProbeResult, StartBlock, StopProgress, Termination, TerminationOrder,
 };
 pub use status::{PodStatusView, conditions, terminated_state};
 
 use chrono::{DateTime, Utc};
 
-use super::backoff::BackoffPolicy;
-use super::restart::RestartPolicy;
+use container::{Turn, decide};
+use init::InitProgress;
+use status::waiting;
 
-/// What a container's preStop hook is (`lifecycle.preStop`).
+/// Why the pod stops while it is not being terminated from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PreStop {
-    None,
-    /// An exec handler, run in the container by the worker.
-    Exec,
-    /// A sleep handler of this long, bounded by the grace period.
-    Sleep(std::time::Duration),
+pub(crate) enum StopCause {
+    /// Ordered by the worker (manifest removed or replaced, daemon policy).
+    Ordered,
+    /// `activeDeadlineSeconds` passed: the pod failed with DeadlineExceeded.
+    Deadline,
+    /// An init container failed under restartPolicy Never: the pod failed.
+    InitFailed,
+    /// Every regular container finished for good: the sidecars go too.
+    Completed,
 }
 
-/// The facts of one container's spec the core decides on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerFacts {
-    pub name: String,
-    pub image: String,
-    pub pre_stop: PreStop,
-}
-
-/// The facts of the pod's spec the core decides on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodFacts {
-    pub uid: String,
-    pub name: String,
-    pub namespace: String,
-    /// Regular containers, in spec order.
-    pub containers: Vec<ContainerFacts>,
-    pub restart_policy: RestartPolicy,
-    pub backoff: BackoffPolicy,
-}
+/// The message of a pod failed by its `activeDeadlineSeconds`, as the kubelet's.
+pub const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
 
 /// The one decision of a sync: see the module documentation.
 pub fn sync_pod(pod: &PodFacts, observed: &PodObserved, now: DateTime<Utc>) -> Decision {
     let mut decision = Decision::default();
-    for (spec, obs) in pod.containers.iter().zip(&observed.containers) {
-        match &observed.terminating {
-            Some(order) => stop::decide(spec, obs, order, now, &mut decision),
-            None => container::decide(
-                pod,
-                spec,
-                obs,
-                observed.image_generation,
-                now,
-                &mut decision,
-            ),
+    let init = init::progress(pod, observed);
+    let stopping = stop_order(pod, observed, &init, now, &mut decision);
+    let (init_states, states) = match &stopping {
+        Some((order, _)) => stop::decide_pod(pod, observed, order, now, &mut decision),
+        None => {
+            let init_states = init::decide_init(pod, observed, now, &mut decision);
+            let states = if init == InitProgress::Done {
+                regular(pod, observed, now, &mut decision)
+            } else {
+                vec![waiting("PodInitializing", None); pod.containers.len()]
+            };
+            (init_states, states)
+        }
+    };
+    decision.init_container_states = init_states;
+    decision.container_states = states;
+    decision.pod_done =
+        observed.terminating.is_some() && observed.all().all(ContainerObserved::is_settled);
+    let cause = stopping.map(|(_, cause)| cause);
+    decision.status = status::pod_status(pod, observed, &decision, &init, cause, now);
+    for c in observed.all() {
+        for (kind, message) in &c.unhealthy {
+            decision.event(
+                true,
+                "Unhealthy",
+                &c.name,
+                format!("{} probe failed: {message}", kind.as_str()),
+            );
         }
     }
-    decision.pod_done = observed.terminating.is_some()
-        && observed
-            .containers
-            .iter()
-            .all(ContainerObserved::is_settled);
-    decision.status = status::pod_status(pod, observed, &decision.container_states, now);
     decision
 }
+
+/// The regular containers, once the pod is initialized. A first start waits while an
+/// earlier container's postStart hook runs (the kubelet starts them in order, each
+/// after the previous one's hook returned).
+fn regular(
+    pod: &PodFacts,
+    observed: &PodObserved,
+    now: DateTime<Utc>,
+    out: &mut Decision,
+) -> Vec<k8s_openapi::api::core::v1::ContainerState> {
+    let mut hold = false;
+    let mut states = Vec::new();
+    for (spec, obs) in pod.containers.iter().zip(&observed.containers) {
+        let turn = Turn {
+            policy: pod.restart_policy,
+            hold_first_start: hold,
+            image_generation: observed.image_generation,
+        };
+        states.push(decide(pod, spec, obs, &turn, now, out));
+        hold |= matches!(obs.instance, Instance::Running { .. })
+            && spec.post_start.is_some()
+            && !matches!(obs.post_start, HookProgress::Ended { .. });
+    }
+    states
+}
+
+/// The order the pod's containers stop under, if they stop: the worker's, else one the
+/// pod's own state implies (deadline, failed init, completed regular containers).
+fn stop_order(
+    pod: &PodFacts,
+    observed: &PodObserved,
+    init: &InitProgress,
+    now: DateTime<Utc>,
+    out: &mut Decision,
+) -> Option<(TerminationOrder, StopCause)> {
+    if let Some(order) = observed.terminating {
+        return Some((order, StopCause::Ordered));
+    }
+    let order = |since| TerminationOrder {
+        since,
+        grace: pod.grace,
+    };
+    if let (Some(deadline), Some(start)) = (pod.active_deadline, observed.start_time) {
+        let at = start + deadline;
+        if now >= at {
+            if observed.phase != Some(phase::PodPhase::Failed) {
+                out.event(true, "DeadlineExceeded", "", DEADLINE_MESSAGE.to_string());
+            }
+            return Some((order(at), StopCause::Deadline));
+        }
+        out.wake(at);
+    }
+    if let InitProgress::Failed { at, .. } = init {
+        return Some((order(*at), StopCause::InitFailed));
+    }
+    if *init == InitProgress::Done {
+        return completed_at(pod, observed).map(|at| (order(at), StopCause::Completed));
+    }
+    None
+}
+
+/// When the last regular container finished for good, if all did (none restarts).
+fn completed_at(pod: &PodFacts, observed: &PodObserved) -> Option<DateTime<Utc>> {
+    let mut last = None;
+    for obs in &observed.containers {
+        let Instance::Exited { termination, .. } = &obs.instance else {
+            return None;
+        };
+        if pod.restart_policy.should_restart(termination.exit_code) {
+            return None;
+        }
+        last = last.max(Some(termination.finished_at));
+    }
+    last
+}
+
+use super::phase;

@@ -119,6 +119,54 @@ pub struct StopProgress {
     pub kill_sent_at: Option<DateTime<Utc>>,
 }
 
+/// Which probe a result comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    Startup,
+    Liveness,
+    Readiness,
+}
+
+impl ProbeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Startup => "Startup",
+            Self::Liveness => "Liveness",
+            Self::Readiness => "Readiness",
+        }
+    }
+}
+
+/// A probe's result after its thresholds (the kubelet's results manager).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeResult {
+    Unknown,
+    Success,
+    Failure,
+}
+
+/// The probe results of the current instance. A new instance starts from the kubelet's
+/// initial results: startup Unknown, liveness Success, readiness Failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    pub startup: ProbeResult,
+    pub liveness: ProbeResult,
+    pub readiness: ProbeResult,
+    /// The message of the last failure (for the kill's event).
+    pub failure: Option<String>,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            startup: ProbeResult::Unknown,
+            liveness: ProbeResult::Success,
+            readiness: ProbeResult::Failure,
+            failure: None,
+        }
+    }
+}
+
 /// What the worker knows of one container.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ContainerObserved {
@@ -139,6 +187,15 @@ pub struct ContainerObserved {
     pub block_streak: Option<(BlockKind, u32)>,
     /// The waiting reason last published, so that a transition's event is recorded once.
     pub shown_waiting: Option<String>,
+    /// The postStart hook of the current instance.
+    pub post_start: HookProgress,
+    /// Probe results of the current instance.
+    pub health: Health,
+    /// Probe failures not yet published as `Unhealthy` events.
+    pub unhealthy: Vec<(ProbeKind, String)>,
+    /// Some instance was published as started: a sidecar no longer holds up the next
+    /// init container.
+    pub started_once: bool,
 }
 
 impl ContainerObserved {
@@ -197,6 +254,41 @@ impl ContainerObserved {
         self.container_id = Some(container_id);
         self.instance = Instance::Running { started_at };
         self.stop = StopProgress::default();
+        self.post_start = HookProgress::NotRun;
+        self.health = Health::default();
+        self.unhealthy.clear();
+    }
+
+    /// The worker began performing [`Action::RunPostStart`](super::Action::RunPostStart).
+    pub fn on_post_start_begun(&mut self, now: DateTime<Utc>) {
+        self.post_start = HookProgress::Running { since: now };
+    }
+
+    /// The postStart hook ended (`failure` says why it failed).
+    pub fn on_post_start_ended(&mut self, now: DateTime<Utc>, failure: Option<String>) {
+        if matches!(self.post_start, HookProgress::Running { .. }) {
+            self.post_start = HookProgress::Ended { at: now, failure };
+        }
+    }
+
+    /// A probe's result changed (after its thresholds); ignored unless an instance runs.
+    pub fn on_probe_result(&mut self, kind: ProbeKind, result: ProbeResult, message: String) {
+        if !matches!(self.instance, Instance::Running { .. }) {
+            return;
+        }
+        let slot = match kind {
+            ProbeKind::Startup => &mut self.health.startup,
+            ProbeKind::Liveness => &mut self.health.liveness,
+            ProbeKind::Readiness => &mut self.health.readiness,
+        };
+        if *slot == result {
+            return;
+        }
+        *slot = result;
+        if result == ProbeResult::Failure {
+            self.health.failure = Some(message.clone());
+            self.unhealthy.push((kind, message));
+        }
     }
 
     /// The instance exited (or its start failed, which counts as an exit).
@@ -250,6 +342,8 @@ impl ContainerObserved {
 /// What the worker knows of the pod.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PodObserved {
+    /// One per spec init container (sidecars included), in spec order.
+    pub init_containers: Vec<ContainerObserved>,
     /// One per spec container, in spec order.
     pub containers: Vec<ContainerObserved>,
     pub terminating: Option<TerminationOrder>,
@@ -274,8 +368,30 @@ impl PodObserved {
         }
     }
 
+    /// With init containers (sidecars included) before the regular ones.
+    pub fn with_init(
+        init: impl IntoIterator<Item = impl AsRef<str>>,
+        names: impl IntoIterator<Item = impl AsRef<str>>,
+    ) -> Self {
+        Self {
+            init_containers: init
+                .into_iter()
+                .map(|n| ContainerObserved::new(n.as_ref()))
+                .collect(),
+            ..Self::new(names)
+        }
+    }
+
     pub fn container_mut(&mut self, name: &str) -> Option<&mut ContainerObserved> {
-        self.containers.iter_mut().find(|c| c.name == name)
+        self.init_containers
+            .iter_mut()
+            .chain(self.containers.iter_mut())
+            .find(|c| c.name == name)
+    }
+
+    /// Every container, init containers first.
+    pub fn all(&self) -> impl Iterator<Item = &ContainerObserved> {
+        self.init_containers.iter().chain(&self.containers)
     }
 
     /// The pod terminates with `grace`; a later order can only shorten it.
@@ -296,8 +412,22 @@ impl PodObserved {
         self.phase = Some(decision.status.phase);
         self.conditions = decision.status.conditions.clone();
         self.start_time = decision.status.start_time;
-        for (c, state) in self.containers.iter_mut().zip(&decision.container_states) {
-            c.shown_waiting = state.waiting.as_ref().and_then(|w| w.reason.clone());
+        let statuses = decision
+            .status
+            .init_container_statuses
+            .iter()
+            .chain(&decision.status.container_statuses);
+        let containers = self
+            .init_containers
+            .iter_mut()
+            .chain(self.containers.iter_mut());
+        for (c, status) in containers.zip(statuses) {
+            let state = status.state.as_ref();
+            c.shown_waiting = state
+                .and_then(|s| s.waiting.as_ref())
+                .and_then(|w| w.reason.clone());
+            c.started_once |= status.started == Some(true);
+            c.unhealthy.clear();
         }
     }
 }

@@ -9,8 +9,11 @@ use k8s_openapi::api::core::v1::{
 
 use super::super::k8s_time::to_k8s;
 use super::super::phase::{ContainerSummary, PodPhase, pod_phase};
+use super::action::Decision;
+use super::health::{ready, started};
+use super::init::InitProgress;
 use super::observed::{ContainerObserved, Instance, PodObserved, Termination};
-use super::{ContainerFacts, PodFacts};
+use super::{ContainerFacts, ContainerKind, DEADLINE_MESSAGE, PodFacts, StopCause};
 
 /// The part of `v1.PodStatus` the core owns.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,7 +21,11 @@ pub struct PodStatusView {
     pub phase: PodPhase,
     pub conditions: Vec<PodCondition>,
     pub container_statuses: Vec<ContainerStatus>,
+    pub init_container_statuses: Vec<ContainerStatus>,
     pub start_time: Option<DateTime<Utc>>,
+    /// `status.reason` and `status.message` (DeadlineExceeded).
+    pub reason: Option<String>,
+    pub message: Option<String>,
 }
 
 impl Default for PodStatusView {
@@ -27,7 +34,10 @@ impl Default for PodStatusView {
             phase: PodPhase::Pending,
             conditions: Vec::new(),
             container_statuses: Vec::new(),
+            init_container_statuses: Vec::new(),
             start_time: None,
+            reason: None,
+            message: None,
         }
     }
 }
@@ -73,6 +83,12 @@ fn container_status(
     state: &ContainerState,
 ) -> ContainerStatus {
     let running = state.running.is_some();
+    let (started, ready) = match spec.kind {
+        ContainerKind::Init => (running, completed_ok(state)),
+        ContainerKind::Regular | ContainerKind::Sidecar => {
+            (running && started(spec, obs), running && ready(spec, obs))
+        }
+    };
     // While an exited instance waits for its restart, its end is the last state.
     let last = match &obs.instance {
         Instance::Exited { termination, .. } if state.terminated.is_none() => Some(termination),
@@ -83,8 +99,8 @@ fn container_status(
         image: spec.image.clone(),
         image_id: obs.image_id.clone(),
         container_id: obs.container_id.clone(),
-        ready: running,
-        started: Some(running),
+        ready,
+        started: Some(started),
         restart_count: i32::try_from(obs.restart_count).unwrap_or(i32::MAX),
         state: Some(state.clone()),
         last_state: last.map(terminated_state),
@@ -108,32 +124,77 @@ fn summary(obs: &ContainerObserved, state: &ContainerState) -> ContainerSummary 
     ContainerSummary::Waiting { last_exit }
 }
 
+fn completed_ok(state: &ContainerState) -> bool {
+    state
+        .terminated
+        .as_ref()
+        .is_some_and(|t| t.exit_code == 0 && t.reason.as_deref() == Some("Completed"))
+}
+
+fn statuses(
+    specs: &[ContainerFacts],
+    observed: &[ContainerObserved],
+    states: &[ContainerState],
+) -> Vec<ContainerStatus> {
+    specs
+        .iter()
+        .zip(observed)
+        .zip(states)
+        .map(|((spec, obs), state)| container_status(spec, obs, state))
+        .collect()
+}
+
 pub(super) fn pod_status(
     pod: &PodFacts,
     observed: &PodObserved,
-    states: &[ContainerState],
+    decision: &Decision,
+    init: &InitProgress,
+    cause: Option<StopCause>,
     now: DateTime<Utc>,
 ) -> PodStatusView {
-    let statuses: Vec<ContainerStatus> = pod
-        .containers
-        .iter()
-        .zip(&observed.containers)
-        .zip(states)
-        .map(|((spec, obs), state)| container_status(spec, obs, state))
-        .collect();
+    let container_statuses = statuses(
+        &pod.containers,
+        &observed.containers,
+        &decision.container_states,
+    );
+    let init_container_statuses = statuses(
+        &pod.init_containers,
+        &observed.init_containers,
+        &decision.init_container_states,
+    );
     let summaries: Vec<ContainerSummary> = observed
         .containers
         .iter()
-        .zip(states)
+        .zip(&decision.container_states)
         .map(|(obs, state)| summary(obs, state))
         .collect();
-    let computed = pod_phase(pod.restart_policy, &summaries);
+    let computed = match (cause, init) {
+        (Some(StopCause::Deadline | StopCause::InitFailed), _)
+        | (_, InitProgress::Failed { .. }) => PodPhase::Failed,
+        (_, InitProgress::Running) => PodPhase::Pending,
+        _ => pod_phase(pod.restart_policy, &summaries),
+    };
     // A terminal phase never goes back (the kubelet's rule).
     let phase = match observed.phase {
         Some(p @ (PodPhase::Succeeded | PodPhase::Failed)) => p,
         _ => computed,
     };
-    let all_ready = !statuses.is_empty() && statuses.iter().all(|c| c.ready);
+    let (reason, message) = match cause {
+        Some(StopCause::Deadline) => (
+            Some("DeadlineExceeded".to_string()),
+            Some(DEADLINE_MESSAGE.to_string()),
+        ),
+        _ => (None, None),
+    };
+    let sidecars_ready = pod
+        .init_containers
+        .iter()
+        .zip(&init_container_statuses)
+        .filter(|(spec, _)| spec.kind == ContainerKind::Sidecar)
+        .all(|(_, s)| s.ready);
+    let all_ready = !container_statuses.is_empty()
+        && container_statuses.iter().all(|c| c.ready)
+        && sidecars_ready;
     let start_time = observed.start_time.or(Some(now));
     // The worker syncs only once the pod's sandbox exists.
     let sandbox_ready = true;
@@ -143,15 +204,18 @@ pub(super) fn pod_status(
             &observed.conditions,
             &[
                 ("PodScheduled", true),
-                ("Initialized", true),
+                ("Initialized", *init == InitProgress::Done),
                 ("ContainersReady", all_ready),
                 ("Ready", all_ready),
                 ("PodReadyToStartContainers", sandbox_ready),
             ],
             now,
         ),
-        container_statuses: statuses,
+        container_statuses,
+        init_container_statuses,
         start_time,
+        reason,
+        message,
     }
 }
 

@@ -25,30 +25,35 @@ pub(super) fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
-pub(super) fn pod(policy: RestartPolicy, containers: &[(&str, PreStop)]) -> PodFacts {
+pub(super) fn pod(policy: RestartPolicy, containers: &[(&str, Hook)]) -> PodFacts {
     PodFacts {
         uid: "u1".into(),
         name: "web".into(),
         namespace: "default".into(),
+        init_containers: Vec::new(),
         containers: containers
             .iter()
             .map(|(n, p)| ContainerFacts {
-                name: (*n).to_string(),
-                image: format!("img-{n}"),
                 pre_stop: *p,
+                ..ContainerFacts::new(n, &format!("img-{n}"))
             })
             .collect(),
         restart_policy: policy,
         backoff: BackoffPolicy::default(),
+        grace: secs(30),
+        active_deadline: None,
     }
 }
 
 pub(super) fn one(policy: RestartPolicy) -> PodFacts {
-    pod(policy, &[("app", PreStop::None)])
+    pod(policy, &[("app", Hook::None)])
 }
 
 pub(super) fn observed(pod: &PodFacts) -> PodObserved {
-    PodObserved::new(pod.containers.iter().map(|c| c.name.clone()))
+    PodObserved::with_init(
+        pod.init_containers.iter().map(|c| c.name.clone()),
+        pod.containers.iter().map(|c| c.name.clone()),
+    )
 }
 
 pub(super) fn exit(code: i32, started: f64, finished: f64) -> Termination {
@@ -71,6 +76,7 @@ pub(super) fn fold_actions(obs: &mut PodObserved, decision: &Decision, now: Date
         };
         match action {
             Action::Start { backoff_after, .. } => c.on_start_begun(now, backoff_after.clone()),
+            Action::RunPostStart { .. } => c.on_post_start_begun(now),
             Action::RunPreStop { .. } => c.on_hook_started(now),
             Action::Signal { signal, .. } => c.on_signal_sent(*signal, now),
         }

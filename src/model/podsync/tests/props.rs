@@ -35,14 +35,14 @@ fn random_pod(rng: &mut fastrand::Rng) -> PodFacts {
     ][rng.usize(..3)];
     let n = rng.usize(1..4);
     let names: Vec<String> = (0..n).map(|i| format!("c{i}")).collect();
-    let hooks: Vec<PreStop> = (0..n)
+    let hooks: Vec<Hook> = (0..n)
         .map(|_| match rng.u8(..3) {
-            0 => PreStop::None,
-            1 => PreStop::Exec,
-            _ => PreStop::Sleep(secs(rng.u64(0..40))),
+            0 => Hook::None,
+            1 => Hook::Exec,
+            _ => Hook::Sleep(secs(rng.u64(0..40))),
         })
         .collect();
-    let refs: Vec<(&str, PreStop)> = names.iter().map(String::as_str).zip(hooks).collect();
+    let refs: Vec<(&str, Hook)> = names.iter().map(String::as_str).zip(hooks).collect();
     let mut p = pod(policy, &refs);
     if rng.bool() {
         p.backoff = BackoffPolicy {
@@ -160,7 +160,7 @@ fn check_signals(
         SignalKind::Stop { grace } => {
             assert!(*grace >= secs(2), "{case}: stop grace {grace:?} under 2 s");
             assert!(c.stop.stop_signal.is_none(), "{case}: stop signal twice");
-            if pod.containers[i].pre_stop != PreStop::None {
+            if pod.containers[i].pre_stop != Hook::None {
                 assert!(
                     !matches!(c.stop.hook, HookProgress::NotRun),
                     "{case}: stop signal before preStop"

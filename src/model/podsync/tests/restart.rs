@@ -312,7 +312,7 @@ fn a_failed_start_counts_as_an_exit_and_uses_its_attempt() {
 
 #[test]
 fn containers_of_one_pod_are_decided_independently() {
-    let pod = pod(Always, &[("a", PreStop::None), ("b", PreStop::None)]);
+    let pod = pod(Always, &[("a", Hook::None), ("b", Hook::None)]);
     let mut obs = observed(&pod);
     let d = step(&pod, &mut obs, t(0.0));
     assert_eq!(starts(&d).len(), 2);

@@ -58,10 +58,10 @@ fn phase_table() {
         (Always, &[Some(Some(0)), Some(None)], PodPhase::Running),
     ];
     for (policy, containers, phase) in table {
-        let names: Vec<(String, PreStop)> = (0..containers.len())
-            .map(|i| (format!("c{i}"), PreStop::None))
+        let names: Vec<(String, Hook)> = (0..containers.len())
+            .map(|i| (format!("c{i}"), Hook::None))
             .collect();
-        let refs: Vec<(&str, PreStop)> = names.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+        let refs: Vec<(&str, Hook)> = names.iter().map(|(n, p)| (n.as_str(), *p)).collect();
         let pod = pod(*policy, &refs);
         let mut obs = observed(&pod);
         for (c, state) in obs.containers.iter_mut().zip(containers.iter()) {

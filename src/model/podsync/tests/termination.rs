@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn running_pod(pre_stop: PreStop) -> (PodFacts, PodObserved) {
+fn running_pod(pre_stop: Hook) -> (PodFacts, PodObserved) {
     let pod = pod(RestartPolicy::Always, &[("app", pre_stop)]);
     let mut obs = observed(&pod);
     obs.containers[0].on_start_begun(t(0.0), Default::default());
@@ -29,7 +29,7 @@ fn event_reasons(d: &Decision) -> Vec<&'static str> {
 fn without_a_hook_the_stop_signal_then_sigkill_after_the_grace() {
     // (pod grace s, stop grace s): the stop signal always gets at least 2 s.
     for (grace, stop_grace) in [(30, 30), (5, 5), (2, 2), (1, 2)] {
-        let (pod, mut obs) = running_pod(PreStop::None);
+        let (pod, mut obs) = running_pod(Hook::None);
         obs.on_terminate(t(100.0), secs(grace));
         let d = step(&pod, &mut obs, t(100.0));
         assert_eq!(event_reasons(&d), vec!["Killing"], "grace {grace}");
@@ -66,7 +66,7 @@ fn exec_hook_time_is_deducted_truncated_to_seconds() {
         (10.0, 7.99, 3),
     ];
     for (grace, took, stop_grace) in table {
-        let (pod, mut obs) = running_pod(PreStop::Exec);
+        let (pod, mut obs) = running_pod(Hook::Exec);
         obs.on_terminate(t(0.0), Duration::from_secs_f64(grace));
         let d = step(&pod, &mut obs, t(0.0));
         assert_eq!(event_reasons(&d), vec!["Killing"]);
@@ -97,7 +97,7 @@ fn exec_hook_time_is_deducted_truncated_to_seconds() {
 
 #[test]
 fn a_failed_hook_is_a_warning_and_the_stop_goes_on() {
-    let (pod, mut obs) = running_pod(PreStop::Exec);
+    let (pod, mut obs) = running_pod(Hook::Exec);
     obs.on_terminate(t(0.0), secs(30));
     step(&pod, &mut obs, t(0.0));
     obs.containers[0].on_hook_ended(t(1.0), Some("[\"false\"] exited with 1: ".into()));
@@ -110,7 +110,7 @@ fn a_failed_hook_is_a_warning_and_the_stop_goes_on() {
 
 #[test]
 fn a_hook_past_the_grace_is_abandoned_with_a_warning_and_two_seconds_left() {
-    let (pod, mut obs) = running_pod(PreStop::Exec);
+    let (pod, mut obs) = running_pod(Hook::Exec);
     obs.on_terminate(t(0.0), secs(10));
     let d = step(&pod, &mut obs, t(0.0));
     assert_eq!(d.wake_at, Some(t(10.0)));
@@ -133,7 +133,7 @@ fn a_hook_past_the_grace_is_abandoned_with_a_warning_and_two_seconds_left() {
 
 #[test]
 fn a_sleep_hook_past_the_grace_ends_without_a_warning() {
-    let (pod, mut obs) = running_pod(PreStop::Sleep(secs(60)));
+    let (pod, mut obs) = running_pod(Hook::Sleep(secs(60)));
     obs.on_terminate(t(0.0), secs(5));
     let d = step(&pod, &mut obs, t(0.0));
     assert!(matches!(d.actions[..], [Action::RunPreStop { .. }]));
@@ -144,7 +144,7 @@ fn a_sleep_hook_past_the_grace_ends_without_a_warning() {
 
 #[test]
 fn a_shorter_grace_ordered_later_shortens_the_wait_for_sigkill() {
-    let (pod, mut obs) = running_pod(PreStop::None);
+    let (pod, mut obs) = running_pod(Hook::None);
     obs.on_terminate(t(0.0), secs(30));
     step(&pod, &mut obs, t(0.0));
     obs.on_terminate(t(1.0), secs(5));
@@ -164,7 +164,7 @@ fn a_shorter_grace_ordered_later_shortens_the_wait_for_sigkill() {
 
 #[test]
 fn a_container_that_exits_during_its_hook_gets_no_signal() {
-    let (pod, mut obs) = running_pod(PreStop::Exec);
+    let (pod, mut obs) = running_pod(Hook::Exec);
     obs.on_terminate(t(0.0), secs(30));
     step(&pod, &mut obs, t(0.0));
     obs.containers[0].on_exited(0, exit(0, 0.0, 1.0), false);
@@ -183,9 +183,9 @@ fn nothing_starts_once_the_pod_terminates() {
     let pod = pod(
         RestartPolicy::Always,
         &[
-            ("exited", PreStop::None),
-            ("blocked", PreStop::None),
-            ("new", PreStop::None),
+            ("exited", Hook::None),
+            ("blocked", Hook::None),
+            ("new", Hook::None),
         ],
     );
     let mut obs = observed(&pod);
@@ -221,11 +221,7 @@ fn a_starting_container_is_stopped_once_it_runs() {
 fn every_running_container_is_stopped_in_parallel() {
     let pod = pod(
         RestartPolicy::Always,
-        &[
-            ("a", PreStop::None),
-            ("b", PreStop::Exec),
-            ("c", PreStop::None),
-        ],
+        &[("a", Hook::None), ("b", Hook::Exec), ("c", Hook::None)],
     );
     let mut obs = observed(&pod);
     for (i, c) in obs.containers.iter_mut().enumerate() {
