@@ -61,7 +61,10 @@ pub fn sync_pod(pod: &PodFacts, observed: &PodObserved, now: DateTime<Utc>) -> D
     let init = init::progress(pod, observed);
     let stopping = stop_order(pod, observed, &init, now, &mut decision);
     let (init_states, states) = match &stopping {
-        Some((order, _)) => stop::decide_pod(pod, observed, order, now, &mut decision),
+        Some((order, _)) => {
+            let initialized = init == InitProgress::Done;
+            stop::decide_pod(pod, observed, order, initialized, now, &mut decision)
+        }
         None => {
             let init_states = init::decide_init(pod, observed, now, &mut decision);
             let states = if init == InitProgress::Done {

@@ -35,9 +35,16 @@ pub(super) fn decide_pod(
     pod: &PodFacts,
     observed: &PodObserved,
     order: &TerminationOrder,
+    initialized: bool,
     now: DateTime<Utc>,
     out: &mut Decision,
 ) -> (Vec<ContainerState>, Vec<ContainerState>) {
+    // A regular container that never started: still waiting for the init containers.
+    let unstarted = if initialized {
+        "ContainerCreating"
+    } else {
+        "PodInitializing"
+    };
     let regular_settled = observed.containers.iter().all(is_stopped)
         && pod
             .init_containers
@@ -65,13 +72,21 @@ pub(super) fn decide_pod(
             },
             _ => SignalGate::Now,
         };
-        init_states.push(decide(spec, obs, order.grace, gate, now, out));
+        init_states.push(decide(
+            spec,
+            obs,
+            order.grace,
+            gate,
+            "PodInitializing",
+            now,
+            out,
+        ));
     }
     let states = pod
         .containers
         .iter()
         .zip(&observed.containers)
-        .map(|(spec, obs)| decide(spec, obs, order.grace, SignalGate::Now, now, out))
+        .map(|(spec, obs)| decide(spec, obs, order.grace, SignalGate::Now, unstarted, now, out))
         .collect();
     (init_states, states)
 }
@@ -91,11 +106,13 @@ fn decide(
     obs: &ContainerObserved,
     grace: Duration,
     gate: SignalGate,
+    unstarted: &str,
     now: DateTime<Utc>,
     out: &mut Decision,
 ) -> ContainerState {
     match &obs.instance {
-        Instance::None | Instance::Starting { .. } => waiting("ContainerCreating", None),
+        Instance::None => waiting(unstarted, None),
+        Instance::Starting { .. } => waiting("ContainerCreating", None),
         Instance::Blocked(block) => {
             waiting(blocked_reason(block.kind), Some(block.message.clone()))
         }

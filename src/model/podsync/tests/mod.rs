@@ -1,6 +1,8 @@
 //! The core's tests: kubelet corner cases as tables (restart, back-off, image and config
 //! back-off, termination, status) and property tests over random observation sequences.
 
+mod health;
+mod init;
 mod props;
 mod restart;
 mod status;
