@@ -44,6 +44,27 @@ fn random_pod(rng: &mut fastrand::Rng) -> PodFacts {
         .collect();
     let refs: Vec<(&str, Hook)> = names.iter().map(String::as_str).zip(hooks).collect();
     let mut p = pod(policy, &refs);
+    for c in &mut p.containers {
+        decorate(rng, c);
+    }
+    p.init_containers = (0..rng.usize(0..3))
+        .map(|i| {
+            let kind = if rng.bool() {
+                ContainerKind::Sidecar
+            } else {
+                ContainerKind::Init
+            };
+            let mut c = ContainerFacts {
+                kind,
+                ..ContainerFacts::new(&format!("i{i}"), "img")
+            };
+            decorate(rng, &mut c);
+            c
+        })
+        .collect();
+    if rng.u8(..5) == 0 {
+        p.active_deadline = Some(secs(rng.u64(1..60)));
+    }
     if rng.bool() {
         p.backoff = BackoffPolicy {
             initial: Duration::from_millis(200),
@@ -53,13 +74,36 @@ fn random_pod(rng: &mut fastrand::Rng) -> PodFacts {
     p
 }
 
+/// Random probes and a postStart hook.
+fn decorate(rng: &mut fastrand::Rng, c: &mut ContainerFacts) {
+    let probe = |rng: &mut fastrand::Rng| {
+        rng.bool().then(|| ProbeFacts {
+            termination_grace: rng.bool().then(|| secs(rng.u64(1..10))),
+        })
+    };
+    c.startup_probe = probe(rng);
+    c.liveness_probe = probe(rng);
+    c.readiness_probe = rng.bool();
+    if rng.u8(..3) == 0 {
+        c.post_start = Hook::Exec;
+    }
+}
+
+fn all_mut(obs: &mut PodObserved) -> Vec<&mut ContainerObserved> {
+    obs.init_containers
+        .iter_mut()
+        .chain(obs.containers.iter_mut())
+        .collect()
+}
+
 /// Applies one random observation that the real world could produce now.
 fn observe(world: &mut World, obs: &mut PodObserved, seen: &mut Seen) {
     let now = world.now();
-    let i = world.rng.usize(..obs.containers.len());
     let generation = obs.image_generation;
+    let mut all = all_mut(obs);
+    let i = world.rng.usize(..all.len());
     let rng = &mut world.rng;
-    let c = &mut obs.containers[i];
+    let c = &mut *all[i];
     match c.instance.clone() {
         Instance::Starting { .. } => match rng.u8(..4) {
             0 | 1 => {
@@ -86,7 +130,19 @@ fn observe(world: &mut World, obs: &mut PodObserved, seen: &mut Seen) {
         },
         Instance::Running { started_at } => {
             let hook_running = matches!(c.stop.hook, HookProgress::Running { .. });
-            if hook_running && rng.bool() {
+            let post_start_running = matches!(c.post_start, HookProgress::Running { .. });
+            if post_start_running && rng.bool() {
+                let failure = (rng.u8(..4) == 0).then(|| "postStart failed".to_string());
+                c.on_post_start_ended(now, failure);
+            } else if rng.u8(..3) == 0 {
+                let kind = [
+                    ProbeKind::Startup,
+                    ProbeKind::Liveness,
+                    ProbeKind::Readiness,
+                ][rng.usize(..3)];
+                let result = [ProbeResult::Success, ProbeResult::Failure][rng.usize(..2)];
+                c.on_probe_result(kind, result, "probe".into());
+            } else if hook_running && rng.bool() {
                 let failure = rng.bool().then(|| "hook failed".to_string());
                 c.on_hook_ended(now, failure);
             } else if rng.u8(..3) == 0 || c.stop.kill_sent_at.is_some() {
@@ -101,6 +157,7 @@ fn observe(world: &mut World, obs: &mut PodObserved, seen: &mut Seen) {
         } => c.on_released(),
         _ => {}
     }
+    drop(all);
     if world.rng.u8(..20) == 0 {
         obs.on_image_loaded();
     }
@@ -108,9 +165,49 @@ fn observe(world: &mut World, obs: &mut PodObserved, seen: &mut Seen) {
 
 /// The index and observed state of `name` (the core only names spec containers).
 fn find<'a>(obs: &'a PodObserved, name: &str) -> (usize, &'a ContainerObserved) {
-    let i = obs.containers.iter().position(|c| c.name == name);
+    let i = obs.all().position(|c| c.name == name);
     let i = i.unwrap_or_else(|| panic!("action for unknown container {name}"));
-    (i, &obs.containers[i])
+    (i, obs.all().nth(i).unwrap_or_else(|| unreachable!()))
+}
+
+fn spec_at(pod: &PodFacts, i: usize) -> &ContainerFacts {
+    pod.init_containers
+        .iter()
+        .chain(&pod.containers)
+        .nth(i)
+        .unwrap_or_else(|| unreachable!())
+}
+
+/// Nothing starts out of order: a regular container only once every init container
+/// completed and every sidecar started; an init container only after those before it.
+fn check_order(pod: &PodFacts, obs: &PodObserved, action: &Action, case: &str) {
+    let Action::Start { container, .. } = action else {
+        return;
+    };
+    let (i, c) = find(obs, container);
+    if c.started_once || c.next_attempt > 0 {
+        return; // a restart, not a first start
+    }
+    let before = i.min(pod.init_containers.len());
+    for (spec, o) in pod
+        .init_containers
+        .iter()
+        .zip(&obs.init_containers)
+        .take(before)
+    {
+        let through = match spec.kind {
+            ContainerKind::Sidecar => {
+                o.started_once || crate::model::podsync::health::started(spec, o)
+            }
+            _ => matches!(&o.instance, Instance::Exited { termination, .. }
+                if termination.exit_code == 0 && termination.reason.is_none()),
+        };
+        assert!(
+            through,
+            "{case}: {container} started before {} was through",
+            spec.name
+        );
+    }
 }
 
 fn check_start(obs: &PodObserved, action: &Action, seen: &Seen, case: &str) {
@@ -160,7 +257,7 @@ fn check_signals(
         SignalKind::Stop { grace } => {
             assert!(*grace >= secs(2), "{case}: stop grace {grace:?} under 2 s");
             assert!(c.stop.stop_signal.is_none(), "{case}: stop signal twice");
-            if pod.containers[i].pre_stop != Hook::None {
+            if spec_at(pod, i).pre_stop != Hook::None {
                 assert!(
                     !matches!(c.stop.hook, HookProgress::NotRun),
                     "{case}: stop signal before preStop"
@@ -190,7 +287,7 @@ fn run_case(seed: u64) {
     };
     let mut obs = observed(&pod);
     let mut seen = Seen {
-        ran: vec![Vec::new(); pod.containers.len()],
+        ran: vec![Vec::new(); pod.containers.len() + pod.init_containers.len()],
         ..Default::default()
     };
     let case = format!("seed {seed}");
@@ -206,6 +303,7 @@ fn run_case(seed: u64) {
         // Invariants of one decision.
         for a in &d.actions {
             check_start(&obs, a, &seen, &case);
+            check_order(&pod, &obs, a, &case);
             check_signals(&obs, a, &pod, now, &case);
         }
         if let Some(w) = d.wake_at {
