@@ -5,11 +5,35 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::age::age_of;
 
-/// The STATUS column as kubectl computes it: the phase, overridden by a container's
-/// waiting/terminated reason, and `Terminating` while the pod is being deleted.
+/// The STATUS column as kubectl computes it: the pod's reason or phase, overridden by an
+/// init container's progress (`Init:N/M`, `Init:CrashLoopBackOff`, `Init:Error`) or a
+/// container's waiting/terminated reason, and `Terminating` while the pod is being
+/// deleted.
 pub fn pod_status_text(pod: &Pod) -> String {
     let status = pod.status.clone().unwrap_or_default();
-    let mut reason = status.phase.clone().unwrap_or_else(|| "Pending".into());
+    let mut reason = status
+        .reason
+        .clone()
+        .or_else(|| status.phase.clone())
+        .unwrap_or_else(|| "Pending".into());
+    let initializing = match init_status_text(pod) {
+        Some(init) => {
+            reason = init;
+            true
+        }
+        None => false,
+    };
+    let initialized = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Initialized" && c.status == "True");
+    if initializing && !initialized {
+        if pod.metadata.deletion_timestamp.is_some() {
+            reason = "Terminating".into();
+        }
+        return reason;
+    }
     let mut has_running = false;
     for c in status.container_statuses.iter().flatten().rev() {
         let state = c.state.clone().unwrap_or_default();
@@ -38,6 +62,50 @@ pub fn pod_status_text(pod: &Pod) -> String {
     reason
 }
 
+/// kubectl's init-container part of STATUS: `None` once every init container completed
+/// (and every sidecar started).
+fn init_status_text(pod: &Pod) -> Option<String> {
+    let total = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_ref())
+        .map_or(0, Vec::len);
+    let statuses = pod.status.as_ref()?.init_container_statuses.as_ref()?;
+    let sidecar = |name: &str| {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.init_containers.as_ref())
+            .and_then(|l| l.iter().find(|c| c.name == name))
+            .is_some_and(|c| c.restart_policy.as_deref() == Some("Always"))
+    };
+    for (i, c) in statuses.iter().enumerate() {
+        let state = c.state.clone().unwrap_or_default();
+        if let Some(t) = &state.terminated
+            && t.exit_code == 0
+        {
+            continue;
+        }
+        if sidecar(&c.name) && c.started == Some(true) {
+            continue;
+        }
+        if let Some(t) = &state.terminated {
+            return Some(match (&t.reason, t.signal) {
+                (Some(r), _) if !r.is_empty() => format!("Init:{r}"),
+                (_, Some(s)) if s != 0 => format!("Init:Signal:{s}"),
+                _ => format!("Init:ExitCode:{}", t.exit_code),
+            });
+        }
+        if let Some(r) = state.waiting.as_ref().and_then(|w| w.reason.as_deref())
+            && !r.is_empty()
+            && r != "PodInitializing"
+        {
+            return Some(format!("Init:{r}"));
+        }
+        return Some(format!("Init:{i}/{total}"));
+    }
+    None
+}
+
 fn restarts_text(pod: &Pod, now: DateTime<Utc>) -> String {
     let statuses = pod
         .status
@@ -62,14 +130,29 @@ fn restarts_text(pod: &Pod, now: DateTime<Utc>) -> String {
     }
 }
 
+/// READY as kubectl counts it: regular containers, plus sidecars that have started.
 fn ready_text(pod: &Pod) -> String {
-    let total = pod.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
-    let ready = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .map(|l| l.iter().filter(|c| c.ready).count())
-        .unwrap_or(0);
+    let mut total = pod.spec.as_ref().map(|s| s.containers.len()).unwrap_or(0);
+    let status = pod.status.clone().unwrap_or_default();
+    let mut ready = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| c.ready)
+        .count();
+    let sidecars: Vec<&str> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+        .map(|c| c.name.as_str())
+        .collect();
+    for c in status.init_container_statuses.iter().flatten() {
+        if sidecars.contains(&c.name.as_str()) && c.started == Some(true) {
+            total += 1;
+            ready += usize::from(c.ready);
+        }
+    }
     format!("{ready}/{total}")
 }
 
@@ -171,6 +254,114 @@ mod tests {
                 ..Default::default()
             }),
         }
+    }
+
+    fn init_pod(init: &[(&str, ContainerState)], initialized: bool) -> Pod {
+        let mut p = pod(Some("PodInitializing"), false, 0);
+        let spec = p.spec.get_or_insert_default();
+        spec.init_containers = Some(
+            init.iter()
+                .map(|(n, _)| k8s_openapi::api::core::v1::Container {
+                    name: (*n).into(),
+                    restart_policy: (*n == "sidecar").then(|| "Always".into()),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        let status = p.status.get_or_insert_default();
+        status.phase = Some("Pending".into());
+        status.init_container_statuses = Some(
+            init.iter()
+                .map(|(n, state)| ContainerStatus {
+                    name: (*n).into(),
+                    started: Some(state.running.is_some()),
+                    ready: state.running.is_some(),
+                    state: Some(state.clone()),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        status.conditions = Some(vec![k8s_openapi::api::core::v1::PodCondition {
+            type_: "Initialized".into(),
+            status: if initialized { "True" } else { "False" }.into(),
+            ..Default::default()
+        }]);
+        p
+    }
+
+    fn waiting(reason: &str) -> ContainerState {
+        ContainerState {
+            waiting: Some(ContainerStateWaiting {
+                reason: Some(reason.into()),
+                message: None,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn terminated(code: i32, reason: &str) -> ContainerState {
+        ContainerState {
+            terminated: Some(k8s_openapi::api::core::v1::ContainerStateTerminated {
+                exit_code: code,
+                reason: Some(reason.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn status_column_shows_init_progress_as_kubectl() {
+        let running = ContainerState {
+            running: Some(Default::default()),
+            ..Default::default()
+        };
+        let cases = [
+            (
+                init_pod(
+                    &[("a", running.clone()), ("b", waiting("PodInitializing"))],
+                    false,
+                ),
+                "Init:0/2",
+            ),
+            (
+                init_pod(
+                    &[("a", terminated(0, "Completed")), ("b", running.clone())],
+                    false,
+                ),
+                "Init:1/2",
+            ),
+            (
+                init_pod(&[("a", waiting("CrashLoopBackOff"))], false),
+                "Init:CrashLoopBackOff",
+            ),
+            (
+                init_pod(&[("a", terminated(1, "Error"))], false),
+                "Init:Error",
+            ),
+            (
+                init_pod(
+                    &[("sidecar", running.clone()), ("b", running.clone())],
+                    false,
+                ),
+                "Init:1/2",
+            ),
+            (
+                init_pod(&[("a", terminated(0, "Completed"))], true),
+                "PodInitializing",
+            ),
+        ];
+        for (p, want) in cases {
+            assert_eq!(pod_status_text(&p), want);
+        }
+        let p = init_pod(&[("sidecar", running)], true);
+        assert_eq!(ready_text(&p), "1/2", "a started sidecar counts");
+        let mut p = pod(None, false, 0);
+        let status = p.status.get_or_insert_default();
+        status.phase = Some("Failed".into());
+        status.reason = Some("DeadlineExceeded".into());
+        status.container_statuses = Some(vec![]);
+        assert_eq!(pod_status_text(&p), "DeadlineExceeded");
     }
 
     #[test]
