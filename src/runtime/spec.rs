@@ -27,6 +27,8 @@ pub struct ContainerSpecInput {
     pub cgroups_path: String,
     /// Files bind-mounted read-only into the container: (host path, container path).
     pub bind_files: Vec<(PathBuf, String)>,
+    /// Files bind-mounted writable (the termination log): (host path, container path).
+    pub writable_files: Vec<(PathBuf, String)>,
     /// rlimits: (type, soft, hard).
     pub rlimits: Vec<(PosixRlimitType, u64, u64)>,
     /// cgroup resources (full cgroup v2 mode only).
@@ -238,7 +240,9 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
 
     let mut mounts =
         standard_mounts(conf.privileged, &input.sandbox.shm).map_err(|e| spec_err(input, e))?;
-    for (host, dest) in &input.bind_files {
+    let read_only = input.bind_files.iter().map(|f| (f, "ro"));
+    let writable = input.writable_files.iter().map(|f| (f, "rw"));
+    for ((host, dest), mode) in read_only.chain(writable) {
         mounts.push(
             MountBuilder::default()
                 .destination(PathBuf::from(dest))
@@ -246,7 +250,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
                 .source(host.clone())
                 .options(vec![
                     "rbind".to_string(),
-                    "ro".to_string(),
+                    mode.to_string(),
                     "nosuid".to_string(),
                     "nodev".to_string(),
                 ])
@@ -381,6 +385,7 @@ mod tests {
             rootfs: "/p/rootfs".into(),
             cgroups_path: "/x/kubepods/podu/web".into(),
             bind_files: vec![("/p/hosts".into(), "/etc/hosts".into())],
+            writable_files: Vec::new(),
             rlimits: vec![(PosixRlimitType::RlimitNofile, 1024, 1024)],
             resources: None,
             annotations: HashMap::new(),

@@ -10,6 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::context::{Ctx, PodInfo};
 use super::report::{ExitFuture, Report};
+use super::termination_message::termination_message;
 use crate::disk::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
 use crate::disk::write_json_atomic;
 use crate::model::podsync::{Termination, terminated_state};
@@ -76,6 +77,11 @@ pub async fn termination_of(
             (Some("OOMKilled".to_string()), Some(message))
         }
         (None, false) => (None, None),
+    };
+    // What the container wrote to its terminationMessagePath wins, as in the kubelet.
+    let message = match &record.unknown {
+        Some(_) => message,
+        None => termination_message(ctx, pod, container, attempt, record.exit_code).or(message),
     };
     let termination = termination(record, Some(format!("podhost://{id}")), reason, message);
     let bundle = ctx.layout.attempt_dir(&pod.uid, container, attempt);

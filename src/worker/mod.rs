@@ -20,6 +20,7 @@ mod report;
 pub mod security;
 mod start;
 mod sync_loop;
+mod termination_message;
 
 pub use context::{Ctx, PodInfo};
 pub use error::WorkerError;

@@ -49,6 +49,28 @@ pub fn write_pod_files(ctx: &Ctx, pod: &PodInfo) -> Result<(), RuntimeError> {
     )?)
 }
 
+/// The file bind-mounted at the container's `terminationMessagePath` (as the kubelet, mode
+/// 0666 so that any user in the container can write it), read when it exits.
+fn termination_log(bundle: &Path, c: &Container) -> Result<Vec<(PathBuf, String)>, RuntimeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(dest) = c
+        .termination_message_path
+        .clone()
+        .filter(|p| p.starts_with('/'))
+    else {
+        return Ok(Vec::new());
+    };
+    let host = bundle.join(super::termination_message::TERMINATION_LOG_FILE);
+    let io = |source| RuntimeError::Io {
+        what: "creating the termination log",
+        path: host.clone(),
+        source,
+    };
+    std::fs::write(&host, b"").map_err(io)?;
+    std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o666)).map_err(io)?;
+    Ok(vec![(host, dest)])
+}
+
 /// The container's environment: image env first, then the pod's (later wins). A pod
 /// value may refer to variables defined before it with `$(VAR)`, as in Kubernetes.
 fn merged_env(image: &ResolvedImage, c: &Container) -> Vec<(String, String)> {
@@ -177,6 +199,7 @@ pub fn prepare_attempt(
     if Path::new("/etc/resolv.conf").exists() {
         bind_files.push(("/etc/resolv.conf".into(), "/etc/resolv.conf".into()));
     }
+    let writable_files = termination_log(&bundle, c)?;
     let rootfs = bundle.join("rootfs");
     let settings =
         super::limits::kernel_settings(ctx, pod, c).map_err(|e| spec_err(e.to_string()))?;
@@ -195,6 +218,7 @@ pub fn prepare_attempt(
         rootfs: rootfs.clone(),
         cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
         bind_files,
+        writable_files,
         rlimits: settings.rlimits,
         resources: settings.resources,
         annotations,
