@@ -187,6 +187,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             cfg.userns_range,
         )?),
         log_rotation: cfg.log_rotation,
+        ephemeral: Default::default(),
     });
     let mut essential = supervise::EssentialTasks::default();
     let gc = crate::gc::runner::GcRunner::new(

@@ -179,6 +179,24 @@ impl StatusStore {
         self.persist(uid);
     }
 
+    /// Records the pod's ephemeral containers in its spec (`podhost debug` adds them).
+    pub fn set_ephemeral_containers(
+        &self,
+        uid: &str,
+        list: &[k8s_openapi::api::core::v1::EphemeralContainer],
+    ) {
+        let mut inner = self.lock();
+        let Some(rec) = inner.changing(uid) else {
+            return;
+        };
+        rec.pod
+            .spec
+            .get_or_insert_with(Default::default)
+            .ephemeral_containers = (!list.is_empty()).then(|| list.to_vec());
+        drop(inner);
+        self.persist(uid);
+    }
+
     /// Replaces what the pod-sync core decides of the pod's status: phase, conditions,
     /// container statuses and startTime. A terminal phase already recorded (a rejected
     /// pod) stays.
@@ -191,6 +209,8 @@ impl StatusStore {
             status.container_statuses = Some(view.container_statuses.clone());
             status.init_container_statuses = (!view.init_container_statuses.is_empty())
                 .then(|| view.init_container_statuses.clone());
+            status.ephemeral_container_statuses = (!view.ephemeral_container_statuses.is_empty())
+                .then(|| view.ephemeral_container_statuses.clone());
             status.start_time = view.start_time.map(k8s_time);
             if view.reason.is_some() {
                 status.reason = view.reason.clone();

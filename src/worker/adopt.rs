@@ -34,6 +34,11 @@ pub async fn adopt_pod(
         facts.init_containers.iter().map(|c| c.name.clone()),
         facts.containers.iter().map(|c| c.name.clone()),
     );
+    observed.ephemeral_containers = facts
+        .ephemeral_containers
+        .iter()
+        .map(|c| ContainerObserved::new(&c.name))
+        .collect();
     if let Some(record) = ctx.store.get(&pod.uid) {
         let status = record.pod.status.unwrap_or_default();
         observed.phase = status.phase.as_deref().and_then(phase_of);
@@ -45,6 +50,7 @@ pub async fn adopt_pod(
         .init_containers
         .iter_mut()
         .chain(observed.containers.iter_mut())
+        .chain(observed.ephemeral_containers.iter_mut())
     {
         if let Some(run) = adopt_container(ctx, pod, c).await {
             running.push(run);

@@ -46,6 +46,8 @@ pub struct Ctx {
     pub userns: Arc<crate::runtime::userns::UsernsAllocator>,
     /// Container log rotation, handed to every shim.
     pub log_rotation: crate::logs::RotationPolicy,
+    /// The pods' sync loops that take ephemeral containers (`podhost debug`).
+    pub ephemeral: super::ephemeral::EphemeralRegistry,
 }
 
 /// The immutable facts of one pod that its worker needs.

@@ -31,6 +31,7 @@ pub fn pod_facts(pod: &PodInfo, backoff: BackoffPolicy) -> PodFacts {
             .iter()
             .map(|c| container_facts(c, ContainerKind::Regular))
             .collect(),
+        ephemeral_containers: Vec::new(),
         restart_policy: pod.policy,
         backoff,
         grace: pod.grace,
@@ -40,7 +41,8 @@ pub fn pod_facts(pod: &PodInfo, backoff: BackoffPolicy) -> PodFacts {
     }
 }
 
-fn container_facts(c: &Container, kind: ContainerKind) -> ContainerFacts {
+/// The facts of a container of `kind`.
+pub fn container_facts(c: &Container, kind: ContainerKind) -> ContainerFacts {
     let lifecycle = c.lifecycle.as_ref();
     ContainerFacts {
         name: c.name.clone(),

@@ -8,6 +8,7 @@
 
 mod adopt;
 mod context;
+pub mod ephemeral;
 mod error;
 mod exit;
 mod facts;

@@ -49,6 +49,16 @@ pub fn write_pod_files(ctx: &Ctx, pod: &PodInfo) -> Result<(), RuntimeError> {
     )?)
 }
 
+/// The pod's namespaces; an ephemeral container with a target joins the target's pid
+/// namespace, as `kubectl debug --target` does.
+fn sandbox_paths(ctx: &Ctx, pod: &PodInfo, target_pid: Option<i32>) -> SandboxPaths {
+    let mut paths = SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.sandbox_shape());
+    if let Some(pid) = target_pid {
+        paths.pid = Some(PathBuf::from(format!("/proc/{pid}/ns/pid")));
+    }
+    paths
+}
+
 /// The file bind-mounted at the container's `terminationMessagePath` (as the kubelet, mode
 /// 0666 so that any user in the container can write it), read when it exits.
 fn termination_log(bundle: &Path, c: &Container) -> Result<Vec<(PathBuf, String)>, RuntimeError> {
@@ -142,6 +152,7 @@ pub fn prepare_attempt(
     c: &Container,
     image: &ResolvedImage,
     attempt: u32,
+    target_pid: Option<i32>,
 ) -> Result<Prepared, RuntimeError> {
     let bundle = ctx.layout.attempt_dir(&pod.uid, &c.name, attempt);
     std::fs::create_dir_all(&bundle)
@@ -214,7 +225,7 @@ pub fn prepare_attempt(
         env: env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         cwd,
         hostname: (!pod.host_network).then(|| pod.hostname()),
-        sandbox: SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.sandbox_shape()),
+        sandbox: sandbox_paths(ctx, pod, target_pid),
         rootfs: rootfs.clone(),
         cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
         bind_files,

@@ -22,18 +22,26 @@ use crate::status::EventKind;
 /// The exit code a start that failed counts as (as containerd reports it).
 const START_FAILED_EXIT_CODE: i32 = 128;
 
-/// Starts attempt `attempt` of `c` and reports how it went.
+/// Starts attempt `attempt` of `c` and reports how it went; `target_pid` is the init of
+/// the container whose pid namespace an ephemeral container joins.
 pub async fn start(
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
     c: Container,
     attempt: u32,
+    target_pid: Option<i32>,
     reports: UnboundedSender<Report>,
 ) {
-    let _ = reports.send(start_report(&ctx, &pod, &c, attempt).await);
+    let _ = reports.send(start_report(&ctx, &pod, &c, attempt, target_pid).await);
 }
 
-async fn start_report(ctx: &Arc<Ctx>, pod: &Arc<PodInfo>, c: &Container, attempt: u32) -> Report {
+async fn start_report(
+    ctx: &Arc<Ctx>,
+    pod: &Arc<PodInfo>,
+    c: &Container,
+    attempt: u32,
+    target_pid: Option<i32>,
+) -> Report {
     let name = c.name.clone();
     let image = match ensure_image(ctx, pod, c).await {
         Ok(image) => image,
@@ -59,7 +67,10 @@ async fn start_report(ctx: &Arc<Ctx>, pod: &Arc<PodInfo>, c: &Container, attempt
     // Off the async threads: it reads the image's files and writes the bundle.
     let prepared = {
         let (ctx, pod, c) = (ctx.clone(), pod.clone(), c.clone());
-        tokio::task::spawn_blocking(move || prepare_attempt(&ctx, &pod, &c, &image, attempt)).await
+        tokio::task::spawn_blocking(move || {
+            prepare_attempt(&ctx, &pod, &c, &image, attempt, target_pid)
+        })
+        .await
     };
     let prepared = match prepared {
         Ok(Ok(p)) => p,

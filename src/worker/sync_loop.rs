@@ -10,19 +10,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, EphemeralContainer};
 use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::adopt::adopt_pod;
 use super::context::{Ctx, PodInfo};
-use super::facts::pod_facts;
+use super::ephemeral::{self, EphemeralError, EphemeralRequest};
+use super::facts::{container_facts, pod_facts};
 use super::hook::{HookPoint, run_hook};
 use super::report::{Report, Running};
 use crate::image::gc::ImageLease;
 use crate::model::podsync::{
-    Action, Decision, PodFacts, PodObserved, PodStatusView, SignalKind, sync_pod,
+    Action, ContainerKind, ContainerObserved, Decision, PodFacts, PodObserved, PodStatusView,
+    SignalKind, sync_pod,
 };
 use crate::runtime::signals;
 use crate::status::EventKind;
@@ -32,18 +34,33 @@ pub type TermRx = watch::Receiver<Option<Duration>>;
 
 /// Runs the pod's containers until the pod has terminated and none of them runs.
 pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
-    let facts = pod_facts(&pod, ctx.backoff);
+    let requests = ctx.ephemeral.register(&pod.uid);
+    let mut facts = pod_facts(&pod, ctx.backoff);
+    let spec = pod.pod.spec.clone().unwrap_or_default();
+    let mut specs: HashMap<String, Container> = spec
+        .init_containers
+        .into_iter()
+        .flatten()
+        .chain(spec.containers)
+        .map(|c| (c.name.clone(), c))
+        .collect();
+    let ephemeral = ephemeral::load(&ctx, &pod.uid);
+    for e in &ephemeral {
+        if let Ok(c) = ephemeral::as_container(e) {
+            facts
+                .ephemeral_containers
+                .push(container_facts(&c, ContainerKind::Ephemeral));
+            specs.insert(c.name.clone(), c);
+        }
+    }
+    if !ephemeral.is_empty() {
+        ctx.store.set_ephemeral_containers(&pod.uid, &ephemeral);
+    }
     let (observed, adopted) = adopt_pod(&ctx, &pod, &facts).await;
     let (reports_tx, reports) = mpsc::unbounded_channel();
-    let spec = pod.pod.spec.clone().unwrap_or_default();
     let mut exec = Executor {
-        specs: spec
-            .init_containers
-            .into_iter()
-            .flatten()
-            .chain(spec.containers)
-            .map(|c| (c.name.clone(), c))
-            .collect(),
+        specs,
+        ephemeral,
         ctx,
         pod,
         facts,
@@ -57,7 +74,8 @@ pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
     for a in adopted {
         exec.watch_exit(a.container, a.run, a.exit);
     }
-    exec.run(term, reports).await;
+    exec.run(term, reports, requests).await;
+    exec.ctx.ephemeral.unregister(&exec.pod.uid);
 }
 
 struct Executor {
@@ -65,6 +83,8 @@ struct Executor {
     pod: Arc<PodInfo>,
     facts: PodFacts,
     specs: HashMap<String, Container>,
+    /// The ephemeral containers added by `podhost debug`, as recorded.
+    ephemeral: Vec<EphemeralContainer>,
     observed: PodObserved,
     reports_tx: mpsc::UnboundedSender<Report>,
     /// Start, exit and hook tasks; aborted when the pod is done (a hook still running
@@ -78,7 +98,12 @@ struct Executor {
 }
 
 impl Executor {
-    async fn run(&mut self, mut term: TermRx, mut reports: mpsc::UnboundedReceiver<Report>) {
+    async fn run(
+        &mut self,
+        mut term: TermRx,
+        mut reports: mpsc::UnboundedReceiver<Report>,
+        mut requests: mpsc::UnboundedReceiver<EphemeralRequest>,
+    ) {
         let mut images = self.ctx.images_changed.clone();
         let (mut term_open, mut images_open) = (true, true);
         loop {
@@ -104,6 +129,10 @@ impl Executor {
                 .map(|at| (at - now).to_std().unwrap_or_default());
             tokio::select! {
                 Some(report) = reports.recv() => self.fold(report),
+                Some(request) = requests.recv() => {
+                    let answer = self.add_ephemeral(request.container);
+                    let _ = request.reply.send(answer);
+                }
                 changed = term.changed(), if term_open => term_open = changed.is_ok(),
                 changed = images.changed(), if images_open => match changed {
                     Ok(()) => self.observed.on_image_loaded(),
@@ -158,6 +187,7 @@ impl Executor {
                 ..
             } => {
                 obs.on_start_begun(now, backoff_after);
+                let target_pid = self.target_pid(&name);
                 let image = spec.image.clone().unwrap_or_default();
                 let ctx = self.ctx.clone();
                 self.leases
@@ -168,6 +198,7 @@ impl Executor {
                     self.pod.clone(),
                     spec,
                     attempt,
+                    target_pid,
                     self.reports_tx.clone(),
                 ));
             }
@@ -204,6 +235,55 @@ impl Executor {
                 }
             }
         }
+    }
+
+    /// Adds an ephemeral container (it starts at the next sync), recorded on disk first.
+    fn add_ephemeral(&mut self, e: EphemeralContainer) -> Result<(), EphemeralError> {
+        let pod = self.pod.name.clone();
+        if self.observed.terminating.is_some() {
+            return Err(EphemeralError::Terminating { pod });
+        }
+        if self.specs.contains_key(&e.name) {
+            return Err(EphemeralError::NameTaken { pod, name: e.name });
+        }
+        if let Some(target) = &e.target_container_name
+            && !self.specs.contains_key(target)
+        {
+            return Err(EphemeralError::UnknownTarget {
+                pod,
+                target: target.clone(),
+            });
+        }
+        let c = ephemeral::as_container(&e).map_err(|why| EphemeralError::Invalid {
+            pod: pod.clone(),
+            why: why.to_string(),
+        })?;
+        let mut list = self.ephemeral.clone();
+        list.push(e);
+        ephemeral::save(&self.ctx, &self.pod.uid, &pod, &list)?;
+        self.ctx
+            .store
+            .set_ephemeral_containers(&self.pod.uid, &list);
+        self.ephemeral = list;
+        self.facts
+            .ephemeral_containers
+            .push(container_facts(&c, ContainerKind::Ephemeral));
+        self.observed
+            .ephemeral_containers
+            .push(ContainerObserved::new(&c.name));
+        self.specs.insert(c.name.clone(), c);
+        Ok(())
+    }
+
+    /// The init pid of the container whose pid namespace `container` (ephemeral) joins.
+    fn target_pid(&self, container: &str) -> Option<i32> {
+        let target = self
+            .ephemeral
+            .iter()
+            .find(|e| e.name == container)?
+            .target_container_name
+            .as_ref()?;
+        self.running.get(target).map(|r| r.started.init_pid)
     }
 
     fn spawn_hook(

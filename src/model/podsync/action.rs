@@ -75,6 +75,8 @@ pub struct Decision {
     pub container_states: Vec<ContainerState>,
     /// Each spec init container's state, in spec order.
     pub init_container_states: Vec<ContainerState>,
+    /// Each ephemeral container's state, in the order they were added.
+    pub ephemeral_container_states: Vec<ContainerState>,
     pub status: PodStatusView,
 }
 

@@ -33,6 +33,8 @@ pub enum ContainerKind {
     /// `spec.initContainers` with `restartPolicy: Always`: started in order, kept running,
     /// stopped last.
     Sidecar,
+    /// `spec.ephemeralContainers` (`podhost debug`): started once, never restarted.
+    Ephemeral,
 }
 
 /// A liveness or startup probe, as far as the core is concerned.
@@ -82,6 +84,8 @@ pub struct PodFacts {
     pub init_containers: Vec<ContainerFacts>,
     /// Regular containers, in spec order.
     pub containers: Vec<ContainerFacts>,
+    /// Ephemeral containers, in the order they were added.
+    pub ephemeral_containers: Vec<ContainerFacts>,
     pub restart_policy: RestartPolicy,
     pub backoff: BackoffPolicy,
     /// `terminationGracePeriodSeconds` (≥ 1 s): the grace of kills the pod itself causes
@@ -97,6 +101,7 @@ impl PodFacts {
     pub fn restart_policy_of(&self, kind: ContainerKind) -> RestartPolicy {
         match (kind, self.restart_policy) {
             (ContainerKind::Sidecar, _) => RestartPolicy::Always,
+            (ContainerKind::Ephemeral, _) => RestartPolicy::Never,
             (ContainerKind::Init, RestartPolicy::Always) => RestartPolicy::OnFailure,
             (_, policy) => policy,
         }

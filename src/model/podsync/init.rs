@@ -47,7 +47,9 @@ pub(super) fn progress(pod: &PodFacts, observed: &PodObserved) -> InitProgress {
                 }
                 return InitProgress::Running;
             }
-            ContainerKind::Sidecar | ContainerKind::Regular => return InitProgress::Running,
+            ContainerKind::Sidecar | ContainerKind::Regular | ContainerKind::Ephemeral => {
+                return InitProgress::Running;
+            }
         }
     }
     InitProgress::Done
@@ -88,7 +90,10 @@ pub(super) fn decide_init(
             ContainerKind::Sidecar if obs.started_once => decide(pod, spec, obs, &turn, now, out),
             _ if blocked => not_yet(obs),
             ContainerKind::Init if completed(obs) => decide(pod, spec, obs, &turn, now, out),
-            ContainerKind::Sidecar | ContainerKind::Init | ContainerKind::Regular => {
+            ContainerKind::Sidecar
+            | ContainerKind::Init
+            | ContainerKind::Regular
+            | ContainerKind::Ephemeral => {
                 let state = decide(pod, spec, obs, &turn, now, out);
                 blocked = !through(spec, obs);
                 state
@@ -103,7 +108,7 @@ pub(super) fn decide_init(
 fn through(spec: &ContainerFacts, obs: &ContainerObserved) -> bool {
     match spec.kind {
         ContainerKind::Sidecar => obs.started_once || started(spec, obs),
-        ContainerKind::Init | ContainerKind::Regular => completed(obs),
+        ContainerKind::Init | ContainerKind::Regular | ContainerKind::Ephemeral => completed(obs),
     }
 }
 

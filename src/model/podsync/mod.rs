@@ -75,8 +75,10 @@ pub fn sync_pod(pod: &PodFacts, observed: &PodObserved, now: DateTime<Utc>) -> D
             (init_states, states)
         }
     };
+    let (states, ephemeral_states) = split_ephemeral(pod, states, observed, now, &mut decision);
     decision.init_container_states = init_states;
     decision.container_states = states;
+    decision.ephemeral_container_states = ephemeral_states;
     decision.pod_done =
         observed.terminating.is_some() && observed.all().all(ContainerObserved::is_settled);
     let cause = stopping.map(|(_, cause)| cause);
@@ -92,6 +94,36 @@ pub fn sync_pod(pod: &PodFacts, observed: &PodObserved, now: DateTime<Utc>) -> D
         }
     }
     decision
+}
+
+/// Splits the stop path's states (regular then ephemeral) or, while the pod runs, decides
+/// the ephemeral containers: each started once, never restarted.
+fn split_ephemeral(
+    pod: &PodFacts,
+    mut states: Vec<k8s_openapi::api::core::v1::ContainerState>,
+    observed: &PodObserved,
+    now: DateTime<Utc>,
+    out: &mut Decision,
+) -> (
+    Vec<k8s_openapi::api::core::v1::ContainerState>,
+    Vec<k8s_openapi::api::core::v1::ContainerState>,
+) {
+    if states.len() > pod.containers.len() {
+        let ephemeral = states.split_off(pod.containers.len());
+        return (states, ephemeral);
+    }
+    let turn = Turn {
+        policy: super::restart::RestartPolicy::Never,
+        hold_first_start: false,
+        image_generation: observed.image_generation,
+    };
+    let ephemeral = pod
+        .ephemeral_containers
+        .iter()
+        .zip(&observed.ephemeral_containers)
+        .map(|(spec, obs)| decide(pod, spec, obs, &turn, now, out))
+        .collect();
+    (states, ephemeral)
 }
 
 /// The regular containers, once the pod is initialized. A first start waits while an

@@ -346,6 +346,8 @@ pub struct PodObserved {
     pub init_containers: Vec<ContainerObserved>,
     /// One per spec container, in spec order.
     pub containers: Vec<ContainerObserved>,
+    /// One per ephemeral container, in the order they were added.
+    pub ephemeral_containers: Vec<ContainerObserved>,
     pub terminating: Option<TerminationOrder>,
     /// Bumped when an image is loaded: image and config back-offs end at once.
     pub image_generation: u64,
@@ -386,12 +388,16 @@ impl PodObserved {
         self.init_containers
             .iter_mut()
             .chain(self.containers.iter_mut())
+            .chain(self.ephemeral_containers.iter_mut())
             .find(|c| c.name == name)
     }
 
-    /// Every container, init containers first.
+    /// Every container: init containers, regular ones, ephemeral ones.
     pub fn all(&self) -> impl Iterator<Item = &ContainerObserved> {
-        self.init_containers.iter().chain(&self.containers)
+        self.init_containers
+            .iter()
+            .chain(&self.containers)
+            .chain(&self.ephemeral_containers)
     }
 
     /// The pod terminates with `grace`; a later order can only shorten it.

@@ -22,6 +22,7 @@ pub struct PodStatusView {
     pub conditions: Vec<PodCondition>,
     pub container_statuses: Vec<ContainerStatus>,
     pub init_container_statuses: Vec<ContainerStatus>,
+    pub ephemeral_container_statuses: Vec<ContainerStatus>,
     pub start_time: Option<DateTime<Utc>>,
     /// `status.reason` and `status.message` (DeadlineExceeded).
     pub reason: Option<String>,
@@ -35,6 +36,7 @@ impl Default for PodStatusView {
             conditions: Vec::new(),
             container_statuses: Vec::new(),
             init_container_statuses: Vec::new(),
+            ephemeral_container_statuses: Vec::new(),
             start_time: None,
             reason: None,
             message: None,
@@ -85,7 +87,7 @@ fn container_status(
     let running = state.running.is_some();
     let (started, ready) = match spec.kind {
         ContainerKind::Init => (running, completed_ok(state)),
-        ContainerKind::Regular | ContainerKind::Sidecar => {
+        ContainerKind::Regular | ContainerKind::Sidecar | ContainerKind::Ephemeral => {
             (running && started(spec, obs), running && ready(spec, obs))
         }
     };
@@ -162,6 +164,11 @@ pub(super) fn pod_status(
         &observed.init_containers,
         &decision.init_container_states,
     );
+    let ephemeral_container_statuses = statuses(
+        &pod.ephemeral_containers,
+        &observed.ephemeral_containers,
+        &decision.ephemeral_container_states,
+    );
     let summaries: Vec<ContainerSummary> = observed
         .containers
         .iter()
@@ -213,6 +220,7 @@ pub(super) fn pod_status(
         ),
         container_statuses,
         init_container_statuses,
+        ephemeral_container_statuses,
         start_time,
         reason,
         message,

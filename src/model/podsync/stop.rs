@@ -46,6 +46,7 @@ pub(super) fn decide_pod(
         "PodInitializing"
     };
     let regular_settled = observed.containers.iter().all(is_stopped)
+        && observed.ephemeral_containers.iter().all(is_stopped)
         && pod
             .init_containers
             .iter()
@@ -86,6 +87,11 @@ pub(super) fn decide_pod(
         .containers
         .iter()
         .zip(&observed.containers)
+        .chain(
+            pod.ephemeral_containers
+                .iter()
+                .zip(&observed.ephemeral_containers),
+        )
         .map(|(spec, obs)| decide(spec, obs, order.grace, SignalGate::Now, unstarted, now, out))
         .collect();
     (init_states, states)

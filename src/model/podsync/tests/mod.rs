@@ -33,6 +33,7 @@ pub(super) fn pod(policy: RestartPolicy, containers: &[(&str, Hook)]) -> PodFact
         name: "web".into(),
         namespace: "default".into(),
         init_containers: Vec::new(),
+        ephemeral_containers: Vec::new(),
         containers: containers
             .iter()
             .map(|(n, p)| ContainerFacts {
