@@ -209,7 +209,7 @@ async fn ensure_sandbox(
             Ok(()) => create_sandbox(ctx, pod).await.map_err(|e| e.to_string()),
         };
         let result = match result {
-            Ok(()) => setup_volumes(ctx, pod).await,
+            Ok(()) => setup_volumes(ctx, pod).await.map_err(|e| e.to_string()),
             failed => failed,
         };
         match result {
@@ -235,16 +235,23 @@ async fn ensure_sandbox(
 /// The pod's emptyDir and content volumes (idempotent: also after a daemon restart).
 /// A spec error in its volumes is left to each container's start, where it is that
 /// container's CreateContainerConfigError.
-async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), String> {
+async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
     let dir = ctx.layout.pod_volumes_dir(&pod.uid);
     let spec = pod.pod.clone();
-    tokio::task::spawn_blocking(move || match crate::volume::plan::plan_pod(&spec, &dir) {
-        Ok(plan) => crate::volume::setup_pod_volumes(&spec, &plan),
-        Err(_) => Ok(()),
-    })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())
+    let made =
+        tokio::task::spawn_blocking(move || match crate::volume::plan::plan_pod(&spec, &dir) {
+            Ok(plan) => crate::volume::setup_pod_volumes(&spec, &plan),
+            Err(_) => Ok(()),
+        })
+        .await;
+    match made {
+        Ok(result) => result.map_err(|source| WorkerError::Volumes {
+            pod: pod.name.clone(),
+            source,
+        }),
+        // A bug: it ends the worker, and the daemon with it, like any worker panic.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
 }
 
 /// A `hostUsers: false` pod's block of host IDs: the one it holds (also from before a
