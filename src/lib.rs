@@ -16,8 +16,9 @@
 //! | `status`  | pod status and the pods' and node's Events          | model, disk                                                    |
 //! | `runtime` | the kernel: rootfs, spec, namespaces, cgroups, shims | model, disk, logs                                             |
 //! | `oom`     | kernel OOM reports from /dev/kmsg, recent victims   | model, disk, runtime (its fd registration)                     |
+//! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, release | model, disk, runtime (its spec's mount type)      |
 //! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
-//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime         |
+//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime, volume |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli and shim                                           |
@@ -38,4 +39,5 @@ pub mod runtime;
 pub mod shim;
 pub mod source;
 pub mod status;
+pub mod volume;
 pub mod worker;

@@ -26,10 +26,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("runtime", &["model", "disk", "logs"]),
     ("oom", &["model", "disk", "runtime"]),
     ("shim", &["model", "disk", "logs", "runtime"]),
+    ("volume", &["model", "disk", "runtime"]),
     (
         "worker",
         &[
-            "model", "disk", "logs", "oom", "image", "source", "status", "runtime",
+            "model", "disk", "logs", "oom", "image", "source", "status", "runtime", "volume",
         ],
     ),
     (
@@ -43,8 +44,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "daemon",
         &[
-            "model", "disk", "logs", "oom", "image", "source", "status", "runtime", "worker", "gc",
-            "api",
+            "model", "disk", "logs", "oom", "image", "source", "status", "runtime", "volume",
+            "worker", "gc", "api",
         ],
     ),
     (

@@ -144,6 +144,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // Before anything of this daemon writes: only dead writers' temps can be stale.
     let layout = Layout::new(&cfg.root_dir, &cfg.log_dir);
     temp_sweep::sweep_stale_temps(&layout, &cfg.socket);
+    crate::volume::sweep_orphan_volumes(&layout);
     // Before anything with side effects: a second daemon on this socket stops here.
     let socket = ClaimedSocket::claim(&cfg.socket, cfg.socket_access.clone())?;
     host::tune_daemon_process();

@@ -38,6 +38,11 @@ impl Layout {
         self.pod_dir(uid).join("ns")
     }
 
+    /// The pod's volumes: `volumes/<kind>/<name>` (emptyDir, content tmpfs, subPath binds).
+    pub fn pod_volumes_dir(&self, uid: &str) -> PathBuf {
+        self.pod_dir(uid).join("volumes")
+    }
+
     pub fn container_dir(&self, uid: &str, container: &str) -> PathBuf {
         self.pod_dir(uid).join("containers").join(container)
     }

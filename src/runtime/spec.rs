@@ -29,12 +29,43 @@ pub struct ContainerSpecInput {
     pub bind_files: Vec<(PathBuf, String)>,
     /// Files bind-mounted writable (the termination log): (host path, container path).
     pub writable_files: Vec<(PathBuf, String)>,
+    /// The container's volumes (volume::container_mounts), bind-mounted in this order.
+    pub volume_mounts: Vec<VolumeBind>,
     /// rlimits: (type, soft, hard).
     pub rlimits: Vec<(PosixRlimitType, u64, u64)>,
     /// cgroup resources (full cgroup v2 mode only).
     pub resources: Option<oci_spec::runtime::LinuxResources>,
     pub annotations: HashMap<String, String>,
     pub confinement: Confinement,
+}
+
+/// A pod volume bind-mounted into the container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeBind {
+    /// On the host: the volume's dir, a hostPath, or a resolved subPath's bind.
+    pub source: PathBuf,
+    pub destination: String,
+    pub read_only: bool,
+    pub propagation: BindPropagation,
+}
+
+/// A volume mount's propagation (mountPropagation None, HostToContainer, Bidirectional).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BindPropagation {
+    #[default]
+    Private,
+    Slave,
+    Shared,
+}
+
+impl BindPropagation {
+    fn option(self) -> &'static str {
+        match self {
+            Self::Private => "rprivate",
+            Self::Slave => "rslave",
+            Self::Shared => "rshared",
+        }
+    }
 }
 
 /// How the container is confined: its user, privileges and kernel-facing limits,
@@ -230,6 +261,15 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
             .uid_mappings(vec![mapping])
             .gid_mappings(vec![mapping]);
     }
+    // A Bidirectional volume needs the container's mounts to stay peers of the host's
+    // (libcontainer makes the root rslave otherwise, which HostToContainer needs).
+    if input
+        .volume_mounts
+        .iter()
+        .any(|m| m.propagation == BindPropagation::Shared)
+    {
+        linux = linux.rootfs_propagation("shared");
+    }
     let linux = linux
         .namespaces(namespaces)
         .cgroups_path(PathBuf::from(&input.cgroups_path))
@@ -254,6 +294,19 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
                     "nosuid".to_string(),
                     "nodev".to_string(),
                 ])
+                .build()
+                .map_err(|e| spec_err(input, e))?,
+        );
+    }
+    for v in &input.volume_mounts {
+        let mut options = vec!["rbind".to_string(), v.propagation.option().to_string()];
+        options.push(if v.read_only { "ro" } else { "rw" }.to_string());
+        mounts.push(
+            MountBuilder::default()
+                .destination(PathBuf::from(&v.destination))
+                .typ("bind")
+                .source(v.source.clone())
+                .options(options)
                 .build()
                 .map_err(|e| spec_err(input, e))?,
         );
@@ -386,6 +439,7 @@ mod tests {
             cgroups_path: "/x/kubepods/podu/web".into(),
             bind_files: vec![("/p/hosts".into(), "/etc/hosts".into())],
             writable_files: Vec::new(),
+            volume_mounts: Vec::new(),
             rlimits: vec![(PosixRlimitType::RlimitNofile, 1024, 1024)],
             resources: None,
             annotations: HashMap::new(),
@@ -508,6 +562,43 @@ mod tests {
                 .and_then(|r| r.devices().clone());
             assert_eq!(devices, Some(crate::runtime::devices::default_rules()));
         }
+    }
+
+    #[test]
+    fn volume_mounts_are_rbinds_with_propagation_and_ro() {
+        let mut i = input(false);
+        i.volume_mounts = vec![
+            VolumeBind {
+                source: "/v/data".into(),
+                destination: "/data".into(),
+                read_only: true,
+                propagation: BindPropagation::Private,
+            },
+            VolumeBind {
+                source: "/host/mnt".into(),
+                destination: "/mnt".into(),
+                read_only: false,
+                propagation: BindPropagation::Slave,
+            },
+        ];
+        let spec = build_spec(&i).unwrap();
+        assert_eq!(
+            mount_options(&spec, "/data"),
+            vec!["rbind", "rprivate", "ro"]
+        );
+        assert_eq!(mount_options(&spec, "/mnt"), vec!["rbind", "rslave", "rw"]);
+        assert_eq!(spec.linux().as_ref().unwrap().rootfs_propagation(), &None);
+        i.volume_mounts[1].propagation = BindPropagation::Shared;
+        let spec = build_spec(&i).unwrap();
+        assert_eq!(mount_options(&spec, "/mnt"), vec!["rbind", "rshared", "rw"]);
+        assert_eq!(
+            spec.linux()
+                .as_ref()
+                .unwrap()
+                .rootfs_propagation()
+                .as_deref(),
+            Some("shared")
+        );
     }
 
     #[test]

@@ -38,6 +38,13 @@ pub enum WorkerError {
     /// The sandbox helper (`podhost sandbox`) could not be run or failed.
     #[error("the sandbox helper failed for pod {pod}: {message}")]
     Sandbox { pod: String, message: String },
+    /// The pod's emptyDir or content volumes could not be made.
+    #[error("MountVolume.SetUp failed for pod {pod}: {source}")]
+    Volumes {
+        pod: String,
+        #[source]
+        source: crate::volume::VolumeError,
+    },
     /// The sandbox helper could not be spawned.
     #[error("cannot run the sandbox helper for pod {pod}: {source}")]
     SandboxSpawn {

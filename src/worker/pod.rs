@@ -208,6 +208,10 @@ async fn ensure_sandbox(
             Ok(()) if SandboxPaths::new(&ns_dir, pod.sandbox_shape()).exists() => Ok(()),
             Ok(()) => create_sandbox(ctx, pod).await.map_err(|e| e.to_string()),
         };
+        let result = match result {
+            Ok(()) => setup_volumes(ctx, pod).await.map_err(|e| e.to_string()),
+            failed => failed,
+        };
         match result {
             Ok(()) => return true,
             Err(message) => {
@@ -225,6 +229,28 @@ async fn ensure_sandbox(
                 }
             }
         }
+    }
+}
+
+/// The pod's emptyDir and content volumes (idempotent: also after a daemon restart).
+/// A spec error in its volumes is left to each container's start, where it is that
+/// container's CreateContainerConfigError.
+async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
+    let dir = ctx.layout.pod_volumes_dir(&pod.uid);
+    let spec = pod.pod.clone();
+    let made =
+        tokio::task::spawn_blocking(move || match crate::volume::plan::plan_pod(&spec, &dir) {
+            Ok(plan) => crate::volume::setup_pod_volumes(&spec, &plan),
+            Err(_) => Ok(()),
+        })
+        .await;
+    match made {
+        Ok(result) => result.map_err(|source| WorkerError::Volumes {
+            pod: pod.name.clone(),
+            source,
+        }),
+        // A bug: it ends the worker, and the daemon with it, like any worker panic.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
 }
 
@@ -342,7 +368,15 @@ async fn finish(ctx: &Ctx, pod: &PodInfo) {
     // its directory meanwhile.
     ctx.store.stop_persisting(&pod.uid);
     let dir = ctx.layout.pod_dir(&pod.uid);
-    if let Err(e) = remove_pod_dir(&dir).await {
+    // Mounts first; if one stays busy the pod dir (and its record) stays, so that the
+    // next daemon finishes the release instead of anything deleting through a mount.
+    let (layout, uid) = (ctx.layout.clone(), pod.uid.clone());
+    let volumes =
+        tokio::task::spawn_blocking(move || crate::volume::teardown_pod_volumes(&layout, &uid))
+            .await;
+    if !matches!(volumes, Ok(Ok(()))) {
+        tracing::error!(pod = %pod.name, result = ?volumes, "volumes not released; the pod dir is kept");
+    } else if let Err(e) = remove_pod_dir(&dir).await {
         tracing::warn!(pod = %pod.name, error = %e, "cannot remove {}", dir.display());
     }
     ctx.store.remove(&pod.uid);

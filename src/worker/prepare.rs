@@ -212,6 +212,9 @@ pub fn prepare_attempt(
     }
     let writable_files = termination_log(&bundle, c)?;
     let rootfs = bundle.join("rootfs");
+    let volume_mounts =
+        crate::volume::container_mounts(&pod.pod, &ctx.layout.pod_volumes_dir(&pod.uid), &c.name)
+            .map_err(|e| RuntimeError::ContainerConfig(e.to_string()))?;
     let settings =
         super::limits::kernel_settings(ctx, pod, c).map_err(|e| spec_err(e.to_string()))?;
     let mut annotations = HashMap::new();
@@ -230,6 +233,7 @@ pub fn prepare_attempt(
         cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
         bind_files,
         writable_files,
+        volume_mounts,
         rlimits: settings.rlimits,
         resources: settings.resources,
         annotations,
