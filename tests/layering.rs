@@ -26,10 +26,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("runtime", &["model", "disk", "logs"]),
     ("oom", &["model", "disk", "runtime"]),
     ("shim", &["model", "disk", "logs", "runtime"]),
+    ("probe", &["model", "disk", "runtime"]),
     (
         "worker",
         &[
-            "model", "disk", "logs", "oom", "image", "source", "status", "runtime",
+            "model", "disk", "logs", "oom", "image", "source", "status", "runtime", "probe",
         ],
     ),
     (
