@@ -92,14 +92,11 @@ pub async fn run_prober(
     instance: ProbedInstance,
     reports: UnboundedSender<ProbeReport>,
 ) {
+    // Only the startup probe's loop holds the sender: once it ends (started, or on
+    // hold), the others see either `started` or a closed channel, and end with it.
     let (started_tx, started_rx) = watch::channel(probes.startup.is_none());
-    let worker = |kind, spec: Option<ProbeSpec>| {
-        let (instance, reports, started_rx, started_tx) = (
-            &instance,
-            reports.clone(),
-            started_rx.clone(),
-            started_tx.clone(),
-        );
+    let worker = |kind, spec: Option<ProbeSpec>, started_tx: Option<watch::Sender<bool>>| {
+        let (instance, reports, started_rx) = (&instance, reports.clone(), started_rx.clone());
         async move {
             if let Some(spec) = spec {
                 probe_loop(kind, spec, instance, started_rx, started_tx, reports).await;
@@ -107,9 +104,9 @@ pub async fn run_prober(
         }
     };
     tokio::join!(
-        worker(ProbeKind::Startup, probes.startup),
-        worker(ProbeKind::Liveness, probes.liveness),
-        worker(ProbeKind::Readiness, probes.readiness),
+        worker(ProbeKind::Startup, probes.startup, Some(started_tx)),
+        worker(ProbeKind::Liveness, probes.liveness, None),
+        worker(ProbeKind::Readiness, probes.readiness, None),
     );
 }
 
@@ -123,7 +120,7 @@ async fn probe_loop(
     spec: ProbeSpec,
     instance: &ProbedInstance,
     mut started: watch::Receiver<bool>,
-    started_tx: watch::Sender<bool>,
+    started_tx: Option<watch::Sender<bool>>,
     reports: UnboundedSender<ProbeReport>,
 ) {
     let mut tracker = ProbeTracker::new(kind, spec.timing, instance.started_at);
@@ -145,8 +142,11 @@ async fn probe_loop(
         let Some(result) = tracker.on_result(outcome.result(), probed_at) else {
             continue;
         };
-        if kind == ProbeKind::Startup && result == ProbeResult::Success {
-            let _ = started_tx.send(true);
+        if let Some(tx) = started_tx
+            .as_ref()
+            .filter(|_| result == ProbeResult::Success)
+        {
+            let _ = tx.send(true);
         }
         let report = ProbeReport {
             container: instance.container.clone(),
