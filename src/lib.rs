@@ -18,10 +18,11 @@
 //! | `oom`     | kernel OOM reports from /dev/kmsg, recent victims   | model, disk, runtime (its fd registration)                     |
 //! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, release | model, disk, runtime (its spec's mount type)      |
 //! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
-//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime, volume |
+//! | `probe`   | probe and hook handlers, the per-container prober   | model, disk, runtime                                           |
+//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime, volume, probe |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
-//! | `daemon`  | wires everything together (the only one that may)   | all but cli and shim                                           |
+//! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
 //! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, status, runtime, api, daemon         |
 //!
 //! Where a lower module needs something of a higher one, it takes a parameter or a
@@ -35,6 +36,7 @@ pub mod image;
 pub mod logs;
 pub mod model;
 pub mod oom;
+pub mod probe;
 pub mod runtime;
 pub mod shim;
 pub mod source;

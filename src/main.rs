@@ -56,7 +56,8 @@ fn run(cli: Cli) -> Result<i32> {
         Command::ExecHelper {
             libcontainer_root,
             id,
+            timeout_ms,
             command,
-        } => helpers::exec_helper(&libcontainer_root, &id, command),
+        } => helpers::exec_helper(&libcontainer_root, &id, timeout_ms, command),
     }
 }

@@ -27,10 +27,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("oom", &["model", "disk", "runtime"]),
     ("shim", &["model", "disk", "logs", "runtime"]),
     ("volume", &["model", "disk", "runtime"]),
+    ("probe", &["model", "disk", "runtime"]),
     (
         "worker",
         &[
             "model", "disk", "logs", "oom", "image", "source", "status", "runtime", "volume",
+            "probe",
         ],
     ),
     (

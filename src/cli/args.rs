@@ -97,6 +97,10 @@ pub enum Command {
         libcontainer_root: PathBuf,
         #[arg(long)]
         id: String,
+        /// Kill the command and everything it started after this many milliseconds
+        /// (exit 124), or on SIGTERM (exec probes' timeoutSeconds).
+        #[arg(long)]
+        timeout_ms: Option<u64>,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },

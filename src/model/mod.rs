@@ -9,6 +9,7 @@ pub mod image_ref;
 pub mod k8s_time;
 pub mod phase;
 pub mod podsync;
+pub mod probe;
 pub mod qos;
 pub mod quantity;
 pub mod resources;

@@ -150,6 +150,40 @@ pub fn exec_in_container(
     container_id: &str,
     args: Vec<String>,
 ) -> Result<i32, RuntimeError> {
+    let pid = spawn_in_container(libcontainer_root, container_id, args)?;
+    loop {
+        match waitpid(pid, None) {
+            Ok(status) => match exit_code(status) {
+                Some(code) => return Ok(code),
+                None => continue,
+            },
+            Err(nix::Error::EINTR) => continue,
+            Err(e) => {
+                return Err(RuntimeError::sys(
+                    format!("wait for exec in {container_id}"),
+                    e,
+                ));
+            }
+        }
+    }
+}
+
+/// The exit code a wait status means (128 + signal for a kill); `None` while it runs.
+pub(super) fn exit_code(status: WaitStatus) -> Option<i32> {
+    match status {
+        WaitStatus::Exited(_, code) => Some(code),
+        WaitStatus::Signaled(_, sig, _) => Some(128 + sig as i32),
+        _ => None,
+    }
+}
+
+/// Starts `args` in the container with the caller's stdio; returns the process, a
+/// child of this one, for the caller to wait for.
+pub(super) fn spawn_in_container(
+    libcontainer_root: &Path,
+    container_id: &str,
+    args: Vec<String>,
+) -> Result<Pid, RuntimeError> {
     let plan = exec_process_file(libcontainer_root, container_id, args)?;
     if let Err(e) = enter_user_namespace_of(&plan, container_id) {
         let _ = std::fs::remove_file(&plan.process_file);
@@ -167,21 +201,7 @@ pub fn exec_in_container(
     let _ = std::fs::remove_file(&process_file);
     let pid =
         built.map_err(|e| RuntimeError::Libcontainer(format!("exec into {container_id}: {e}")))?;
-    let pid = Pid::from_raw(pid.as_raw());
-    loop {
-        match waitpid(pid, None) {
-            Ok(WaitStatus::Exited(_, code)) => return Ok(code),
-            Ok(WaitStatus::Signaled(_, sig, _)) => return Ok(128 + sig as i32),
-            Ok(_) => continue,
-            Err(nix::Error::EINTR) => continue,
-            Err(e) => {
-                return Err(RuntimeError::sys(
-                    format!("wait for exec in {container_id}"),
-                    e,
-                ));
-            }
-        }
-    }
+    Ok(Pid::from_raw(pid.as_raw()))
 }
 
 #[cfg(test)]

@@ -47,11 +47,35 @@ pub fn sandbox(args: SandboxArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `exec-helper`: runs `command` in the container and returns its exit code.
-pub fn exec_helper(libcontainer_root: &Path, id: &str, command: Vec<String>) -> Result<i32> {
-    Ok(crate::runtime::exec::exec_in_container(
-        libcontainer_root,
-        id,
-        command,
-    )?)
+/// `exec-helper`: runs `command` in the container and returns its exit code; with a
+/// timeout, kills it and all it started at the deadline (or on SIGTERM).
+pub fn exec_helper(
+    libcontainer_root: &Path,
+    id: &str,
+    timeout_ms: Option<u64>,
+    command: Vec<String>,
+) -> Result<i32> {
+    use crate::runtime::exec_deadline::{self, ExecEnd};
+    let Some(ms) = timeout_ms else {
+        return Ok(crate::runtime::exec::exec_in_container(
+            libcontainer_root,
+            id,
+            command,
+        )?);
+    };
+    let timeout = std::time::Duration::from_millis(ms);
+    match exec_deadline::exec_in_container_within(libcontainer_root, id, command, timeout)? {
+        ExecEnd::Exited(code) => Ok(code),
+        ExecEnd::TimedOut { killed } => {
+            eprintln!(
+                "{} after {ms} ms ({killed} processes killed)",
+                exec_deadline::TIMED_OUT_MARKER
+            );
+            Ok(exec_deadline::TIMED_OUT_EXIT)
+        }
+        ExecEnd::Cancelled { killed } => {
+            eprintln!("podhost exec-helper: cancelled ({killed} processes killed)");
+            Ok(128 + 15)
+        }
+    }
 }

@@ -89,7 +89,7 @@ pub fn sync_pod(pod: &PodFacts, observed: &PodObserved, now: DateTime<Utc>) -> D
                 true,
                 "Unhealthy",
                 &c.name,
-                format!("{} probe failed: {message}", kind.as_str()),
+                format!("{} probe failed: {message}", probe_name(*kind)),
             );
         }
     }
@@ -124,6 +124,15 @@ fn split_ephemeral(
         .map(|(spec, obs)| decide(pod, spec, obs, &turn, now, out))
         .collect();
     (states, ephemeral)
+}
+
+/// The probe's name as the kubelet's `Unhealthy` events spell it.
+fn probe_name(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::Startup => "Startup",
+        ProbeKind::Liveness => "Liveness",
+        ProbeKind::Readiness => "Readiness",
+    }
 }
 
 /// The regular containers, once the pod is initialized. A first start waits while an

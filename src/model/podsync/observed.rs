@@ -119,31 +119,7 @@ pub struct StopProgress {
     pub kill_sent_at: Option<DateTime<Utc>>,
 }
 
-/// Which probe a result comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeKind {
-    Startup,
-    Liveness,
-    Readiness,
-}
-
-impl ProbeKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Startup => "Startup",
-            Self::Liveness => "Liveness",
-            Self::Readiness => "Readiness",
-        }
-    }
-}
-
-/// A probe's result after its thresholds (the kubelet's results manager).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeResult {
-    Unknown,
-    Success,
-    Failure,
-}
+pub use super::super::probe::{ProbeKind, ProbeResult};
 
 /// The probe results of the current instance. A new instance starts from the kubelet's
 /// initial results: startup Unknown, liveness Success, readiness Failure.
