@@ -8,10 +8,11 @@
 
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -24,6 +25,31 @@ pub const TIMED_OUT_EXIT: i32 = 124;
 /// The line `exec-helper` writes on stderr when the deadline passed: with
 /// [`TIMED_OUT_EXIT`] it tells a timeout from a command that exits 124 itself.
 pub const TIMED_OUT_MARKER: &str = "podhost exec-helper: deadline passed";
+
+/// SIGTERM or SIGINT came before the signals were blocked (while the exec was made).
+static END_ASKED_EARLY: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn note_end_asked(_: libc::c_int) {
+    END_ASKED_EARLY.store(true, Ordering::SeqCst);
+}
+
+/// Until the signals are blocked, SIGTERM/SIGINT only set a flag instead of killing the
+/// helper (which would leave the exec'd process behind). A handler, unlike a blocked
+/// mask or an ignored disposition, is reset by execve, so the exec'd process does not
+/// inherit it.
+fn note_end_requests() -> Result<(), RuntimeError> {
+    let action = SigAction::new(
+        SigHandler::Handler(note_end_asked),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for s in [Signal::SIGTERM, Signal::SIGINT] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe { sigaction(s, &action) }
+            .map_err(|e| RuntimeError::sys("exec: install the SIGTERM handler", e))?;
+    }
+    Ok(())
+}
 
 /// How a bounded exec ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +71,7 @@ pub fn exec_in_container_within(
     timeout: Duration,
 ) -> Result<ExecEnd, RuntimeError> {
     let deadline = Instant::now() + timeout;
+    note_end_requests()?;
     let pid = spawn_in_container(libcontainer_root, container_id, args)?;
     // Blocked only now: the exec'd process must not inherit a blocked mask. A SIGCHLD
     // before this is not lost: the first waitpid below sees the exit.
@@ -57,6 +84,10 @@ pub fn exec_in_container_within(
         .map_err(|e| RuntimeError::sys(what("block signals"), e))?;
     let signals = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
         .map_err(|e| RuntimeError::sys(what("signalfd"), e))?;
+    if END_ASKED_EARLY.load(Ordering::SeqCst) {
+        let killed = end(pid);
+        return Ok(ExecEnd::Cancelled { killed });
+    }
     loop {
         match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::StillAlive) => {}

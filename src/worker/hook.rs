@@ -1,19 +1,20 @@
-//! Performs the core's `RunPostStart` and `RunPreStop`: an exec handler through `podhost
-//! exec-helper` (libcontainer never runs in the daemon), an httpGet handler, or a sleep,
-//! and reports how it ended. As the kubelet, an exec hook has no timeout of its own: the
-//! core stops waiting for a preStop at the grace deadline, and a hook still running when
-//! its container is gone is aborted with the pod's tasks.
+//! Performs the core's `RunPostStart` and `RunPreStop` with the probe module's handlers
+//! (exec through `podhost exec-helper`, httpGet, sleep) and reports how it ended. As the
+//! kubelet, a hook has no timeout of its own: the core stops waiting for a preStop at the
+//! grace deadline, and a hook still running when its pod is done is aborted with the
+//! pod's tasks.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::LifecycleHandler;
+use k8s_openapi::api::core::v1::{Container, LifecycleHandler};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::context::{Ctx, PodInfo};
-use super::facts::exec_command;
 use super::report::{Report, Running};
+use crate::model::probe::{Outcome, ProbeAction};
+use crate::probe::{HandlerTarget, PodNetwork, run_handler};
+use crate::runtime::sandbox::SandboxPaths;
 
 /// Which hook runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,17 +26,41 @@ pub enum HookPoint {
     },
 }
 
-/// Runs `handler` for the running instance `run` and reports how it ended.
+impl HookPoint {
+    fn field(self) -> &'static str {
+        match self {
+            Self::PostStart => "lifecycle.postStart",
+            Self::PreStop { .. } => "lifecycle.preStop",
+        }
+    }
+}
+
+/// Where the handlers of `pod`'s container instance `container_id` run.
+pub fn handler_target(ctx: &Ctx, pod: &PodInfo, container_id: &str) -> HandlerTarget {
+    let paths = SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.sandbox_shape());
+    HandlerTarget {
+        exe: ctx.exe.clone(),
+        libcontainer_root: ctx.layout.libcontainer_root(),
+        container_id: container_id.to_string(),
+        network: match paths.net {
+            Some(net) => PodNetwork::Namespace(net),
+            None => PodNetwork::Host,
+        },
+    }
+}
+
+/// Runs `handler` of `c` for the running instance `run` and reports how it ended.
 pub async fn run_hook(
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
-    container: String,
+    c: Container,
     point: HookPoint,
     handler: LifecycleHandler,
     run: Running,
     reports: UnboundedSender<Report>,
 ) {
-    let failure = handle(&ctx, &pod, &handler, &run, point).await;
+    let failure = handle(&ctx, &pod, &c, &handler, &run, point).await;
+    let container = c.name;
     let report = match point {
         HookPoint::PostStart => Report::PostStartEnded { container, failure },
         HookPoint::PreStop { .. } => Report::HookEnded { container, failure },
@@ -46,58 +71,22 @@ pub async fn run_hook(
 async fn handle(
     ctx: &Ctx,
     pod: &PodInfo,
+    c: &Container,
     handler: &LifecycleHandler,
     run: &Running,
     point: HookPoint,
 ) -> Option<String> {
-    if let Some(cmd) = exec_command(handler) {
-        return exec(ctx, run, &cmd).await;
-    }
-    if let Some(get) = &handler.http_get {
-        return super::hook_http::http_get(ctx, pod, get).await;
-    }
-    if let Some(sleep) = &handler.sleep {
-        let mut d = Duration::from_secs(crate::model::convert::non_negative_u64(sleep.seconds));
-        if let HookPoint::PreStop { timeout } = point {
-            d = d.min(timeout);
-        }
-        tokio::time::sleep(d).await;
-    }
-    None
-}
-
-/// Runs `cmd` in the container; `Some(why)` when it failed.
-async fn exec(ctx: &Ctx, run: &Running, cmd: &[String]) -> Option<String> {
-    let child = tokio::process::Command::new(&ctx.exe)
-        .arg("exec-helper")
-        .arg("--libcontainer-root")
-        .arg(ctx.layout.libcontainer_root())
-        .arg("--id")
-        .arg(&run.container_id)
-        .arg("--")
-        .args(cmd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => return Some(format!("cannot run exec helper: {e}")),
+    let ports = c.ports.as_deref().unwrap_or_default();
+    let mut action = match ProbeAction::of_lifecycle(handler, ports, point.field()) {
+        Ok(a) => a,
+        Err(e) => return Some(e.to_string()),
     };
-    match child.wait_with_output().await {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => {
-            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&o.stderr));
-            let text: String = text.trim().chars().take(1024).collect();
-            let how = o
-                .status
-                .code()
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "a signal".into());
-            Some(format!("{cmd:?} exited with {how}: {text}"))
-        }
-        Err(e) => Some(e.to_string()),
+    if let (ProbeAction::Sleep(d), HookPoint::PreStop { timeout }) = (&mut action, point) {
+        *d = (*d).min(timeout);
+    }
+    let target = handler_target(ctx, pod, &run.container_id);
+    match run_handler(&target, &action, None).await {
+        Outcome::Success => None,
+        Outcome::Failure(why) | Outcome::Unknown(why) => Some(why),
     }
 }

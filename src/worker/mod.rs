@@ -13,7 +13,6 @@ mod error;
 mod exit;
 mod facts;
 mod hook;
-mod hook_http;
 mod limits;
 mod pod;
 mod prepare;

@@ -19,13 +19,14 @@ use super::adopt::adopt_pod;
 use super::context::{Ctx, PodInfo};
 use super::ephemeral::{self, EphemeralError, EphemeralRequest};
 use super::facts::{container_facts, pod_facts};
-use super::hook::{HookPoint, run_hook};
+use super::hook::{HookPoint, handler_target, run_hook};
 use super::report::{Report, Running};
 use crate::image::gc::ImageLease;
 use crate::model::podsync::{
     Action, ContainerKind, ContainerObserved, Decision, PodFacts, PodObserved, PodStatusView,
     SignalKind, sync_pod,
 };
+use crate::probe::{ContainerProbes, ProbeReport, ProbedInstance, run_prober};
 use crate::runtime::signals;
 use crate::status::EventKind;
 
@@ -58,7 +59,10 @@ pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
     }
     let (observed, adopted) = adopt_pod(&ctx, &pod, &facts).await;
     let (reports_tx, reports) = mpsc::unbounded_channel();
+    let (probe_tx, probe_reports) = mpsc::unbounded_channel();
     let mut exec = Executor {
+        probe_tx,
+        probers: HashMap::new(),
         specs,
         ephemeral,
         ctx,
@@ -74,7 +78,7 @@ pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
     for a in adopted {
         exec.watch_exit(a.container, a.run, a.exit);
     }
-    exec.run(term, reports, requests).await;
+    exec.run(term, reports, probe_reports, requests).await;
     exec.ctx.ephemeral.unregister(&exec.pod.uid);
 }
 
@@ -90,6 +94,10 @@ struct Executor {
     /// Start, exit and hook tasks; aborted when the pod is done (a hook still running
     /// past the grace period is killed with it).
     tasks: JoinSet<()>,
+    /// Where the probers report changed results.
+    probe_tx: mpsc::UnboundedSender<ProbeReport>,
+    /// Each running instance's prober, aborted when it exits.
+    probers: HashMap<String, tokio::task::AbortHandle>,
     /// The running instances, for signals and hooks.
     running: HashMap<String, Running>,
     /// Keeps each container's image from image GC while it may use it (kubernetes#18140).
@@ -102,6 +110,7 @@ impl Executor {
         &mut self,
         mut term: TermRx,
         mut reports: mpsc::UnboundedReceiver<Report>,
+        mut probe_reports: mpsc::UnboundedReceiver<ProbeReport>,
         mut requests: mpsc::UnboundedReceiver<EphemeralRequest>,
     ) {
         let mut images = self.ctx.images_changed.clone();
@@ -129,6 +138,7 @@ impl Executor {
                 .map(|at| (at - now).to_std().unwrap_or_default());
             tokio::select! {
                 Some(report) = reports.recv() => self.fold(report),
+                Some(report) = probe_reports.recv() => self.fold_probe(report),
                 Some(request) = requests.recv() => {
                     let answer = self.add_ephemeral(request.container);
                     let _ = request.reply.send(answer);
@@ -142,6 +152,9 @@ impl Executor {
             }
             while let Ok(report) = reports.try_recv() {
                 self.fold(report);
+            }
+            while let Ok(report) = probe_reports.try_recv() {
+                self.fold_probe(report);
             }
         }
         self.tasks.abort_all();
@@ -295,10 +308,13 @@ impl Executor {
         let (Some(run), Some(handler)) = (self.running.get(&container).cloned(), handler) else {
             return;
         };
+        let Some(spec) = self.specs.get(&container).cloned() else {
+            return;
+        };
         self.tasks.spawn(run_hook(
             self.ctx.clone(),
             self.pod.clone(),
-            container,
+            spec,
             point,
             handler,
             run,
@@ -342,6 +358,9 @@ impl Executor {
                 released,
             } => {
                 self.running.remove(&container);
+                if let Some(prober) = self.probers.remove(&container) {
+                    prober.abort();
+                }
                 if let Some(obs) = self.observed.container_mut(&container) {
                     obs.on_exited(attempt, termination, released);
                 }
@@ -364,8 +383,50 @@ impl Executor {
         }
     }
 
+    /// A probe's result changed; a report of an older instance is stale.
+    fn fold_probe(&mut self, report: ProbeReport) {
+        let id = format!("podhost://{}", report.container_id);
+        if let Some(obs) = self.observed.container_mut(&report.container)
+            && obs.container_id.as_deref() == Some(id.as_str())
+        {
+            obs.on_probe_result(report.kind, report.result, report.message);
+        }
+    }
+
+    /// Starts the prober of the running instance `run` of `container`, if it has probes.
+    fn start_prober(&mut self, container: &str, run: &Running) {
+        let Some(spec) = self.specs.get(container) else {
+            return;
+        };
+        if spec.startup_probe.is_none()
+            && spec.liveness_probe.is_none()
+            && spec.readiness_probe.is_none()
+        {
+            return;
+        }
+        let probes = match ContainerProbes::of_container(spec, &format!("container {container}")) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(pod = %self.pod.name, container, error = %e, "probes cannot run");
+                return;
+            }
+        };
+        let instance = ProbedInstance {
+            container: container.to_string(),
+            started_at: run.started.started_at,
+            target: handler_target(&self.ctx, &self.pod, &run.container_id),
+        };
+        let handle = self
+            .tasks
+            .spawn(run_prober(probes, instance, self.probe_tx.clone()));
+        if let Some(old) = self.probers.insert(container.to_string(), handle) {
+            old.abort();
+        }
+    }
+
     /// Keeps the running instance and awaits its exit.
     fn watch_exit(&mut self, container: String, run: Running, exit: super::report::ExitFuture) {
+        self.start_prober(&container, &run);
         let attempt = run.attempt;
         self.running.insert(container.clone(), run);
         self.tasks.spawn(super::exit::watch(
