@@ -5,6 +5,7 @@ pub mod cgroup_math;
 pub mod command;
 pub mod convert;
 pub mod downward;
+pub mod env;
 pub mod grace;
 pub mod image_ref;
 pub mod k8s_time;
