@@ -13,11 +13,13 @@
 //! | `logs`    | CRI log files: write, rotate, read                  | model, disk                                                    |
 //! | `image`   | content store, pull, load, unpack, image GC         | model, disk                                                    |
 //! | `source`  | manifests → validated pods                          | model, disk                                                    |
+//! | `configdir` | ConfigMap/Secret objects from `--config-dir`      | model, disk                                                    |
+//! | `volume`  | pod volumes: emptyDir, hostPath, content (configMap…) | model, disk                                                  |
 //! | `status`  | pod status and the pods' and node's Events          | model, disk                                                    |
 //! | `runtime` | the kernel: rootfs, spec, namespaces, cgroups, shims | model, disk, logs                                             |
 //! | `oom`     | kernel OOM reports from /dev/kmsg, recent victims   | model, disk, runtime (its fd registration)                     |
 //! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
-//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime         |
+//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, configdir, volume, status, runtime |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli and shim                                           |
@@ -27,6 +29,7 @@
 //! small trait instead (`api::GcTrigger`, `gc::runner::GcTargets`).
 pub mod api;
 pub mod cli;
+pub mod configdir;
 pub mod daemon;
 pub mod disk;
 pub mod gc;
@@ -38,4 +41,5 @@ pub mod runtime;
 pub mod shim;
 pub mod source;
 pub mod status;
+pub mod volume;
 pub mod worker;

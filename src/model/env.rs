@@ -111,7 +111,8 @@ pub fn resolve_env(
         out.set(k.clone(), v.clone());
     }
     for source in container.env_from.iter().flatten() {
-        let Some((kind, name, pairs)) = env_from_pairs(source, namespace, objects)? else {
+        let Some(EnvFromPairs { kind, name, pairs }) = env_from_pairs(source, namespace, objects)?
+        else {
             continue;
         };
         let prefix = source.prefix.as_deref().unwrap_or_default();
@@ -154,23 +155,32 @@ pub fn resolve_env(
     Ok(out)
 }
 
+/// What one `envFrom` source holds.
+struct EnvFromPairs {
+    /// `configMap` or `secret`.
+    kind: &'static str,
+    name: String,
+    pairs: Vec<(String, String)>,
+}
+
 /// The key/value pairs of one `envFrom` source; `None` when it is optional and missing.
 fn env_from_pairs(
     source: &k8s_openapi::api::core::v1::EnvFromSource,
     namespace: &str,
     objects: &dyn ConfigLookup,
-) -> Result<Option<(&'static str, String, Vec<(String, String)>)>, EnvError> {
+) -> Result<Option<EnvFromPairs>, EnvError> {
     if let Some(r) = &source.config_map_ref {
         return match objects.config_map(namespace, &r.name) {
-            Some(cm) => Ok(Some((
-                "configMap",
-                r.name.clone(),
-                cm.data
+            Some(cm) => Ok(Some(EnvFromPairs {
+                kind: "configMap",
+                name: r.name.clone(),
+                pairs: cm
+                    .data
                     .iter()
                     .flatten()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
-            ))),
+            })),
             None if r.optional == Some(true) => Ok(None),
             None => Err(EnvError::ConfigMapNotFound {
                 name: r.name.clone(),
@@ -179,15 +189,16 @@ fn env_from_pairs(
     }
     if let Some(r) = &source.secret_ref {
         return match objects.secret(namespace, &r.name) {
-            Some(s) => Ok(Some((
-                "secret",
-                r.name.clone(),
-                s.data
+            Some(s) => Ok(Some(EnvFromPairs {
+                kind: "secret",
+                name: r.name.clone(),
+                pairs: s
+                    .data
                     .iter()
                     .flatten()
                     .map(|(k, v)| (k.clone(), secret_text(&v.0)))
                     .collect(),
-            ))),
+            })),
             None if r.optional == Some(true) => Ok(None),
             None => Err(EnvError::SecretNotFound {
                 name: r.name.clone(),

@@ -1,0 +1,3 @@
+//! Pod volumes.
+
+pub mod content;
