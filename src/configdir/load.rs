@@ -74,7 +74,7 @@ pub(super) fn load_dir(dir: &Path) -> ConfigObjects {
             }
         };
         for mut object in parse_file(&path, &text, &mut out.errors) {
-            if let Err(message) = check(&mut object) {
+            if let Some(message) = check(&mut object) {
                 out.errors.push(invalid(&path, &object, message));
                 continue;
             }
@@ -214,8 +214,8 @@ fn invalid(path: &Path, o: &Object, message: String) -> ConfigDirError {
 }
 
 /// Defaults the namespace, merges a Secret's `stringData`, and checks what the API
-/// server would: names, keys, sizes.
-fn check(object: &mut Object) -> Result<(), String> {
+/// server would (names, keys, sizes): the problem found, if any.
+fn check(object: &mut Object) -> Option<String> {
     let meta = match object {
         Object::ConfigMap(c) => &mut c.metadata,
         Object::Secret(s) => &mut s.metadata,
@@ -225,17 +225,19 @@ fn check(object: &mut Object) -> Result<(), String> {
     }
     let name = meta.name.clone().unwrap_or_default();
     let namespace = meta.namespace.clone().unwrap_or_default();
-    dns_subdomain(&name).map_err(|m| format!("metadata.name: {m}"))?;
+    if let Some(problem) = dns_subdomain_problem(&name) {
+        return Some(format!("metadata.name: {problem}"));
+    }
     if !(namespace.len() <= 63 && dns_label(&namespace)) {
-        return Err(format!(
+        return Some(format!(
             "metadata.namespace {namespace:?} must be a DNS-1123 label"
         ));
     }
     match object {
-        Object::ConfigMap(c) => check_config_map(c),
+        Object::ConfigMap(c) => config_map_problem(c),
         Object::Secret(s) => {
             merge_string_data(s);
-            check_keys(
+            keys_problem(
                 s.data
                     .iter()
                     .flatten()
@@ -256,57 +258,60 @@ fn merge_string_data(s: &mut Secret) {
     }
 }
 
-fn check_config_map(c: &ConfigMap) -> Result<(), String> {
+fn config_map_problem(c: &ConfigMap) -> Option<String> {
     let data = c.data.iter().flatten().map(|(k, v)| (k.as_str(), v.len()));
     let binary = c
         .binary_data
         .iter()
         .flatten()
         .map(|(k, v)| (k.as_str(), v.0.len()));
-    if let (Some(d), Some(b)) = (&c.data, &c.binary_data) {
-        if let Some(k) = d.keys().find(|k| b.contains_key(*k)) {
-            return Err(format!(
-                "key {k:?} is in both data and binaryData; keep one"
-            ));
-        }
-    }
-    check_keys(data.chain(binary), "data/binaryData")
-}
-
-/// Every key a valid ConfigMap key, the data at most 1 MiB in all.
-fn check_keys<'a>(
-    entries: impl Iterator<Item = (&'a str, usize)>,
-    field: &str,
-) -> Result<(), String> {
-    let mut total = 0usize;
-    for (key, len) in entries {
-        config_map_key(key).map_err(|m| format!("{field} key {key:?}: {m}"))?;
-        total = total.saturating_add(len);
-    }
-    if total > MAX_OBJECT_DATA {
-        return Err(format!(
-            "{field} holds {total} bytes, more than the {MAX_OBJECT_DATA} a ConfigMap or Secret may hold"
+    if let (Some(d), Some(b)) = (&c.data, &c.binary_data)
+        && let Some(k) = d.keys().find(|k| b.contains_key(*k))
+    {
+        return Some(format!(
+            "key {k:?} is in both data and binaryData; keep one"
         ));
     }
-    Ok(())
+    keys_problem(data.chain(binary), "data/binaryData")
+}
+
+/// Unless every key is a valid ConfigMap key and the data at most 1 MiB in all, what
+/// is wrong.
+fn keys_problem<'a>(
+    entries: impl Iterator<Item = (&'a str, usize)>,
+    field: &str,
+) -> Option<String> {
+    let mut total = 0usize;
+    for (key, len) in entries {
+        if let Some(problem) = config_map_key_problem(key) {
+            return Some(format!("{field} key {key:?}: {problem}"));
+        }
+        total = total.saturating_add(len);
+    }
+    (total > MAX_OBJECT_DATA).then(|| {
+        format!(
+            "{field} holds {total} bytes, more than the {MAX_OBJECT_DATA} a ConfigMap or Secret may hold"
+        )
+    })
 }
 
 /// Kubernetes' IsConfigMapKey: `[-._a-zA-Z0-9]+`, at most 253 characters, not `.`,
-/// `..` or `..`-prefixed (those names are the volume writer's own).
-pub(super) fn config_map_key(key: &str) -> Result<(), String> {
+/// `..` or `..`-prefixed (those names are the volume writer's own). What is wrong, if
+/// anything.
+fn config_map_key_problem(key: &str) -> Option<&'static str> {
     if key.is_empty() || key.len() > 253 {
-        return Err("must be 1 to 253 characters".into());
+        return Some("must be 1 to 253 characters");
     }
     if !key
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
     {
-        return Err("must consist of alphanumeric characters, '-', '_' or '.'".into());
+        return Some("must consist of alphanumeric characters, '-', '_' or '.'");
     }
     if key == "." || key.starts_with("..") {
-        return Err("must not be '.' or start with '..'".into());
+        return Some("must not be '.' or start with '..'");
     }
-    Ok(())
+    None
 }
 
 fn dns_label(s: &str) -> bool {
@@ -314,16 +319,13 @@ fn dns_label(s: &str) -> bool {
     !s.is_empty() && s.starts_with(ok) && s.ends_with(ok) && s.chars().all(|c| ok(c) || c == '-')
 }
 
-fn dns_subdomain(s: &str) -> Result<(), String> {
+fn dns_subdomain_problem(s: &str) -> Option<String> {
     if s.is_empty() {
-        return Err("is required".into());
+        return Some("is required".into());
     }
-    if s.len() > 253 || !s.split('.').all(|l| l.len() <= 63 && dns_label(l)) {
-        return Err(format!(
-            "{s:?} must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')"
-        ));
-    }
-    Ok(())
+    (s.len() > 253 || !s.split('.').all(|l| l.len() <= 63 && dns_label(l))).then(|| {
+        format!("{s:?} must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')")
+    })
 }
 
 #[cfg(test)]

@@ -144,10 +144,12 @@ fn metadata_value(path: &str, pod: &Pod) -> Result<String, DownwardError> {
         } else {
             key.to_string()
         };
-        qualified_name(&checked).map_err(|reason| DownwardError::BadSubscript {
-            path: path.into(),
-            reason,
-        })?;
+        if let Some(reason) = qualified_name_problem(&checked) {
+            return Err(DownwardError::BadSubscript {
+                path: path.into(),
+                reason,
+            });
+        }
         return Ok(map.get(key).cloned().unwrap_or_default());
     }
     match path {
@@ -169,7 +171,8 @@ fn split_subscript(path: &str) -> Option<(&str, &str)> {
 
 /// A Kubernetes qualified name: `[prefix/]name`, the name at most 63 characters of
 /// `[-._a-zA-Z0-9]` starting and ending alphanumeric, the prefix a DNS subdomain.
-fn qualified_name(key: &str) -> Result<(), String> {
+/// What is wrong with `key`, if anything.
+fn qualified_name_problem(key: &str) -> Option<String> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
@@ -183,7 +186,7 @@ fn qualified_name(key: &str) -> Result<(), String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !name_ok {
-        return Err(format!(
+        return Some(format!(
             "name part {name:?} must be at most 63 characters of [-._a-zA-Z0-9], starting and ending with an alphanumeric character"
         ));
     }
@@ -198,10 +201,10 @@ fn qualified_name(key: &str) -> Result<(), String> {
                     && label.chars().all(|c| lower(c) || c == '-')
             });
         if !ok {
-            return Err(format!("prefix part {p:?} must be a DNS-1123 subdomain"));
+            return Some(format!("prefix part {p:?} must be a DNS-1123 subdomain"));
         }
     }
-    Ok(())
+    None
 }
 
 /// A label or annotation map as the kubelet writes it: sorted `key="value"` lines.

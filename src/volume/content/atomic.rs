@@ -28,32 +28,30 @@ const MAX_PATH: usize = 4096;
 const MAX_NAME: usize = 255;
 
 /// A payload path is relative, has no `.`/`..` or empty element, and no element
-/// starting with `..` (those names are the writer's own).
-pub(super) fn check_relative_path(path: &str) -> Result<(), String> {
+/// starting with `..` (those names are the writer's own). What is wrong, if anything.
+pub(super) fn path_problem(path: &str) -> Option<String> {
     if path.is_empty() {
-        return Err("must not be empty".into());
+        return Some("must not be empty".into());
     }
     if path.starts_with('/') {
-        return Err("must be a relative path".into());
+        return Some("must be a relative path".into());
     }
     if path.len() > MAX_PATH {
-        return Err(format!("must be at most {MAX_PATH} characters"));
+        return Some(format!("must be at most {MAX_PATH} characters"));
     }
-    for element in path.split('/') {
+    path.split('/').find_map(|element| {
         if element.is_empty() || element == "." {
-            return Err("must not contain empty or '.' elements".into());
+            Some("must not contain empty or '.' elements".to_string())
+        } else if element.starts_with("..") {
+            Some("must not contain '..' or elements starting with '..'".into())
+        } else if element.len() > MAX_NAME {
+            Some(format!("file names must be at most {MAX_NAME} characters"))
+        } else if element.contains('\0') {
+            Some("must not contain NUL".into())
+        } else {
+            None
         }
-        if element.starts_with("..") {
-            return Err("must not contain '..' or elements starting with '..'".into());
-        }
-        if element.len() > MAX_NAME {
-            return Err(format!("file names must be at most {MAX_NAME} characters"));
-        }
-        if element.contains('\0') {
-            return Err("must not contain NUL".into());
-        }
-    }
-    Ok(())
+    })
 }
 
 fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ContentError {
@@ -83,7 +81,9 @@ pub fn write_atomically(
         reason,
     };
     for path in files.keys() {
-        check_relative_path(path).map_err(|r| unsafe_path(path, r))?;
+        if let Some(reason) = path_problem(path) {
+            return Err(unsafe_path(path, reason));
+        }
     }
     // A file cannot also be a directory of another file.
     for path in files.keys() {

@@ -130,11 +130,13 @@ impl Builder<'_> {
         data: Vec<u8>,
         mode: u32,
     ) -> Result<(), ContentError> {
-        super::atomic::check_relative_path(path).map_err(|reason| ContentError::BadPath {
-            volume: self.volume.into(),
-            path: path.into(),
-            reason,
-        })?;
+        if let Some(reason) = super::atomic::path_problem(path) {
+            return Err(ContentError::BadPath {
+                volume: self.volume.into(),
+                path: path.into(),
+                reason,
+            });
+        }
         if files
             .insert(path.to_string(), ProjectedFile { data, mode })
             .is_some()
