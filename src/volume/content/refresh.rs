@@ -86,3 +86,92 @@ pub async fn keep_fresh<T>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    use std::sync::Mutex;
+
+    /// A store holding at most one ConfigMap, `default/app`, with key `k`.
+    struct OneConfigMap(Option<ConfigMap>);
+
+    impl ConfigLookup for OneConfigMap {
+        fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap> {
+            self.0
+                .as_ref()
+                .filter(|_| namespace == "default" && name == "app")
+        }
+        fn secret(&self, _: &str, _: &str) -> Option<&Secret> {
+            None
+        }
+    }
+
+    fn store(value: Option<&str>) -> Arc<OneConfigMap> {
+        Arc::new(OneConfigMap(value.map(|v| ConfigMap {
+            data: Some([("k".to_string(), v.to_string())].into()),
+            ..Default::default()
+        })))
+    }
+
+    async fn wait_for(path: &std::path::Path, want: &str) {
+        for _ in 0..400 {
+            if std::fs::read_to_string(path).is_ok_and(|s| s == want) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{} never held {want:?}", path.display());
+    }
+
+    #[tokio::test]
+    async fn store_changes_reach_the_volume_and_errors_keep_the_last_payload() {
+        let dir = tempfile::tempdir().unwrap();
+        let volume: Volume = serde_json::from_value(serde_json::json!({
+            "name": "cfg", "configMap": {"name": "app"}
+        }))
+        .unwrap();
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default"}
+        }))
+        .unwrap();
+        let (tx, rx) = watch::channel(store(Some("v1")));
+        let reports = Arc::new(Mutex::new(Vec::new()));
+        let seen = reports.clone();
+        let task = tokio::spawn(keep_fresh(
+            vec![ContentVolume {
+                volume,
+                dir: dir.path().to_path_buf(),
+            }],
+            pod,
+            DownwardInputs::default(),
+            None,
+            rx,
+            Duration::from_secs(3600),
+            move |volume: &str, e: &ContentError| {
+                seen.lock().unwrap().push(format!("{volume}: {e}"));
+            },
+        ));
+        let file = dir.path().join("k");
+        wait_for(&file, "v1").await;
+        tx.send(store(Some("v2"))).unwrap();
+        wait_for(&file, "v2").await;
+        // The object goes away: reported once, the volume keeps its last payload.
+        tx.send(store(None)).unwrap();
+        for _ in 0..400 {
+            if !reports.lock().unwrap().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert_eq!(
+            reports.lock().unwrap().as_slice(),
+            [
+                "cfg: volume \"cfg\": configmap \"app\" not found (add it to the config dir, or set optional: true)"
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "v2");
+        drop(tx);
+        task.await.unwrap();
+    }
+}
