@@ -13,13 +13,14 @@
 //! | `logs`    | CRI log files: write, rotate, read                  | model, disk                                                    |
 //! | `image`   | content store, pull, load, unpack, image GC         | model, disk                                                    |
 //! | `source`  | manifests → validated pods                          | model, disk                                                    |
+//! | `configdir` | ConfigMap/Secret objects from `--config-dir`      | model, disk                                                    |
 //! | `status`  | pod status and the pods' and node's Events          | model, disk                                                    |
 //! | `runtime` | the kernel: rootfs, spec, namespaces, cgroups, shims | model, disk, logs                                             |
 //! | `oom`     | kernel OOM reports from /dev/kmsg, recent victims   | model, disk, runtime (its fd registration)                     |
-//! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, release | model, disk, runtime (its spec's mount type)      |
+//! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, content (configMap…), release | model, disk, runtime (its spec's mount type) |
 //! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
 //! | `probe`   | probe and hook handlers, the per-container prober   | model, disk, runtime                                           |
-//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, status, runtime, volume, probe |
+//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, configdir, status, runtime, volume, probe |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
@@ -29,6 +30,7 @@
 //! small trait instead (`api::GcTrigger`, `gc::runner::GcTargets`).
 pub mod api;
 pub mod cli;
+pub mod configdir;
 pub mod daemon;
 pub mod disk;
 pub mod gc;

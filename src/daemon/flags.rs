@@ -40,6 +40,10 @@ pub struct DaemonFlags {
     pub pod_manifest_path: PathBuf,
     #[arg(long, default_value = DEFAULT_ROOT_DIR)]
     pub root_dir: PathBuf,
+    /// ConfigMap and Secret objects (YAML/JSON files) for pods' configMap/secret
+    /// volumes and env; watched, a missing dir is empty.
+    #[arg(long, default_value = crate::configdir::DEFAULT_CONFIG_DIR)]
+    pub config_dir: PathBuf,
     #[arg(long, default_value = "/var/log/pods")]
     pub log_dir: PathBuf,
     /// Defaults to the host name; trimmed and lowercased, then it must be a DNS-1123
@@ -140,6 +144,7 @@ impl DaemonFlags {
         };
         Ok(DaemonConfig {
             manifest_dir: self.pod_manifest_path,
+            config_dir: self.config_dir,
             root_dir: self.root_dir,
             log_dir: self.log_dir,
             node_name,
@@ -218,6 +223,7 @@ mod tests {
         assert_eq!(cfg.gc.container.max_containers, None);
         assert_eq!(cfg.gc.container.max_per_pod_container, 1);
         assert!(cfg.seccomp_default);
+        assert_eq!(cfg.config_dir, PathBuf::from("/etc/podhost/config"));
     }
 
     #[test]

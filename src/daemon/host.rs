@@ -141,3 +141,61 @@ pub async fn wait_for_stop_signal() {
         _ = int.recv() => {}
     }
 }
+
+/// The node's IPs as the downward API reports them (`status.hostIP(s)`): the source
+/// address of the IPv4 and IPv6 default routes (no packet is sent), else the
+/// addresses the host name resolves to; loopback only when there is nothing else.
+pub fn host_ips() -> Vec<String> {
+    use std::net::{IpAddr, ToSocketAddrs, UdpSocket};
+    let routed = |bind: &str, probe: &str| -> Option<IpAddr> {
+        let socket = UdpSocket::bind(bind).ok()?;
+        socket.connect(probe).ok()?;
+        Some(socket.local_addr().ok()?.ip())
+    };
+    // Documentation addresses: connect() only picks a route and a source address.
+    let mut ips: Vec<IpAddr> = [
+        routed("0.0.0.0:0", "192.0.2.1:9"),
+        routed("[::]:0", "[2001:db8::1]:9"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|ip| !ip.is_unspecified())
+    .collect();
+    if ips.is_empty() {
+        let host = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_default();
+        ips = (host.as_str(), 0)
+            .to_socket_addrs()
+            .map(|addrs| {
+                addrs
+                    .map(|a| a.ip())
+                    .filter(|ip| !ip.is_loopback())
+                    .collect()
+            })
+            .unwrap_or_default();
+    }
+    if ips.is_empty() {
+        tracing::warn!(
+            "the node has no routed or resolvable IP; the downward API reports 127.0.0.1 as status.hostIP"
+        );
+        ips.push(IpAddr::from([127, 0, 0, 1]));
+    }
+    ips.dedup();
+    ips.iter().map(ToString::to_string).collect()
+}
+
+/// The node's capacity for the downward API's default limits: CPUs this process may
+/// use, MemTotal, and the size of the filesystem holding `root_dir`.
+pub fn node_capacity(root_dir: &Path) -> crate::model::downward::NodeCapacity {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let storage = nix::sys::statvfs::statvfs(root_dir)
+        .map(|s| s.blocks().saturating_mul(s.fragment_size()))
+        .unwrap_or(0);
+    crate::model::downward::NodeCapacity {
+        cpu_millis: i64::try_from(cpus).unwrap_or(1).saturating_mul(1000),
+        memory_bytes: memory_capacity(),
+        ephemeral_storage_bytes: i64::try_from(storage).unwrap_or(i64::MAX),
+    }
+}

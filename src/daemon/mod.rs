@@ -1,5 +1,6 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
+mod config_dir;
 pub mod flags;
 mod gc_trigger;
 mod host;
@@ -28,6 +29,8 @@ use crate::worker::Ctx;
 #[derive(Debug, Clone)]
 pub struct DaemonConfig {
     pub manifest_dir: PathBuf,
+    /// ConfigMaps and Secrets for pods (`--config-dir`).
+    pub config_dir: PathBuf,
     pub root_dir: PathBuf,
     pub log_dir: PathBuf,
     pub node_name: String,
@@ -168,6 +171,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         },
     );
     let leases = crate::image::gc::ImageLeases::new();
+    // Read before any pod starts, so that their env and volumes see the objects.
+    let (config_objects, config_watcher) =
+        crate::configdir::watch(cfg.config_dir.clone(), cfg.rescan_every);
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -189,8 +195,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         )?),
         log_rotation: cfg.log_rotation,
         ephemeral: Default::default(),
+        config_objects: config_objects.clone(),
+        host_ips: host::host_ips(),
+        node_capacity: host::node_capacity(&cfg.root_dir),
     });
     let mut essential = supervise::EssentialTasks::default();
+    essential.watch("config dir watcher", config_watcher);
+    essential.watch(
+        "config dir error reporter",
+        tokio::spawn(config_dir::report_errors(config_objects, store.clone())),
+    );
     let gc = crate::gc::runner::GcRunner::new(
         crate::gc::runner::GcTargets {
             layout: layout.clone(),

@@ -4,6 +4,8 @@ pub mod backoff;
 pub mod cgroup_math;
 pub mod command;
 pub mod convert;
+pub mod downward;
+pub mod env;
 pub mod grace;
 pub mod image_ref;
 pub mod k8s_time;

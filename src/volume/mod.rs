@@ -11,6 +11,7 @@
 //! - [`teardown_pod_volumes`] when the pod is done, [`sweep_orphan_volumes`] at daemon
 //!   start; [`empty_dir_usage_exceeded`] for sizeLimit evictions.
 
+pub mod content;
 mod expand;
 mod hostpath;
 mod mountinfo;

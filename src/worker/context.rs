@@ -48,6 +48,12 @@ pub struct Ctx {
     pub log_rotation: crate::logs::RotationPolicy,
     /// The pods' sync loops that take ephemeral containers (`podhost debug`).
     pub ephemeral: super::ephemeral::EphemeralRegistry,
+    /// The `--config-dir` ConfigMaps and Secrets, current.
+    pub config_objects: tokio::sync::watch::Receiver<Arc<crate::configdir::ConfigObjects>>,
+    /// The node's IPs for the downward API (`status.hostIP(s)`; hostNetwork pods' IPs).
+    pub host_ips: Vec<String>,
+    /// The limits the downward API reports for containers that set none.
+    pub node_capacity: crate::model::downward::NodeCapacity,
 }
 
 /// The immutable facts of one pod that its worker needs.
@@ -116,6 +122,22 @@ impl PodInfo {
             shared_pid: self.shared_pid,
             userns: self.userns,
         }
+    }
+
+    /// What the downward API reports for this pod beside its spec.
+    pub fn downward_inputs(&self, ctx: &Ctx) -> crate::model::downward::DownwardInputs {
+        let node = self
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or_default();
+        crate::model::downward::DownwardInputs::for_pod(
+            node,
+            self.host_network,
+            &ctx.host_ips,
+            ctx.node_capacity,
+        )
     }
 
     pub fn object(&self, container: &str) -> String {

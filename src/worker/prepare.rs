@@ -81,36 +81,41 @@ fn termination_log(bundle: &Path, c: &Container) -> Result<Vec<(PathBuf, String)
     Ok(vec![(host, dest)])
 }
 
-/// The container's environment: image env first, then the pod's (later wins). A pod
+/// The container's environment: image env first, then the pod's `envFrom` and `env`
+/// (later wins; ConfigMaps and Secrets from `--config-dir`, the downward API). A pod
 /// value may refer to variables defined before it with `$(VAR)`, as in Kubernetes.
-fn merged_env(image: &ResolvedImage, c: &Container) -> Vec<(String, String)> {
-    fn set(env: &mut Vec<(String, String)>, k: String, v: String) {
-        match env.iter_mut().find(|(ek, _)| *ek == k) {
-            Some(slot) => slot.1 = v,
-            None => env.push((k, v)),
-        }
-    }
-    let mut env: Vec<(String, String)> = Vec::new();
-    let image_env = image
+fn merged_env(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    image: &ResolvedImage,
+    c: &Container,
+) -> Result<crate::model::env::ResolvedEnv, crate::model::env::EnvError> {
+    let image_env: Vec<(String, String)> = image
         .config
         .config()
         .as_ref()
         .and_then(|c| c.env().clone())
-        .unwrap_or_default();
-    for kv in image_env {
-        let (k, v) = kv.split_once('=').unwrap_or((kv.as_str(), ""));
-        set(&mut env, k.to_string(), v.to_string());
-    }
-    for e in c.env.iter().flatten() {
-        let value = expand_env_refs(e.value.as_deref().unwrap_or_default(), &env);
-        set(&mut env, e.name.clone(), value);
-    }
+        .unwrap_or_default()
+        .into_iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (kv, String::new()),
+        })
+        .collect();
+    let objects = ctx.config_objects.borrow().clone();
+    let mut env = crate::model::env::resolve_env(
+        &image_env,
+        &pod.pod,
+        c,
+        objects.as_ref(),
+        &pod.downward_inputs(ctx),
+    )?;
     // An image with no PATH (umoci new, scratch builds) would leave `sh` unfindable;
     // docker, podman and containerd's CRI give it this default, so does podhost.
-    if !env.iter().any(|(k, _)| k == "PATH") {
-        env.insert(0, ("PATH".into(), DEFAULT_PATH.into()));
+    if !env.vars.iter().any(|(k, _)| k == "PATH") {
+        env.vars.insert(0, ("PATH".into(), DEFAULT_PATH.into()));
     }
-    env
+    Ok(env)
 }
 
 /// The PATH of a container whose image and pod set none (docker's and runc's default).
@@ -161,7 +166,18 @@ pub fn prepare_attempt(
     crate::runtime::log_owner::claim_pod_log_dir(&ctx.layout, &pod.namespace, &pod.name, &pod.uid)?;
     let lower_dirs: Vec<PathBuf> = image.layers.iter().rev().cloned().collect();
     let img = image.config.config().clone().unwrap_or_default();
-    let env = merged_env(image, c);
+    let resolved =
+        merged_env(ctx, pod, image, c).map_err(|e| RuntimeError::ContainerConfig(e.to_string()))?;
+    for skipped in &resolved.skipped {
+        ctx.store.pod_event(
+            &pod.uid,
+            crate::status::EventKind::Warning,
+            "InvalidEnvironmentVariableNames",
+            &pod.object(&c.name),
+            skipped.message(),
+        );
+    }
+    let env = resolved.vars;
     let expand = |list: &Option<Vec<String>>| {
         list.as_ref().map(|l| {
             l.iter()

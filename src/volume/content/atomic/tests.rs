@@ -1,0 +1,253 @@
+use super::*;
+use std::os::unix::fs::MetadataExt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+fn set(files: &[(&str, &[u8], u32)]) -> FileSet {
+    files
+        .iter()
+        .map(|(p, d, m)| {
+            (
+                p.to_string(),
+                ProjectedFile {
+                    data: d.to_vec(),
+                    mode: *m,
+                },
+            )
+        })
+        .collect()
+}
+
+fn data_target(dir: &Path) -> PathBuf {
+    fs::read_link(dir.join(DATA)).unwrap()
+}
+
+fn names(dir: &Path) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_first_write_lays_out_payload_data_link_and_user_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = set(&[("a", b"A", 0o644), ("conf/b.txt", b"B", 0o600)]);
+    assert!(write_atomically(dir.path(), &files, None).unwrap());
+    let payload = data_target(dir.path());
+    assert!(payload.to_str().unwrap().starts_with(".."), "{payload:?}");
+    assert_eq!(
+        fs::read_link(dir.path().join("a")).unwrap(),
+        PathBuf::from("..data/a")
+    );
+    assert_eq!(
+        fs::read_link(dir.path().join("conf")).unwrap(),
+        PathBuf::from("..data/conf")
+    );
+    assert_eq!(fs::read(dir.path().join("conf/b.txt")).unwrap(), b"B");
+    let mode = |p: &str| {
+        fs::metadata(dir.path().join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("a"), 0o644);
+    assert_eq!(mode("conf/b.txt"), 0o600);
+    assert_eq!(mode(payload.to_str().unwrap()), 0o755);
+    let expected: BTreeSet<String> = ["..data", "a", "conf", payload.to_str().unwrap()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(names(dir.path()), expected);
+}
+
+#[test]
+fn an_unchanged_payload_is_not_swapped_and_a_changed_one_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = set(&[("a", b"A", 0o644)]);
+    assert!(write_atomically(dir.path(), &files, None).unwrap());
+    let first = data_target(dir.path());
+    assert!(!write_atomically(dir.path(), &files, None).unwrap());
+    assert_eq!(
+        data_target(dir.path()),
+        first,
+        "no swap for the same payload"
+    );
+    // A mode change is a change.
+    assert!(write_atomically(dir.path(), &set(&[("a", b"A", 0o600)]), None).unwrap());
+    let second = data_target(dir.path());
+    assert_ne!(second, first);
+    assert!(
+        !dir.path().join(&first).exists(),
+        "the old payload is removed"
+    );
+}
+
+#[test]
+fn removed_keys_disappear_and_new_ones_appear() {
+    let dir = tempfile::tempdir().unwrap();
+    write_atomically(
+        dir.path(),
+        &set(&[("a", b"1", 0o644), ("d/x", b"2", 0o644)]),
+        None,
+    )
+    .unwrap();
+    write_atomically(dir.path(), &set(&[("b", b"3", 0o644)]), None).unwrap();
+    let visible: BTreeSet<String> = names(dir.path())
+        .into_iter()
+        .filter(|n| !n.starts_with(".."))
+        .collect();
+    assert_eq!(visible, BTreeSet::from(["b".to_string()]));
+    assert_eq!(
+        names(dir.path()).len(),
+        3,
+        "..data, one payload, b: {:?}",
+        names(dir.path())
+    );
+    // An empty payload (an optional object that is missing) empties the volume.
+    assert!(write_atomically(dir.path(), &FileSet::new(), None).unwrap());
+    assert!(!dir.path().join("b").exists());
+}
+
+#[test]
+fn escaping_and_reserved_paths_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in [
+        "../x",
+        "/etc/passwd",
+        "a/../../x",
+        "..data",
+        "..x/y",
+        "a/..b",
+        "",
+        "a//b",
+        "./a",
+    ] {
+        let err = write_atomically(dir.path(), &set(&[(bad, b"x", 0o644)]), None).unwrap_err();
+        assert!(
+            matches!(err, ContentError::UnsafePath { .. }),
+            "{bad:?}: {err}"
+        );
+    }
+    let err = write_atomically(
+        dir.path(),
+        &set(&[("a", b"x", 0o644), ("a/b", b"y", 0o644)]),
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, ContentError::UnsafePath { .. }), "{err}");
+    assert!(
+        names(dir.path()).is_empty(),
+        "nothing written: {:?}",
+        names(dir.path())
+    );
+}
+
+#[test]
+fn links_that_point_out_of_the_dir_are_never_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("keep"), b"precious").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // ..data planted to point outside: refused, the outside untouched.
+    std::os::unix::fs::symlink(outside.path(), dir.path().join(DATA)).unwrap();
+    let err = write_atomically(dir.path(), &set(&[("keep", b"x", 0o644)]), None).unwrap_err();
+    assert!(matches!(err, ContentError::Foreign { .. }), "{err}");
+    assert_eq!(fs::read(outside.path().join("keep")).unwrap(), b"precious");
+    fs::remove_file(dir.path().join(DATA)).unwrap();
+
+    // A link planted inside the current payload: the payload is rewritten, and removing
+    // the old one removes the link, not what it points at.
+    write_atomically(dir.path(), &set(&[("a", b"A", 0o644)]), None).unwrap();
+    let payload = dir.path().join(data_target(dir.path()));
+    std::os::unix::fs::symlink(outside.path(), payload.join("evil")).unwrap();
+    assert!(write_atomically(dir.path(), &set(&[("a", b"A", 0o644)]), None).unwrap());
+    assert!(!payload.exists());
+    assert_eq!(fs::read(outside.path().join("keep")).unwrap(), b"precious");
+
+    // A plain file where a user-visible link belongs is not overwritten.
+    fs::write(dir.path().join("b"), b"foreign").unwrap();
+    let err = write_atomically(dir.path(), &set(&[("b", b"B", 0o644)]), None).unwrap_err();
+    assert!(matches!(err, ContentError::Foreign { .. }), "{err}");
+    assert_eq!(fs::read(dir.path().join("b")).unwrap(), b"foreign");
+}
+
+#[test]
+fn fs_group_owns_the_payload_with_group_read() {
+    let dir = tempfile::tempdir().unwrap();
+    write_atomically(dir.path(), &set(&[("s/key", b"k", 0o600)]), Some(4321)).unwrap();
+    let file = fs::metadata(dir.path().join("s/key")).unwrap();
+    assert_eq!(file.gid(), 4321);
+    assert_eq!(file.mode() & 0o7777, 0o640);
+    let sub = fs::metadata(dir.path().join("..data/s")).unwrap();
+    assert_eq!(sub.gid(), 4321);
+    assert_eq!(sub.mode() & 0o7777, 0o2755);
+    // Same payload and group: no rewrite.
+    assert!(!write_atomically(dir.path(), &set(&[("s/key", b"k", 0o600)]), Some(4321)).unwrap());
+}
+
+/// A reader never sees a torn file, a file missing without a swap, or a mix of two
+/// payloads, while the writer swaps payloads as fast as it can.
+#[test]
+fn readers_see_whole_payloads_while_the_writer_swaps() {
+    const SIZE: usize = 256 * 1024;
+    const ROUNDS: u8 = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let payload = |round: u8| {
+        set(&[
+            ("a", &vec![round; SIZE], 0o644),
+            ("sub/b", &vec![round; SIZE], 0o644),
+        ])
+    };
+    write_atomically(dir.path(), &payload(0), None).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (dir, done) = (dir.path().to_path_buf(), done.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u32;
+            while !done.load(Ordering::Relaxed) {
+                // Through the user-visible link: whole, one generation. A missing file
+                // is allowed only if ..data moved during the read (the old payload was
+                // retired under the reader's path walk).
+                let before = fs::read_link(dir.join(DATA)).unwrap();
+                match fs::read(dir.join("a")) {
+                    Ok(a) => {
+                        assert_eq!(a.len(), SIZE, "torn file");
+                        assert!(a.iter().all(|b| *b == a[0]), "mixed file");
+                    }
+                    Err(e) => {
+                        let after = fs::read_link(dir.join(DATA)).unwrap();
+                        assert_ne!(before, after, "file missing without a swap: {e}");
+                    }
+                }
+                // Through one opened payload dir: both files of the same generation,
+                // unless that payload was retired meanwhile (..data points elsewhere).
+                let Ok(opened) = fs::File::open(dir.join(DATA)) else {
+                    continue;
+                };
+                let base = PathBuf::from(format!(
+                    "/proc/self/fd/{}",
+                    std::os::fd::AsRawFd::as_raw_fd(&opened)
+                ));
+                match (fs::read(base.join("a")), fs::read(base.join("sub/b"))) {
+                    (Ok(a), Ok(b)) => assert_eq!(a[0], b[0], "files of two payloads mixed"),
+                    _ => assert_ne!(
+                        fs::metadata(dir.join(DATA)).unwrap().ino(),
+                        opened.metadata().unwrap().ino(),
+                        "the current payload lost a file"
+                    ),
+                }
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for round in 1..=ROUNDS {
+        assert!(write_atomically(dir.path(), &payload(round), None).unwrap());
+    }
+    done.store(true, Ordering::Relaxed);
+    let reads = reader.join().expect("reader saw a broken payload");
+    assert!(reads > 0);
+    assert_eq!(fs::read(dir.path().join("sub/b")).unwrap()[0], ROUNDS);
+    assert_eq!(names(dir.path()).len(), 4, "..data, one payload, a, sub");
+}
