@@ -1,7 +1,8 @@
 //! ConfigMaps and Secrets from `--config-dir` reach a real pod: its env from `envFrom`
 //! and `valueFrom` (with the downward API), the kubelet's errors and events when a
 //! reference is missing or a key is unusable, and a late object unblocks the pod.
-//! (The configMap/secret volumes' end-to-end test comes with the volume mounts.)
+//! configMap, secret, downwardAPI and projected volumes: their files, modes, the secret on
+//! tmpfs, and an edited ConfigMap reaching the mounted volume atomically.
 
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -206,4 +207,110 @@ fn a_missing_config_map_blocks_the_container_until_its_file_appears() {
     })
     .expect("the container printed its env");
     assert!(lines.contains(&"MODE=ready".to_string()), "{lines:#?}");
+}
+
+const VOLUME_CONFIG: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: web}
+data:
+  index.html: v1
+  extra.conf: x=1
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: tls}
+stringData:
+  key.pem: sekret
+";
+
+#[test]
+fn config_map_secret_downward_and_projected_volumes_and_their_updates() {
+    require_root();
+    let (d, config) = daemon_with_config(&[("web.yaml", VOLUME_CONFIG)]);
+    d.write_manifest(
+        "vols.yaml",
+        &busybox_pod(
+            "vols",
+            "  volumes:\n  - name: web\n    configMap:\n      name: web\n      items:\n      - key: index.html\n        path: html/index.html\n  - name: tls\n    secret:\n      secretName: tls\n      defaultMode: 256\n  - name: info\n    downwardAPI:\n      items:\n      - path: labels\n        fieldRef: {fieldPath: metadata.labels}\n  - name: all\n    projected:\n      sources:\n      - configMap: {name: web}\n      - secret: {name: tls}\n",
+            "    volumeMounts:\n    - {name: web, mountPath: /web}\n    - {name: tls, mountPath: /tls}\n    - {name: info, mountPath: /info}\n    - {name: all, mountPath: /all}\n",
+            "exec sleep 1000",
+        )
+        .replace("metadata:\n  name: vols\n", "metadata:\n  name: vols\n  labels: {app: web}\n"),
+    );
+    d.wait_pod("vols", "running", 30, |p| {
+        container_status(p, "main")?["state"]["running"]
+            .is_object()
+            .then_some(())
+    });
+    let pod = d.full_name("vols");
+    let sh = |cmd: &str| {
+        let out = d.cli(&["exec", &pod, "--", "sh", "-c", cmd]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(sh("cat /web/html/index.html"), "v1");
+    assert_eq!(sh("ls /web"), "html", "only the listed item");
+    assert_eq!(sh("cat /tls/key.pem"), "sekret");
+    assert_eq!(sh("stat -L -c %a /tls/key.pem"), "400", "defaultMode");
+    assert_eq!(sh("cat /info/labels"), "app=\"web\"");
+    assert_eq!(sh("cat /all/extra.conf /all/key.pem"), "x=1sekret");
+    assert_eq!(sh("readlink /web/html"), "..data/html");
+    // The secret's bytes are on a tmpfs, never on the root dir's disk.
+    let pod_json = d.pod("vols").unwrap();
+    let uid = pod_json["metadata"]["uid"].as_str().unwrap().to_string();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let tls = mountinfo
+        .lines()
+        .find(|l| l.contains(&uid) && l.contains("volumes/content/tls "))
+        .unwrap_or_else(|| panic!("the secret volume is not mounted: {mountinfo}"));
+    assert!(tls.contains(" - tmpfs "), "{tls}");
+    // An edit of the ConfigMap reaches the mounted volume within a few seconds.
+    put(
+        &config,
+        "web.yaml",
+        &VOLUME_CONFIG.replace("index.html: v1", "index.html: v2"),
+    );
+    let updated = wait_until(Duration::from_secs(15), "v2 in the volume", || {
+        (sh("cat /web/html/index.html") == "v2").then_some(())
+    });
+    assert!(
+        updated.is_some(),
+        "the volume still shows {}",
+        sh("cat /web/html/index.html")
+    );
+    d.remove_manifest("vols.yaml");
+    d.wait_gone("vols", 30);
+    assert!(
+        !d.mounts().iter().any(|m| m.contains(&uid)),
+        "a volume of the pod is still mounted"
+    );
+}
+
+#[test]
+fn a_missing_config_map_volume_blocks_the_container_until_it_appears() {
+    require_root();
+    let (d, config) = daemon_with_config(&[]);
+    d.write_manifest(
+        "late.yaml",
+        &busybox_pod(
+            "late",
+            "  volumes:\n  - name: web\n    configMap:\n      name: web\n",
+            "    volumeMounts:\n    - {name: web, mountPath: /web}\n",
+            "cat /web/index.html; exec sleep 1000",
+        ),
+    );
+    let message = d.wait_pod("late", "blocked", 30, |p| {
+        let w = &container_status(p, "main")?["state"]["waiting"];
+        (w["reason"] == "CreateContainerConfigError").then(|| w["message"].to_string())
+    });
+    assert!(
+        message.contains("MountVolume.SetUp failed for volume \\\"web\\\"")
+            && message.contains("not found"),
+        "{message}"
+    );
+    put(&config, "web.yaml", VOLUME_CONFIG);
+    d.wait_pod("late", "running", 60, |p| {
+        container_status(p, "main")?["state"]["running"]
+            .is_object()
+            .then_some(())
+    });
 }

@@ -5,17 +5,16 @@
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use k8s_openapi::api::core::v1::Pod;
 use nix::mount::{MsFlags, mount};
 
 use super::VolumeError;
 use super::ownership::apply_fs_group;
-use super::plan::{ContentKind, PodVolumePlan, VolumeSource};
+use super::plan::{PodVolumePlan, VolumeSource};
 
 /// Makes every emptyDir and content volume of the pod (hostPath volumes are checked
 /// per container start, where a failure is the container's config error). Call it once
 /// per pod before its first container starts, and again after a daemon restart.
-pub fn setup_pod_volumes(pod: &Pod, plan: &PodVolumePlan) -> Result<(), VolumeError> {
+pub fn setup_pod_volumes(plan: &PodVolumePlan) -> Result<(), VolumeError> {
     for v in &plan.volumes {
         match &v.source {
             VolumeSource::EmptyDir {
@@ -29,26 +28,16 @@ pub fn setup_pod_volumes(pod: &Pod, plan: &PodVolumePlan) -> Result<(), VolumeEr
                     apply_fs_group(&v.host_path, gid, plan.fs_group_on_root_mismatch)?;
                 }
             }
-            VolumeSource::Content { kind } => {
+            VolumeSource::Content { .. } => {
                 make_dir(&v.host_path, 0o755)?;
                 // Secrets never reach a disk: every content volume is a tmpfs.
+                // Its files are written by `content` before a container that mounts it
+                // starts, and kept fresh while the pod runs (the worker drives both).
                 mount_tmpfs(&v.host_path, 0o755, None, MsFlags::MS_NOEXEC)?;
-                fill_content_volume(pod, &v.name, *kind, &v.host_path)?;
             }
             VolumeSource::HostPath { .. } | VolumeSource::Unsupported { .. } => {}
         }
     }
-    Ok(())
-}
-
-/// Writes a configMap/secret/downwardAPI/projected volume's files into its tmpfs.
-fn fill_content_volume(
-    _pod: &Pod,
-    _name: &str,
-    _kind: ContentKind,
-    _dir: &Path,
-) -> Result<(), VolumeError> {
-    // wired at merge: CONTENT's `volume::content` writes the files (the `..data` swap).
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! into observations. `pod` holds the pod's own life: admission, sandbox, release.
 
 mod adopt;
+mod content;
 mod context;
 pub mod ephemeral;
 mod error;

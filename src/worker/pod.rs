@@ -240,7 +240,7 @@ async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
     let spec = pod.pod.clone();
     let made =
         tokio::task::spawn_blocking(move || match crate::volume::plan::plan_pod(&spec, &dir) {
-            Ok(plan) => crate::volume::setup_pod_volumes(&spec, &plan),
+            Ok(plan) => crate::volume::setup_pod_volumes(&plan),
             Err(_) => Ok(()),
         })
         .await;

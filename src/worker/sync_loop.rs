@@ -75,6 +75,7 @@ pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
         leases: HashMap::new(),
         published: None,
     };
+    super::content::spawn_refresher(&exec.ctx, &exec.pod, &mut exec.tasks);
     for a in adopted {
         exec.watch_exit(a.container, a.run, a.exit);
     }
