@@ -8,7 +8,7 @@ use chrono::SecondsFormat;
 use super::StaticPod;
 use super::decode::{check_kind, decode_pod, parse_document, read_manifest};
 use super::defaults::apply_api_defaults;
-use super::error::{ManifestError, ValueError};
+use super::error::{FieldError, ManifestError, ValueError};
 use super::identity::{apply_identity, static_pod_uid};
 use super::validate::{check_required, dns1123_subdomain, validate};
 use super::warnings::unhonoured_fields;
@@ -47,11 +47,13 @@ pub fn load_manifest(path: &Path, node_name: &str) -> Result<StaticPod, Manifest
     // that is valid alone can be too long once the node name is appended.
     let full_name = pod.metadata.name.clone().unwrap_or_default();
     if let Err(why) = dns1123_subdomain(&full_name) {
-        return Err(ManifestError::InvalidValue {
+        return Err(ManifestError::Invalid {
             path: path.to_path_buf(),
-            field: "metadata.name".to_string(),
-            value: full_name,
-            reason: ValueError::NameWithNode(Box::new(why)),
+            errors: vec![FieldError::invalid(
+                "metadata.name",
+                full_name,
+                ValueError::NameWithNode(Box::new(why)),
+            )],
         });
     }
 

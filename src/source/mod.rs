@@ -31,7 +31,7 @@ use k8s_openapi::api::core::v1::Pod;
 pub use defaults::{
     DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, DEFAULT_TERMINATION_MESSAGE_PATH, default_pull_policy,
 };
-pub use error::{MAX_MANIFEST_BYTES, ManifestError, ValueError};
+pub use error::{FieldError, MAX_MANIFEST_BYTES, ManifestError, ValueError};
 pub use fields::HONOURED_FIELDS;
 pub use identity::{
     ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, fnv128a,
