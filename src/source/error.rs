@@ -211,6 +211,49 @@ pub enum ManifestError {
 }
 
 impl ManifestError {
+    /// The error as `(field path, message)` pairs, for tools (`podhost validate -o
+    /// json`): one per refused or unknown field; the field is empty when the error is
+    /// about the whole file. The message is the error's text after `manifest <path>: `
+    /// (and after the field, when it leads the text).
+    pub fn findings(&self) -> Vec<(String, String)> {
+        let text = self.to_string();
+        let prefix = format!("manifest {}: ", self.path().display());
+        let text = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
+        let led_by = |field: &str| {
+            let rest = text
+                .strip_prefix(field)
+                .and_then(|r| r.strip_prefix(": "))
+                .unwrap_or(&text);
+            (field.to_string(), rest.to_string())
+        };
+        match self {
+            Self::Invalid { errors, .. } => errors
+                .iter()
+                .map(|e| (e.field.clone(), e.message()))
+                .collect(),
+            Self::UnknownFields { fields, .. } => fields
+                .iter()
+                .map(|f| {
+                    (
+                        f.clone(),
+                        "unknown field; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)".to_string(),
+                    )
+                })
+                .collect(),
+            Self::Decode { field, .. } => vec![led_by(field)],
+            Self::MissingName { .. } => vec![led_by("metadata.name")],
+            Self::NoContainers { .. } => vec![led_by("spec.containers")],
+            Self::MissingContainerField {
+                container, field, ..
+            } => {
+                let (_, message) = led_by(container);
+                vec![(format!("{container}.{field}"), message)]
+            }
+            Self::WrongApiVersion { .. } => vec![led_by("apiVersion")],
+            _ => vec![(String::new(), text)],
+        }
+    }
+
     /// The refused fields when the manifest parsed but did not validate (empty for
     /// every other error).
     pub fn field_errors(&self) -> &[FieldError] {
@@ -413,6 +456,12 @@ pub enum ValueError {
     #[error("may not be set {why}")]
     Forbidden {
         /// Where or with what it may not be set, and what to do.
+        why: &'static str,
+    },
+    /// A field the table in `source::fields` marks as rejected.
+    #[error("is not supported by podhost: {why}")]
+    Rejected {
+        /// Why, and what to do.
         why: &'static str,
     },
     /// A volumeMount that names no volume of the pod.

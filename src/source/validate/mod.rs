@@ -81,21 +81,8 @@ pub(crate) fn check_required(path: &Path, doc: &Value) -> Result<(), ManifestErr
     Ok(())
 }
 
-/// Validates a decoded pod (before defaults and identity are applied): every refused
-/// field in one [`ManifestError::Invalid`].
-pub(crate) fn validate(path: &Path, pod: &Pod) -> Result<(), ManifestError> {
-    let errors = validate_pod(pod);
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(ManifestError::Invalid {
-            path: path.to_path_buf(),
-            errors,
-        })
-    }
-}
-
-/// Every rule, in spec order; empty when the pod is valid.
+/// Validates a decoded pod (before defaults and identity are applied): every rule, in
+/// spec order; empty when the pod is valid.
 pub(crate) fn validate_pod(pod: &Pod) -> Vec<FieldError> {
     let mut errs = Errs::default();
     pod::validate(pod, &mut errs);

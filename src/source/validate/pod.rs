@@ -56,17 +56,16 @@ pub(super) fn validate(pod: &Pod, errs: &mut Errs) {
             unique_name(&mut seen, &c.name, at, errs);
         }
     }
-    // The API server refuses ephemeral containers in a create (`podhost debug` adds
-    // them to a running pod); their names still may not clash.
+    // A manifest may not hold ephemeral containers (the table in `source::fields`
+    // rejects them, as the API server does in a create); their names still may not
+    // clash with the others', as `podhost debug` adds them under those names.
     for (i, c) in spec.ephemeral_containers.iter().flatten().enumerate() {
-        let at = format!("spec.ephemeralContainers[{i}]");
-        errs.bare(
-            &at,
-            ValueError::Forbidden {
-                why: "in a manifest; ephemeral containers are added to a running pod (podhost debug)",
-            },
+        unique_name(
+            &mut seen,
+            &c.name,
+            format!("spec.ephemeralContainers[{i}]"),
+            errs,
         );
-        unique_name(&mut seen, &c.name, at, errs);
     }
     for (i, c) in spec.containers.iter().enumerate() {
         if let Err(e) = crate::model::security::container_security(pod, c, i) {

@@ -47,10 +47,10 @@ fn each_rule_reports_its_field_and_reason() {
             ],
         ),
         (
-            "  ephemeralContainers:\n  - name: dbg\n    image: x\n",
+            "  ephemeralContainers:\n  - name: main\n    image: x\n",
             "",
             &[
-                "spec.ephemeralContainers[0]: may not be set in a manifest; ephemeral containers are added to a running pod (podhost debug)",
+                "spec.ephemeralContainers[0].name: duplicate container name \"main\" (also used by spec.containers[0]); give every container a unique name",
             ],
         ),
         // env
