@@ -24,7 +24,7 @@
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
-//! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, status, runtime, api, daemon         |
+//! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, source, status, runtime, api, daemon |
 //!
 //! Where a lower module needs something of a higher one, it takes a parameter or a
 //! small trait instead (`api::GcTrigger`, `gc::runner::GcTargets`).

@@ -9,7 +9,9 @@ use clap::Parser;
 
 use podhost::api::client::Client;
 use podhost::cli::args::{Cli, Command, DEFAULT_SOCKET};
-use podhost::cli::commands::{daemon, describe, exec, get, helpers, images, load, logs, pull};
+use podhost::cli::commands::{
+    daemon, describe, exec, get, helpers, images, load, logs, pull, validate,
+};
 
 fn main() {
     let cli = Cli::parse();
@@ -50,6 +52,11 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Pull { reference } => pull::run(&client(), &reference),
         Command::Rmi { reference } => images::remove(&client(), reference),
         Command::Gc => images::gc(&client()),
+        Command::Validate {
+            paths,
+            output,
+            node_name,
+        } => validate::run(&paths, output.as_deref(), node_name.as_deref()),
         Command::Shim { config } => Ok(podhost::shim::run(&config)),
         Command::Pause { .. } => Ok(podhost::runtime::pause::run()),
         Command::Sandbox(args) => helpers::sandbox(args),

@@ -74,7 +74,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "cli",
         &[
-            "model", "disk", "logs", "image", "status", "runtime", "api", "daemon",
+            "model", "disk", "logs", "image", "source", "status", "runtime", "api", "daemon",
         ],
     ),
 ];

@@ -77,6 +77,22 @@ pub enum Command {
     Rmi { reference: String },
     /// Run container GC and image GC now.
     Gc,
+    /// Check Pod manifests without running them (no daemon needed): every error with
+    /// its field path, and for each field set whether podhost honours, ignores or
+    /// rejects it. Exit status 1 when any manifest has an error.
+    Validate {
+        /// Manifest files, or directories whose manifests to check (as the daemon reads
+        /// its manifest directory: every non-dot file, not recursively).
+        #[arg(required = true, value_name = "FILE|DIR")]
+        paths: Vec<PathBuf>,
+        /// Output format: json (a stable array of {file, pod, errors, fields}).
+        #[arg(short = 'o', long = "output")]
+        output: Option<String>,
+        /// The node name the pods would run on (their names become <name>-<node>);
+        /// default: this host's name, as the daemon's.
+        #[arg(long)]
+        node_name: Option<String>,
+    },
     /// (internal) the per-container process.
     #[command(hide = true)]
     Shim { config: PathBuf },

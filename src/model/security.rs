@@ -165,6 +165,23 @@ pub enum SecurityError {
     },
 }
 
+impl SecurityError {
+    /// The JSON path of the refused field, when the error is about one.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::BadId { field, .. }
+            | Self::UnknownCapability { field, .. }
+            | Self::BadProfileType { field, .. }
+            | Self::MissingLocalhostProfile { field }
+            | Self::Conflict { field, .. }
+            | Self::BadValue { field, .. } => Some(field),
+            Self::RunAsUserRoot { .. }
+            | Self::ImageRunsAsRoot { .. }
+            | Self::UnverifiableImageUser { .. } => None,
+        }
+    }
+}
+
 /// The effective settings of container `c` (index `index` of spec.containers) of `pod`.
 pub fn container_security(
     pod: &Pod,

@@ -182,44 +182,14 @@ pub enum ManifestError {
         hint: &'static str,
     },
 
-    /// Two containers (regular or init) share a name.
-    #[error(
-        "manifest {}: {container}.name: duplicate container name \"{name}\" (also used by {first}); give every container a unique name",
-        path.display()
-    )]
-    DuplicateContainer {
+    /// Fields the API server would refuse, every one found (validation does not stop
+    /// at the first): each names its field path, the value and what is accepted.
+    #[error("manifest {}: {}", path.display(), FieldErrors(errors))]
+    Invalid {
         /// The manifest file.
         path: PathBuf,
-        /// The JSON path of the second container with that name.
-        container: String,
-        /// The JSON path of the first one.
-        first: String,
-        /// The duplicated name.
-        name: String,
-    },
-
-    /// A securityContext the API server would refuse (an unknown capability, a
-    /// negative id, a profile type that does not exist…).
-    #[error("manifest {}: {source}", path.display())]
-    SecurityContext {
-        /// The manifest file.
-        path: PathBuf,
-        /// What is wrong, naming the field.
-        source: crate::model::security::SecurityError,
-    },
-
-    /// A field has a value outside what the API accepts (an enum value, a negative
-    /// duration, a name that is not a DNS label).
-    #[error("manifest {}: {field}: invalid value \"{value}\": {reason}", path.display())]
-    InvalidValue {
-        /// The manifest file.
-        path: PathBuf,
-        /// The JSON path of the field.
-        field: String,
-        /// The rejected value.
-        value: String,
-        /// What is accepted.
-        reason: ValueError,
+        /// The refused fields, in spec order; never empty.
+        errors: Vec<FieldError>,
     },
 
     /// Two files define the same pod (same namespace and name). The first file by name
@@ -241,6 +211,58 @@ pub enum ManifestError {
 }
 
 impl ManifestError {
+    /// The error as `(field path, message)` pairs, for tools (`podhost validate -o
+    /// json`): one per refused or unknown field; the field is empty when the error is
+    /// about the whole file. The message is the error's text after `manifest <path>: `
+    /// (and after the field, when it leads the text).
+    pub fn findings(&self) -> Vec<(String, String)> {
+        let text = self.to_string();
+        let prefix = format!("manifest {}: ", self.path().display());
+        let text = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
+        let led_by = |field: &str| {
+            let rest = text
+                .strip_prefix(field)
+                .and_then(|r| r.strip_prefix(": "))
+                .unwrap_or(&text);
+            (field.to_string(), rest.to_string())
+        };
+        match self {
+            Self::Invalid { errors, .. } => errors
+                .iter()
+                .map(|e| (e.field.clone(), e.message()))
+                .collect(),
+            Self::UnknownFields { fields, .. } => fields
+                .iter()
+                .map(|f| {
+                    (
+                        f.clone(),
+                        "unknown field; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)".to_string(),
+                    )
+                })
+                .collect(),
+            Self::Decode { field, .. } => vec![led_by(field)],
+            Self::MissingName { .. } => vec![led_by("metadata.name")],
+            Self::NoContainers { .. } => vec![led_by("spec.containers")],
+            Self::MissingContainerField {
+                container, field, ..
+            } => {
+                let (_, message) = led_by(container);
+                vec![(format!("{container}.{field}"), message)]
+            }
+            Self::WrongApiVersion { .. } => vec![led_by("apiVersion")],
+            _ => vec![(String::new(), text)],
+        }
+    }
+
+    /// The refused fields when the manifest parsed but did not validate (empty for
+    /// every other error).
+    pub fn field_errors(&self) -> &[FieldError] {
+        match self {
+            Self::Invalid { errors, .. } => errors,
+            _ => &[],
+        }
+    }
+
     /// The file (or directory) the error is about.
     pub fn path(&self) -> &Path {
         match self {
@@ -260,11 +282,77 @@ impl ManifestError {
             | Self::MissingName { path }
             | Self::NoContainers { path }
             | Self::MissingContainerField { path, .. }
-            | Self::DuplicateContainer { path, .. }
-            | Self::InvalidValue { path, .. }
-            | Self::SecurityContext { path, .. }
+            | Self::Invalid { path, .. }
             | Self::DuplicatePod { path, .. } => path,
         }
+    }
+}
+
+/// One refused field: its JSON path (`spec.containers[1].livenessProbe.httpGet.port`),
+/// the value as written when there is one, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The JSON path of the field.
+    pub field: String,
+    /// The refused value as written (`None` for a missing or conflicting field).
+    pub value: Option<String>,
+    /// What is wrong and what is accepted.
+    pub reason: ValueError,
+}
+
+impl FieldError {
+    /// A refused value.
+    pub fn invalid(field: impl Into<String>, value: impl ToString, reason: ValueError) -> Self {
+        Self {
+            field: field.into(),
+            value: Some(value.to_string()),
+            reason,
+        }
+    }
+
+    /// A problem with the field as a whole (missing, conflicting, duplicated).
+    pub fn bare(field: impl Into<String>, reason: ValueError) -> Self {
+        Self {
+            field: field.into(),
+            value: None,
+            reason,
+        }
+    }
+
+    /// The message without the field path: `invalid value "x": must be …`.
+    pub fn message(&self) -> String {
+        match (&self.value, &self.reason) {
+            (_, ValueError::Security(e)) => {
+                let text = e.to_string();
+                match text.strip_prefix(&format!("{}: ", self.field)) {
+                    Some(rest) => rest.to_string(),
+                    None => text,
+                }
+            }
+            (Some(v), reason) => format!("invalid value \"{v}\": {reason}"),
+            (None, reason) => reason.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.message())
+    }
+}
+
+/// Several field errors on one line, `; `-separated.
+struct FieldErrors<'a>(&'a [FieldError]);
+
+impl std::fmt::Display for FieldErrors<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
     }
 }
 
@@ -308,14 +396,129 @@ pub enum ValueError {
     /// An environment variable name that is empty, has `=` or non-printable bytes.
     #[error("must be printable ASCII characters other than '=' (and not empty)")]
     EnvName,
-    /// A resource quantity that does not parse.
-    #[error(
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (e.g. 500m, 0.5, 128Mi, 1G)"
-    )]
-    Quantity,
-    /// A negative resource quantity.
+    /// A resource quantity that does not parse or does not fit.
+    #[error("{0} (e.g. 500m, 0.5, 128Mi, 1G)")]
+    Quantity(crate::model::quantity::QuantityError),
+    /// A negative number or quantity.
     #[error("must be greater than or equal to 0")]
-    NegativeQuantity,
+    Negative,
+    /// Zero or a negative number where only positive ones make sense.
+    #[error("must be greater than 0")]
+    NotPositive,
+    /// A number outside an inclusive range.
+    #[error("must be between {min} and {max}, inclusive")]
+    OutOfRange {
+        /// The smallest accepted value.
+        min: i64,
+        /// The largest accepted value.
+        max: i64,
+    },
+    /// liveness and startup probes: `successThreshold` other than 1.
+    #[error("must be 1 for liveness and startup probes (leave it out)")]
+    SuccessThresholdNotOne,
+    /// A required field is missing or empty.
+    #[error("field is required; {hint}")]
+    Required {
+        /// What to put there.
+        hint: &'static str,
+    },
+    /// Two list entries share a name that must be unique.
+    #[error(
+        "duplicate {what} name \"{name}\" (also used by {first}); give every {what} a unique name"
+    )]
+    Duplicate {
+        /// What is named ("container", "volume", "port").
+        what: &'static str,
+        /// The duplicated name.
+        name: String,
+        /// The JSON path of the first entry with that name.
+        first: String,
+    },
+    /// A path that must be unique within its list (mountPath, item path).
+    #[error("must be unique (also used by {first})")]
+    NotUnique {
+        /// The JSON path of the first user.
+        first: String,
+    },
+    /// None of the alternatives of a one-of (probe handler, volume source) is set.
+    #[error("must specify one of {}", choices.join(", "))]
+    NoneOf {
+        /// The alternatives.
+        choices: &'static [&'static str],
+    },
+    /// Several alternatives of a one-of are set.
+    #[error("may specify only one of these, found {}; keep one", found.join(", "))]
+    SeveralOf {
+        /// The ones that are set.
+        found: Vec<String>,
+    },
+    /// A field that may not be set here (with why and what to do).
+    #[error("may not be set {why}")]
+    Forbidden {
+        /// Where or with what it may not be set, and what to do.
+        why: &'static str,
+    },
+    /// A field the table in `source::fields` marks as rejected.
+    #[error("is not supported by podhost: {why}")]
+    Rejected {
+        /// Why, and what to do.
+        why: &'static str,
+    },
+    /// A volumeMount that names no volume of the pod.
+    #[error("no volume of this name in spec.volumes; declare the volume or fix the name")]
+    VolumeNotFound,
+    /// A path that must be absolute.
+    #[error("must be an absolute path")]
+    NotAbsolute,
+    /// A path that must be relative and stay below its base.
+    #[error("must be a relative path without '..' elements")]
+    NotDescending,
+    /// A port name that is not an IANA service name.
+    #[error(
+        "must be an IANA_SVC_NAME: at most 15 lowercase letters, digits or '-', with at least one letter, no '--', starting and ending with a letter or digit"
+    )]
+    NotIanaSvcName,
+    /// An HTTP header name with characters HTTP does not allow.
+    #[error("must be a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~)")]
+    HeaderName,
+    /// A label key that is not `[prefix/]name`.
+    #[error(
+        "must be a qualified name: an optional DNS-1123 subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+    )]
+    QualifiedName,
+    /// A label value that is too long or has other characters.
+    #[error(
+        "must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit (or empty)"
+    )]
+    LabelValue,
+    /// A file mode out of 0…0777.
+    #[error("must be a number between 0 and 0777 (octal), both inclusive")]
+    FileMode,
+    /// A resource name that is neither standard nor fully qualified.
+    #[error(
+        "must be cpu, memory, ephemeral-storage, hugepages-<size>, or an extended resource with a domain (example.com/gpu)"
+    )]
+    ResourceName,
+    /// A quantity that must be whole (hugepages, extended resources).
+    #[error("must be an integer")]
+    NotInteger,
+    /// An extended resource whose request differs from its limit.
+    #[error(
+        "must be equal to {resource} limit of {limit} (extended resources cannot be overcommitted)"
+    )]
+    RequestNotLimit {
+        /// The resource.
+        resource: String,
+        /// The limit as written.
+        limit: String,
+    },
+    /// hostNetwork with a hostPort other than the containerPort.
+    #[error("must match containerPort when hostNetwork is true")]
+    HostPortMismatch,
+    /// A securityContext the API server would refuse (an unknown capability, a
+    /// negative id, a profile type that does not exist…).
+    #[error("{0}")]
+    Security(crate::model::security::SecurityError),
     /// A request above the limit of the same resource.
     #[error("must be less than or equal to {resource} limit of {limit}")]
     RequestAboveLimit {

@@ -1,101 +1,195 @@
-//! The Pod fields podhost honours. Everything a manifest sets outside this list is
-//! reported as a warning ("… is not honoured yet and is ignored"), never dropped
-//! silently. Extend the list when a feature lands; the README's table is checked
-//! against it.
+//! What podhost does with each Pod field: [`FIELDS`], a table of path patterns, each
+//! honoured, ignored (and why) or rejected (and why). A field a manifest sets that the
+//! table does not list is ignored as "not honoured yet" — reported, never dropped
+//! silently (the daemon's `FieldNotHonoured` events, `podhost validate`). When a
+//! feature lands, adding its path here as [`FieldStatus::Honoured`] is all it takes;
+//! the README's "Fields honoured" section is checked against the honoured entries.
 //!
 //! Syntax: JSON paths with `.` between object keys and `[*]` for every array element.
-//! An entry honours its whole subtree (`metadata.labels` honours every label).
+//! An entry decides its whole subtree (`metadata.labels` honours every label).
 
-/// JSON paths of the Pod fields podhost honours (see the module documentation).
-pub const HONOURED_FIELDS: &[&str] = &[
-    "apiVersion",
-    "kind",
+/// What podhost does with a field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldStatus {
+    /// podhost acts on it as the kubelet does.
+    Honoured,
+    /// Accepted, but it changes nothing here; the reason says why. The daemon warns.
+    Ignored(&'static str),
+    /// Ignored by design, as the kubelet does too (`ports` without pod networking, DNS
+    /// settings without cluster DNS): reported as ignored by `podhost validate`, with
+    /// no warning from the daemon, since nothing the user expects is lost.
+    Informational(&'static str),
+    /// A pod that sets it is refused; the reason says why and what to do.
+    Rejected(&'static str),
+}
+
+impl FieldStatus {
+    /// `honoured`, `ignored` or `rejected` (the `-o json` status).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Honoured => "honoured",
+            Self::Ignored(_) | Self::Informational(_) => "ignored",
+            Self::Rejected(_) => "rejected",
+        }
+    }
+
+    /// Why it is ignored or rejected ("" when honoured).
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Honoured => "",
+            Self::Ignored(why) | Self::Informational(why) | Self::Rejected(why) => why,
+        }
+    }
+}
+
+/// The reason of a field the table does not list.
+pub const NOT_YET: &str = "not honoured yet";
+
+use FieldStatus::{Honoured, Ignored, Informational, Rejected};
+
+/// The table (see the module documentation).
+pub const FIELDS: &[(&str, FieldStatus)] = &[
+    ("apiVersion", Honoured),
+    ("kind", Honoured),
     // metadata
-    "metadata.name",
-    "metadata.namespace",
-    "metadata.labels",
-    "metadata.annotations",
-    // Accepted, but replaced by the content hash (see `identity`) so edits are seen.
-    "metadata.uid",
-    // spec
-    "spec.containers[*].name",
-    "spec.containers[*].image",
-    "spec.containers[*].imagePullPolicy",
-    "spec.containers[*].command",
-    "spec.containers[*].args",
-    "spec.containers[*].env[*].name",
-    "spec.containers[*].env[*].value",
-    "spec.containers[*].workingDir",
-    "spec.containers[*].lifecycle.preStop.exec",
-    "spec.containers[*].lifecycle.preStop.sleep",
-    "spec.containers[*].terminationMessagePath",
+    ("metadata.name", Honoured),
+    ("metadata.namespace", Honoured),
+    ("metadata.labels", Honoured),
+    ("metadata.annotations", Honoured),
+    // Accepted, but replaced by the content hash (see `identity`, which warns when it
+    // differs) so edits are seen.
+    ("metadata.uid", Honoured),
+    (
+        "metadata.creationTimestamp",
+        Ignored("set by podhost when it reads the manifest"),
+    ),
+    // spec.containers
+    ("spec.containers[*].name", Honoured),
+    ("spec.containers[*].image", Honoured),
+    ("spec.containers[*].imagePullPolicy", Honoured),
+    ("spec.containers[*].command", Honoured),
+    ("spec.containers[*].args", Honoured),
+    ("spec.containers[*].env[*].name", Honoured),
+    ("spec.containers[*].env[*].value", Honoured),
+    ("spec.containers[*].workingDir", Honoured),
+    ("spec.containers[*].lifecycle.preStop.exec", Honoured),
+    ("spec.containers[*].lifecycle.preStop.sleep", Honoured),
+    ("spec.containers[*].terminationMessagePath", Honoured),
+    ("spec.containers[*].terminationMessagePolicy", Honoured),
     // CPU and memory are enforced on cgroup v2 (degraded mode says when they are not).
-    "spec.containers[*].resources.requests.cpu",
-    "spec.containers[*].resources.requests.memory",
-    "spec.containers[*].resources.limits.cpu",
-    "spec.containers[*].resources.limits.memory",
-    "spec.containers[*].terminationMessagePolicy",
-    "spec.containers[*].securityContext.runAsUser",
-    "spec.containers[*].securityContext.runAsGroup",
-    "spec.containers[*].securityContext.runAsNonRoot",
-    "spec.containers[*].securityContext.privileged",
-    "spec.containers[*].securityContext.allowPrivilegeEscalation",
-    "spec.containers[*].securityContext.capabilities",
-    "spec.containers[*].securityContext.readOnlyRootFilesystem",
-    "spec.containers[*].securityContext.procMount",
-    "spec.containers[*].securityContext.appArmorProfile",
-    "spec.containers[*].securityContext.seccompProfile",
-    // Informational only (nothing is published; with hostNetwork the port is the host's).
-    "spec.containers[*].ports",
-    "spec.restartPolicy",
-    "spec.terminationGracePeriodSeconds",
-    "spec.hostNetwork",
-    "spec.hostPID",
-    "spec.hostIPC",
+    ("spec.containers[*].resources.requests.cpu", Honoured),
+    ("spec.containers[*].resources.requests.memory", Honoured),
+    ("spec.containers[*].resources.limits.cpu", Honoured),
+    ("spec.containers[*].resources.limits.memory", Honoured),
+    ("spec.containers[*].securityContext.runAsUser", Honoured),
+    ("spec.containers[*].securityContext.runAsGroup", Honoured),
+    ("spec.containers[*].securityContext.runAsNonRoot", Honoured),
+    ("spec.containers[*].securityContext.privileged", Honoured),
+    (
+        "spec.containers[*].securityContext.allowPrivilegeEscalation",
+        Honoured,
+    ),
+    ("spec.containers[*].securityContext.capabilities", Honoured),
+    (
+        "spec.containers[*].securityContext.readOnlyRootFilesystem",
+        Honoured,
+    ),
+    ("spec.containers[*].securityContext.procMount", Honoured),
+    (
+        "spec.containers[*].securityContext.appArmorProfile",
+        Honoured,
+    ),
+    (
+        "spec.containers[*].securityContext.seccompProfile",
+        Honoured,
+    ),
+    (
+        "spec.containers[*].ports",
+        Informational(
+            "informational: podhost publishes no ports (with hostNetwork the container listens on the host's)",
+        ),
+    ),
+    (
+        "spec.containers[*].stdin",
+        Ignored("podhost attaches no terminal; the container's stdin is /dev/null"),
+    ),
+    (
+        "spec.containers[*].tty",
+        Ignored("podhost attaches no terminal; logs are written in the CRI format"),
+    ),
+    // spec
+    ("spec.restartPolicy", Honoured),
+    ("spec.terminationGracePeriodSeconds", Honoured),
+    ("spec.hostNetwork", Honoured),
+    ("spec.hostPID", Honoured),
+    ("spec.hostIPC", Honoured),
     // One pid namespace for the pod, held by `podhost pause` as its PID 1.
-    "spec.shareProcessNamespace",
+    ("spec.shareProcessNamespace", Honoured),
     // false: a user namespace of the pod's own (runtime/userns).
-    "spec.hostUsers",
+    ("spec.hostUsers", Honoured),
     // securityContext, pod level (the container's wins where both have a field).
-    "spec.securityContext.runAsUser",
-    "spec.securityContext.runAsGroup",
-    "spec.securityContext.runAsNonRoot",
-    "spec.securityContext.supplementalGroups",
-    "spec.securityContext.supplementalGroupsPolicy",
+    ("spec.securityContext.runAsUser", Honoured),
+    ("spec.securityContext.runAsGroup", Honoured),
+    ("spec.securityContext.runAsNonRoot", Honoured),
+    ("spec.securityContext.supplementalGroups", Honoured),
+    ("spec.securityContext.supplementalGroupsPolicy", Honoured),
     // Added to the containers' groups; volume ownership comes with volumes.
-    "spec.securityContext.fsGroup",
-    "spec.securityContext.sysctls",
-    "spec.securityContext.appArmorProfile",
-    "spec.securityContext.seccompProfile",
-    "spec.nodeName",
-    "spec.tolerations",
-    // Accepted no-op: podhost has no cluster DNS; the host's resolv.conf is used.
-    "spec.dnsPolicy",
-    "spec.schedulerName",
-    "spec.priority",
+    ("spec.securityContext.fsGroup", Honoured),
+    ("spec.securityContext.sysctls", Honoured),
+    ("spec.securityContext.appArmorProfile", Honoured),
+    ("spec.securityContext.seccompProfile", Honoured),
+    ("spec.nodeName", Honoured),
+    ("spec.tolerations", Honoured),
+    (
+        "spec.dnsPolicy",
+        Informational("podhost has no cluster DNS; containers use the host's resolv.conf"),
+    ),
+    ("spec.schedulerName", Honoured),
+    ("spec.priority", Honoured),
     // system-node-critical sets the oom_score_adj of a Guaranteed pod.
-    "spec.priorityClassName",
-    // Accepted no-op: there are no services to link.
-    "spec.enableServiceLinks",
+    ("spec.priorityClassName", Honoured),
+    (
+        "spec.enableServiceLinks",
+        Informational("there are no services, so no service environment variables"),
+    ),
+    (
+        "spec.nodeSelector",
+        Ignored("a static pod runs on the node whose manifest directory holds it"),
+    ),
+    (
+        "spec.affinity",
+        Ignored("a static pod runs on the node whose manifest directory holds it"),
+    ),
+    (
+        "spec.ephemeralContainers",
+        Rejected(
+            "ephemeral containers are added to a running pod (podhost debug), not written in a manifest",
+        ),
+    ),
+    // status is what podhost reports, never read from a manifest.
+    (
+        "status",
+        Ignored("status is written by podhost, not read from the manifest"),
+    ),
 ];
 
-/// How a JSON path (with `[*]` for array indices) relates to [`HONOURED_FIELDS`].
+/// How a pattern path (with `[*]` for array indices) relates to [`FIELDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Honour {
-    /// The path is listed: the whole subtree is honoured.
-    Whole,
-    /// Only some fields below the path are honoured: look inside.
+pub(crate) enum Decision {
+    /// An entry decides the path and its whole subtree.
+    Whole(FieldStatus),
+    /// Entries below the path decide: look inside.
     Partly,
-    /// Nothing at or below the path is honoured.
-    Not,
+    /// Nothing at or below the path is listed: not honoured yet.
+    Unlisted,
 }
 
 /// Classifies a pattern path such as `spec.containers[*].env[*]`.
-pub(crate) fn honour(pattern: &str) -> Honour {
+pub(crate) fn decide(pattern: &str) -> Decision {
     let mut partly = false;
-    for &entry in HONOURED_FIELDS {
+    for &(entry, status) in FIELDS {
         if entry == pattern {
-            return Honour::Whole;
+            return Decision::Whole(status);
         }
         if let Some(rest) = entry.strip_prefix(pattern)
             && (rest.starts_with('.') || rest.starts_with('['))
@@ -103,7 +197,19 @@ pub(crate) fn honour(pattern: &str) -> Honour {
             partly = true;
         }
     }
-    if partly { Honour::Partly } else { Honour::Not }
+    if partly {
+        Decision::Partly
+    } else {
+        Decision::Unlisted
+    }
+}
+
+/// The honoured entries' paths.
+pub fn honoured_fields() -> impl Iterator<Item = &'static str> {
+    FIELDS
+        .iter()
+        .filter(|(_, s)| *s == Honoured)
+        .map(|(path, _)| *path)
 }
 
 #[cfg(test)]
@@ -112,35 +218,77 @@ mod tests {
 
     #[test]
     fn classification() {
-        assert_eq!(honour("spec"), Honour::Partly);
-        assert_eq!(honour("spec.containers"), Honour::Partly);
-        assert_eq!(honour("spec.containers[*]"), Honour::Partly);
-        assert_eq!(honour("spec.containers[*].image"), Honour::Whole);
-        assert_eq!(honour("spec.containers[*].imagePull"), Honour::Not);
-        assert_eq!(honour("spec.containers[*].env[*]"), Honour::Partly);
-        assert_eq!(honour("spec.containers[*].env[*].valueFrom"), Honour::Not);
-        assert_eq!(honour("spec.containers[*].lifecycle"), Honour::Partly);
-        assert_eq!(
-            honour("spec.containers[*].lifecycle.postStart"),
-            Honour::Not
-        );
-        assert_eq!(honour("spec.volumes"), Honour::Not);
-        assert_eq!(honour("metadata.labels"), Honour::Whole);
-        assert_eq!(honour("metadata.generateName"), Honour::Not);
+        use Decision::*;
+        assert_eq!(decide("spec"), Partly);
+        assert_eq!(decide("spec.containers"), Partly);
+        assert_eq!(decide("spec.containers[*]"), Partly);
+        assert_eq!(decide("spec.containers[*].image"), Whole(Honoured));
+        assert_eq!(decide("spec.containers[*].imagePull"), Unlisted);
+        assert_eq!(decide("spec.containers[*].env[*]"), Partly);
+        assert_eq!(decide("spec.containers[*].env[*].valueFrom"), Unlisted);
+        assert_eq!(decide("spec.containers[*].lifecycle"), Partly);
+        assert_eq!(decide("spec.containers[*].lifecycle.postStart"), Unlisted);
+        assert_eq!(decide("spec.volumes"), Unlisted);
+        assert_eq!(decide("metadata.labels"), Whole(Honoured));
+        assert_eq!(decide("metadata.generateName"), Unlisted);
+        assert!(matches!(
+            decide("spec.containers[*].ports"),
+            Whole(Informational(_))
+        ));
+        assert!(matches!(decide("spec.nodeSelector"), Whole(Ignored(_))));
+        assert!(matches!(
+            decide("spec.ephemeralContainers"),
+            Whole(Rejected(_))
+        ));
     }
 
     #[test]
-    fn entries_are_well_formed() {
-        for e in HONOURED_FIELDS {
+    fn entries_are_well_formed_and_unique() {
+        for (e, status) in FIELDS {
             assert!(
                 !e.is_empty() && !e.starts_with('.') && !e.ends_with('.'),
                 "{e}"
             );
             assert!(!e.contains("[]") && !e.contains(".."), "{e}");
+            if let Ignored(why) | Informational(why) | Rejected(why) = status {
+                assert!(!why.is_empty(), "{e}: a reason is required");
+            }
         }
-        let mut sorted: Vec<_> = HONOURED_FIELDS.to_vec();
+        let mut sorted: Vec<_> = FIELDS.iter().map(|(p, _)| *p).collect();
         sorted.sort_unstable();
         sorted.dedup();
-        assert_eq!(sorted.len(), HONOURED_FIELDS.len(), "duplicate entry");
+        assert_eq!(sorted.len(), FIELDS.len(), "duplicate entry");
+        // An entry below another is never reached (the walk stops at the upper one).
+        for (e, _) in FIELDS {
+            for (other, _) in FIELDS {
+                let below = e
+                    .strip_prefix(other)
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['));
+                assert!(!below, "{e} is shadowed by {other}");
+            }
+        }
+    }
+
+    /// The README's "Fields honoured" section names every honoured field (by its last
+    /// path element), so the documentation cannot fall behind the table.
+    #[test]
+    fn readme_lists_every_honoured_field() {
+        let readme = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+        )
+        .unwrap();
+        let start = readme.find("### Fields honoured").expect("README section");
+        let section = &readme[start..];
+        let section = &section[..section[4..].find("\n### ").map_or(section.len(), |i| i + 4)];
+        let missing: Vec<&str> = honoured_fields()
+            .filter(|path| {
+                let leaf = path.rsplit(['.', ']']).next().unwrap_or(path);
+                !section.contains(leaf)
+            })
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "README.md \"Fields honoured\" does not name: {missing:?}"
+        );
     }
 }

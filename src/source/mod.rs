@@ -2,7 +2,8 @@
 //! static-pod identity (`pkg/kubelet/config/file.go`, `common.go`).
 //!
 //! - [`load_manifest`]: one file → one [`StaticPod`] (or a [`ManifestError`] naming the
-//!   file, the field and what to do).
+//!   file, the fields and what to do); [`check_manifest`] also keeps what podhost does
+//!   with each field (the table in `fields.rs`), for `podhost validate`.
 //! - [`scan_dir`]: the whole directory → [`ScanResult`] (authoritative: a pod absent
 //!   from it was removed).
 //! - [`watch`]: inotify + periodic rescans → a stream of changed [`ScanResult`]s.
@@ -13,12 +14,12 @@
 mod decode;
 mod defaults;
 mod error;
+mod field_report;
 mod fields;
 mod identity;
 mod load;
 mod scan;
 mod validate;
-mod warnings;
 mod watch;
 
 #[cfg(test)]
@@ -31,15 +32,15 @@ use k8s_openapi::api::core::v1::Pod;
 pub use defaults::{
     DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, DEFAULT_TERMINATION_MESSAGE_PATH, default_pull_policy,
 };
-pub use error::{MAX_MANIFEST_BYTES, ManifestError, ValueError};
-pub use fields::HONOURED_FIELDS;
+pub use error::{FieldError, MAX_MANIFEST_BYTES, ManifestError, ValueError};
+pub use field_report::{FieldReport, field_report, unhonoured_fields};
+pub use fields::{FIELDS, FieldStatus, NOT_YET, honoured_fields};
 pub use identity::{
     ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, fnv128a,
     static_pod_name, static_pod_uid,
 };
-pub use load::load_manifest;
+pub use load::{ManifestCheck, check_manifest, load_manifest};
 pub use scan::scan_dir;
-pub use warnings::unhonoured_fields;
 pub use watch::watch;
 
 pub(crate) use validate::dns1123_subdomain;
@@ -59,7 +60,7 @@ pub struct StaticPod {
     pub namespace: String,
     /// The manifest file.
     pub path: PathBuf,
-    /// Fields set in the manifest that podhost does not honour yet, one sentence each.
+    /// Fields set in the manifest that podhost ignores, one sentence each.
     pub warnings: Vec<String>,
 }
 

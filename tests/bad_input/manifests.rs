@@ -306,6 +306,95 @@ fn cases() -> Vec<Case> {
             ],
         ),
         c(
+            "quantity with a unit the API does not know",
+            "bad-unit.yaml",
+            Text(pod(
+                "unit",
+                "",
+                "    resources:\n      limits:\n        memory: 512MB\n        cpu: 1 core\n",
+            )),
+            &[
+                "spec.containers[0].resources.limits.cpu: invalid value \"1 core\": quantities must match",
+                "spec.containers[0].resources.limits.memory: invalid value \"512MB\": quantities must match",
+            ],
+        ),
+        c(
+            "quantity with an overflowing exponent",
+            "huge-exponent.yaml",
+            Text(pod(
+                "hugeexp",
+                "",
+                "    resources:\n      limits:\n        memory: 1e400\n",
+            )),
+            &[
+                "spec.containers[0].resources.limits.memory: invalid value \"1e400\": is too large: at most 9223372036854775807 units",
+            ],
+        ),
+        c(
+            "probe on port 0",
+            "probe-port.yaml",
+            Text(pod(
+                "probeport",
+                "",
+                "    livenessProbe:\n      httpGet: {port: 0}\n",
+            )),
+            &[
+                "spec.containers[0].livenessProbe.httpGet.port: invalid value \"0\": must be between 1 and 65535, inclusive",
+            ],
+        ),
+        c(
+            "mount of an undeclared volume",
+            "no-volume.yaml",
+            Text(pod(
+                "novol",
+                "",
+                "    volumeMounts:\n    - {name: data, mountPath: /data}\n",
+            )),
+            &[
+                "spec.containers[0].volumeMounts[0].name: invalid value \"data\": no volume of this name in spec.volumes",
+            ],
+        ),
+        c(
+            "hostPath type typo",
+            "hostpath-type.yaml",
+            Text(pod(
+                "hptype",
+                "  volumes:\n  - name: data\n    hostPath: {path: /var/lib/x, type: Dir}\n",
+                "",
+            )),
+            &[
+                "spec.volumes[0].hostPath.type: invalid value \"Dir\": must be one of , DirectoryOrCreate, Directory",
+            ],
+        ),
+        c(
+            "restartPolicy on a regular container",
+            "container-restart.yaml",
+            Text(pod("crp", "", "    restartPolicy: Always\n")),
+            &[
+                "spec.containers[0].restartPolicy: invalid value \"Always\": may not be set on a regular container",
+            ],
+        ),
+        c(
+            "activeDeadlineSeconds 0",
+            "deadline.yaml",
+            Text(pod("deadline", "  activeDeadlineSeconds: 0\n", "")),
+            &[
+                "spec.activeDeadlineSeconds: invalid value \"0\": must be between 1 and 2147483647, inclusive",
+            ],
+        ),
+        c(
+            "ephemeral container in a manifest",
+            "ephemeral.yaml",
+            Text(pod(
+                "eph",
+                "  ephemeralContainers:\n  - name: debug\n    image: localhost/busybox:latest\n",
+                "",
+            )),
+            &[
+                "spec.ephemeralContainers: is not supported by podhost: ephemeral containers are added to a running pod (podhost debug)",
+            ],
+        ),
+        c(
             "wrong type (string for a list)",
             "wrong-type.yaml",
             Text(pod("wt", "", "").replace("command: [sleep, \"100\"]", "command: sleep 100")),

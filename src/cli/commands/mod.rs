@@ -11,3 +11,4 @@ pub mod images;
 pub mod load;
 pub mod logs;
 pub mod pull;
+pub mod validate;

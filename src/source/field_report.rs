@@ -1,21 +1,58 @@
-//! Warnings for fields a manifest sets that podhost does not honour yet (see
-//! [`super::fields::HONOURED_FIELDS`]). Computed on the manifest as written, so API
-//! defaults never cause warnings.
+//! What podhost does with every field a manifest sets, from the table in
+//! [`super::fields`]: one [`FieldReport`] per top-most decided field. Computed on the
+//! manifest as written, so API defaults never show up. The daemon turns the ignored
+//! ones into `FieldNotHonoured` warnings and the rejected ones into errors; `podhost
+//! validate` prints them all.
 
 use serde_json::Value;
 
-use super::fields::{Honour, honour};
+use super::fields::{Decision, FieldStatus, NOT_YET, decide};
 
-/// One warning per top-most non-empty field outside the honoured list, sorted, e.g.
-/// `spec.containers[0].livenessProbe is not honoured yet and is ignored`.
-pub fn unhonoured_fields(manifest: &Value) -> Vec<String> {
+/// One field the manifest sets and what podhost does with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldReport {
+    /// The concrete JSON path (`spec.containers[1].livenessProbe`).
+    pub path: String,
+    /// Honoured, ignored or rejected, with the reason ([`NOT_YET`] for fields the
+    /// table does not list).
+    pub status: FieldStatus,
+}
+
+impl FieldReport {
+    /// The warning the daemon reports for an ignored field (`None` otherwise), e.g.
+    /// `spec.containers[0].livenessProbe is not honoured yet and is ignored`.
+    pub fn warning(&self) -> Option<String> {
+        match self.status {
+            FieldStatus::Ignored(NOT_YET) => {
+                Some(format!("{} is not honoured yet and is ignored", self.path))
+            }
+            FieldStatus::Ignored(why) => Some(format!("{} is ignored: {why}", self.path)),
+            FieldStatus::Honoured | FieldStatus::Informational(_) | FieldStatus::Rejected(_) => {
+                None
+            }
+        }
+    }
+}
+
+/// Every non-empty field of `manifest`, at the level the table decides it, sorted by
+/// path.
+pub fn field_report(manifest: &Value) -> Vec<FieldReport> {
     let mut out = Vec::new();
     walk(manifest, "", "", &mut out);
-    out.sort();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
 
-fn walk(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<String>) {
+/// One warning per top-most non-empty ignored field, sorted (see
+/// [`FieldReport::warning`]).
+pub fn unhonoured_fields(manifest: &Value) -> Vec<String> {
+    field_report(manifest)
+        .iter()
+        .filter_map(FieldReport::warning)
+        .collect()
+}
+
+fn walk(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<FieldReport>) {
     match value {
         Value::Object(map) => {
             for (key, child) in map {
@@ -47,16 +84,18 @@ fn walk(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<String>) {
     }
 }
 
-fn visit(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<String>) {
-    match honour(pattern) {
-        Honour::Whole => {}
-        Honour::Partly if value.is_object() || value.is_array() => {
-            walk(value, concrete, pattern, out)
+fn visit(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<FieldReport>) {
+    let status = match decide(pattern) {
+        Decision::Whole(status) => status,
+        Decision::Partly if value.is_object() || value.is_array() => {
+            return walk(value, concrete, pattern, out);
         }
-        Honour::Partly | Honour::Not => {
-            out.push(format!("{concrete} is not honoured yet and is ignored"))
-        }
-    }
+        Decision::Partly | Decision::Unlisted => FieldStatus::Ignored(NOT_YET),
+    };
+    out.push(FieldReport {
+        path: concrete.to_string(),
+        status,
+    });
 }
 
 /// Null, "", [] and {} (recursively) ask for nothing.
@@ -87,12 +126,27 @@ mod tests {
                     "name": "c", "image": "nginx", "args": ["-x"],
                     "env": [{"name": "A", "value": "1"}],
                     "lifecycle": {"preStop": {"exec": {"command": ["sleep", "1"]}}},
-                    "ports": [{"containerPort": 80}],
                     "resources": {}
                 }]
             }
         });
         assert_eq!(unhonoured_fields(&v), Vec::<String>::new());
+        let paths: Vec<(String, &str)> = field_report(&v)
+            .into_iter()
+            .map(|r| (r.path, r.status.as_str()))
+            .collect();
+        assert!(paths.contains(&("spec.containers[0].image".into(), "honoured")));
+        assert!(paths.contains(&("metadata.labels".into(), "honoured")));
+        let ports = json!({"spec": {"containers": [{"ports": [{"containerPort": 80}]}]}});
+        let r = field_report(&ports);
+        assert_eq!(r[0].path, "spec.containers[0].ports");
+        assert_eq!(r[0].status.as_str(), "ignored");
+        assert!(r[0].status.reason().starts_with("informational"));
+        assert_eq!(
+            unhonoured_fields(&ports),
+            Vec::<String>::new(),
+            "no warning"
+        );
     }
 
     #[test]
@@ -103,7 +157,7 @@ mod tests {
             "spec": {
                 "volumes": [{"name": "v", "emptyDir": {}}],
                 "containers": [
-                    {"name": "a", "image": "i"},
+                    {"name": "a", "image": "i", "ports": [{"containerPort": 80}]},
                     {
                         "name": "c", "image": "nginx",
                         "livenessProbe": {"exec": {"command": ["true"]}},
@@ -127,6 +181,16 @@ mod tests {
                 "spec.volumes is not honoured yet and is ignored",
             ]
         );
+    }
+
+    #[test]
+    fn rejected_fields_are_reported_not_warned() {
+        let v = json!({"spec": {"ephemeralContainers": [{"name": "d", "image": "x"}]}});
+        let r = field_report(&v);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].path, "spec.ephemeralContainers");
+        assert_eq!(r[0].status.as_str(), "rejected");
+        assert_eq!(unhonoured_fields(&v), Vec::<String>::new());
     }
 
     #[test]

@@ -1,0 +1,195 @@
+//! `podhost validate`, the real binary on real-world manifests: kubeadm's etcd and
+//! kube-apiserver (written the way kubeadm writes them) and user-written ones. Checks
+//! the exit status, the text for people and the `-o json` schema for tools. No daemon
+//! is involved: validate reads files only.
+
+// Test code: a failed unwrap/expect is the test failing, with its message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/validate")
+}
+
+fn podhost(args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_podhost"))
+        .args(["validate", "--node-name", "cp-1"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn json(args: &[&str]) -> (i32, Vec<Value>) {
+    let mut all = vec!["-o", "json"];
+    all.extend_from_slice(args);
+    let out = podhost(&all);
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code().unwrap(), v.as_array().unwrap().clone())
+}
+
+fn fixture(name: &str) -> String {
+    fixtures().join(name).display().to_string()
+}
+
+#[test]
+fn kubeadm_manifests_are_valid_and_every_field_is_accounted_for() {
+    for name in ["etcd.yaml", "kube-apiserver.yaml"] {
+        let out = podhost(&[&fixture(name)]);
+        let t = text(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {t}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let pod = name.trim_end_matches(".yaml");
+        assert!(
+            t.starts_with(&format!("{} (pod {pod}): valid\n", fixture(name))),
+            "{t}"
+        );
+        assert!(t.contains("  honoured  spec.containers[0].image\n"), "{t}");
+        assert!(t.contains("  honoured  spec.hostNetwork\n"), "{t}");
+        assert!(t.contains("  honoured  spec.priorityClassName\n"), "{t}");
+        assert!(!t.contains("  error "), "{t}");
+        // The summary counts the ignored lines (which ones depends on what this build
+        // honours: the table in src/source/fields.rs).
+        let ignored = t.lines().filter(|l| l.starts_with("  ignored ")).count();
+        assert!(
+            t.ends_with(&format!(
+                "1 manifest, 0 with errors, {ignored} ignored fields\n"
+            )),
+            "{t}"
+        );
+    }
+    let (code, verdicts) = json(&[&fixture("etcd.yaml")]);
+    assert_eq!(code, 0);
+    assert_eq!(verdicts.len(), 1);
+    let v = &verdicts[0];
+    assert_eq!(v["file"], fixture("etcd.yaml"));
+    assert_eq!(v["pod"], "etcd");
+    assert_eq!(v["errors"], serde_json::json!([]));
+    let fields = v["fields"].as_array().unwrap();
+    let find = |path: &str| {
+        fields
+            .iter()
+            .find(|f| f["path"] == path)
+            .unwrap_or_else(|| panic!("{path} not in {fields:#?}"))
+    };
+    assert_eq!(
+        find("spec.containers[0].resources.requests.memory"),
+        &serde_json::json!({"path": "spec.containers[0].resources.requests.memory", "status": "honoured", "reason": ""})
+    );
+    // `status: {}` and `creationTimestamp: null` ask for nothing: not listed.
+    assert!(
+        fields
+            .iter()
+            .all(|f| f["path"] != "status" && f["path"] != "metadata.creationTimestamp")
+    );
+    // Every field's status is one of three words, and every object has the same keys.
+    for f in fields {
+        let keys: Vec<&String> = f.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["path", "reason", "status"]);
+        assert!(["honoured", "ignored", "rejected"].contains(&f["status"].as_str().unwrap()));
+        assert_eq!(f["status"] == "honoured", f["reason"] == "", "{f}");
+    }
+}
+
+#[test]
+fn a_users_mistakes_are_each_named_with_their_field_and_fail_the_run() {
+    let out = podhost(&[&fixture("web-typos.yaml")]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let q = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (e.g. 500m, 0.5, 128Mi, 1G)";
+    for line in [
+        format!("{} (pod web): INVALID", fixture("web-typos.yaml")),
+        format!("  error     spec.containers[0].resources.requests.cpu: invalid value \"1 core\": {q}"),
+        format!("  error     spec.containers[0].resources.limits.memory: invalid value \"512MB\": {q}"),
+        "  error     spec.containers[0].livenessProbe.httpGet.port: invalid value \"0\": must be between 1 and 65535, inclusive".to_string(),
+        "  error     spec.containers[0].volumeMounts[0].name: invalid value \"htmll\": no volume of this name in spec.volumes; declare the volume or fix the name".to_string(),
+        "  error     spec.ephemeralContainers: is not supported by podhost: ephemeral containers are added to a running pod (podhost debug), not written in a manifest".to_string(),
+        "  ignored   spec.containers[0].ports: informational: podhost publishes no ports (with hostNetwork the container listens on the host's)".to_string(),
+        "  rejected  spec.ephemeralContainers: ephemeral containers are added to a running pod (podhost debug), not written in a manifest".to_string(),
+    ] {
+        assert!(t.lines().any(|l| l == line), "no line {line:?} in:\n{t}");
+    }
+    let (code, verdicts) = json(&[&fixture("web-typos.yaml")]);
+    assert_eq!(code, 1);
+    let errors = verdicts[0]["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 5, "{errors:#?}");
+    assert_eq!(
+        errors[2],
+        serde_json::json!({
+            "field": "spec.containers[0].livenessProbe.httpGet.port",
+            "message": "invalid value \"0\": must be between 1 and 65535, inclusive"
+        })
+    );
+}
+
+#[test]
+fn a_directory_is_read_as_the_daemon_reads_it_and_one_bad_file_fails_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = std::fs::read_to_string(fixtures().join("etcd.yaml")).unwrap();
+    std::fs::write(dir.path().join("a-etcd.yaml"), &etcd).unwrap();
+    std::fs::write(dir.path().join("b-etcd-again.yaml"), &etcd).unwrap();
+    std::fs::write(
+        dir.path().join("c-deployment.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join(".swp"), "garbage: [").unwrap();
+    let (code, verdicts) = json(&[dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let files: Vec<&str> = verdicts
+        .iter()
+        .map(|v| v["file"].as_str().unwrap())
+        .collect();
+    let name = |f: &str| dir.path().join(f).display().to_string();
+    assert_eq!(
+        files,
+        [
+            name("a-etcd.yaml"),
+            name("b-etcd-again.yaml"),
+            name("c-deployment.yaml")
+        ]
+    );
+    assert_eq!(verdicts[0]["errors"], serde_json::json!([]));
+    assert_eq!(
+        verdicts[1]["errors"][0]["message"],
+        format!(
+            "pod kube-system/etcd-cp-1 is already defined by {}; the daemon ignores this file, rename the pod or remove one of the files",
+            name("a-etcd.yaml")
+        )
+    );
+    assert_eq!(
+        verdicts[2]["errors"],
+        serde_json::json!([{
+            "field": "",
+            "message": "expected kind Pod, found kind Deployment; a static-pod manifest holds exactly one `kind: Pod`"
+        }])
+    );
+    assert_eq!(verdicts[2]["pod"], Value::Null);
+    assert_eq!(verdicts[2]["fields"], serde_json::json!([]));
+}
+
+#[test]
+fn usage_errors_are_reported() {
+    let out = podhost(&["-o", "yaml", &fixture("etcd.yaml")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown output format \"yaml\""));
+    let missing = podhost(&["/nonexistent/podhost-validate.yaml"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        text(&missing).contains("cannot be read: No such file or directory"),
+        "{}",
+        text(&missing)
+    );
+}
