@@ -49,6 +49,52 @@ pub(crate) fn read_manifest(path: &Path) -> Result<Vec<u8>, ManifestError> {
     Ok(buf)
 }
 
+/// File modes written as YAML 1.1 octal (`defaultMode: 0400`), which kubectl's YAML
+/// reads as 256 but a YAML 1.2 parser keeps as the string "0400": turned into numbers,
+/// so that real manifests decode.
+fn octal_file_modes(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if let ("defaultMode" | "mode", Value::String(text)) = (key.as_str(), &*value)
+                    && let Some(digits) = text.strip_prefix('0')
+                    && !digits.is_empty()
+                    && let Ok(mode) = u32::from_str_radix(digits, 8)
+                {
+                    *value = Value::from(mode);
+                } else {
+                    octal_file_modes(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(octal_file_modes),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod octal_tests {
+    use super::*;
+
+    #[test]
+    fn yaml_1_1_octal_modes_become_numbers() {
+        let doc = "spec:\n  volumes:\n  - name: s\n    secret:\n      defaultMode: 0400\n      items:\n      - {key: k, path: p, mode: 0644}\n  - name: c\n    configMap: {defaultMode: 420}\n";
+        let v = parse_document(Path::new("x.yaml"), doc.as_bytes()).unwrap();
+        assert_eq!(
+            v.pointer("/spec/volumes/0/secret/defaultMode"),
+            Some(&Value::from(256))
+        );
+        assert_eq!(
+            v.pointer("/spec/volumes/0/secret/items/0/mode"),
+            Some(&Value::from(420))
+        );
+        assert_eq!(
+            v.pointer("/spec/volumes/1/configMap/defaultMode"),
+            Some(&Value::from(420))
+        );
+    }
+}
+
 /// Parses the single YAML (or JSON) document of a manifest into a JSON value. Anchors
 /// and merge keys (`<<:`) are resolved. Empty documents (only `---` or comments) are
 /// ignored; zero or several remaining documents are an error.
@@ -70,7 +116,11 @@ pub(crate) fn parse_document(path: &Path, bytes: &[u8]) -> Result<Value, Manifes
         0 => Err(ManifestError::Empty {
             path: path.to_path_buf(),
         }),
-        1 => serde_yaml_ng::from_value(docs.remove(0)).map_err(yaml_err),
+        1 => {
+            let mut doc: Value = serde_yaml_ng::from_value(docs.remove(0)).map_err(yaml_err)?;
+            octal_file_modes(&mut doc);
+            Ok(doc)
+        }
         count => Err(ManifestError::MultipleDocuments {
             path: path.to_path_buf(),
             count,

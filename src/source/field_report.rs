@@ -155,16 +155,17 @@ mod tests {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "web", "generateName": "x-"},
             "spec": {
-                "volumes": [{"name": "v", "emptyDir": {}}],
+                "volumes": [{"name": "v", "emptyDir": {}}, {"name": "n", "nfs": {"server": "s"}}],
                 "containers": [
                     {"name": "a", "image": "i", "ports": [{"containerPort": 80}]},
                     {
                         "name": "c", "image": "nginx",
                         "livenessProbe": {"exec": {"command": ["true"]}},
+                        "resizePolicy": [{"resourceName": "cpu"}],
                         "env": [{"name": "A", "value": "1"},
                                 {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}],
                         "lifecycle": {"postStart": {"exec": {"command": ["x"]}},
-                                      "preStop": {"httpGet": {"port": 80}}}
+                                      "preStop": {"tcpSocket": {"port": 80}}}
                     }
                 ]
             }
@@ -174,11 +175,9 @@ mod tests {
             w,
             vec![
                 "metadata.generateName is not honoured yet and is ignored",
-                "spec.containers[1].env[1].valueFrom is not honoured yet and is ignored",
-                "spec.containers[1].lifecycle.postStart is not honoured yet and is ignored",
-                "spec.containers[1].lifecycle.preStop.httpGet is not honoured yet and is ignored",
-                "spec.containers[1].livenessProbe is not honoured yet and is ignored",
-                "spec.volumes is not honoured yet and is ignored",
+                "spec.containers[1].lifecycle.preStop.tcpSocket is not honoured yet and is ignored",
+                "spec.containers[1].resizePolicy is not honoured yet and is ignored",
+                "spec.volumes[1].nfs is not honoured yet and is ignored",
             ]
         );
     }
@@ -195,7 +194,10 @@ mod tests {
 
     #[test]
     fn false_and_zero_still_warn() {
-        let v = json!({"spec": {"setHostnameAsFQDN": false, "activeDeadlineSeconds": 0}});
+        let v = json!({"spec": {
+            "setHostnameAsFQDN": false,
+            "containers": [{"resources": {"limits": {"ephemeral-storage": 0}}}]
+        }});
         assert_eq!(unhonoured_fields(&v).len(), 2);
     }
 }

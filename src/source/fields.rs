@@ -71,9 +71,30 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ("spec.containers[*].args", Honoured),
     ("spec.containers[*].env[*].name", Honoured),
     ("spec.containers[*].env[*].value", Honoured),
+    // From --config-dir objects and the downward API.
+    ("spec.containers[*].env[*].valueFrom", Honoured),
+    ("spec.containers[*].envFrom", Honoured),
     ("spec.containers[*].workingDir", Honoured),
     ("spec.containers[*].lifecycle.preStop.exec", Honoured),
     ("spec.containers[*].lifecycle.preStop.sleep", Honoured),
+    ("spec.containers[*].lifecycle.preStop.httpGet", Honoured),
+    ("spec.containers[*].lifecycle.postStart.exec", Honoured),
+    ("spec.containers[*].lifecycle.postStart.httpGet", Honoured),
+    ("spec.containers[*].lifecycle.postStart.sleep", Honoured),
+    ("spec.containers[*].startupProbe", Honoured),
+    ("spec.containers[*].livenessProbe", Honoured),
+    ("spec.containers[*].readinessProbe", Honoured),
+    ("spec.containers[*].volumeMounts[*].name", Honoured),
+    ("spec.containers[*].volumeMounts[*].mountPath", Honoured),
+    ("spec.containers[*].volumeMounts[*].readOnly", Honoured),
+    ("spec.containers[*].volumeMounts[*].subPath", Honoured),
+    ("spec.containers[*].volumeMounts[*].subPathExpr", Honoured),
+    (
+        "spec.containers[*].volumeMounts[*].mountPropagation",
+        Ignored(
+            "libcontainer 0.7 drops the propagation flags of bind mounts: every volume mount is rslave (HostToContainer); Bidirectional is not available",
+        ),
+    ),
     ("spec.containers[*].terminationMessagePath", Honoured),
     ("spec.containers[*].terminationMessagePolicy", Honoured),
     // CPU and memory are enforced on cgroup v2 (degraded mode says when they are not).
@@ -117,7 +138,19 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
         "spec.containers[*].tty",
         Ignored("podhost attaches no terminal; logs are written in the CRI format"),
     ),
+    // spec.initContainers: every spec.containers entry applies to them too (see
+    // `decide`); restartPolicy Always makes a sidecar.
+    ("spec.initContainers[*].restartPolicy", Honoured),
+    // spec.volumes
+    ("spec.volumes[*].name", Honoured),
+    ("spec.volumes[*].emptyDir", Honoured),
+    ("spec.volumes[*].hostPath", Honoured),
+    ("spec.volumes[*].configMap", Honoured),
+    ("spec.volumes[*].secret", Honoured),
+    ("spec.volumes[*].downwardAPI", Honoured),
+    ("spec.volumes[*].projected", Honoured),
     // spec
+    ("spec.activeDeadlineSeconds", Honoured),
     ("spec.restartPolicy", Honoured),
     ("spec.terminationGracePeriodSeconds", Honoured),
     ("spec.hostNetwork", Honoured),
@@ -133,8 +166,9 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ("spec.securityContext.runAsNonRoot", Honoured),
     ("spec.securityContext.supplementalGroups", Honoured),
     ("spec.securityContext.supplementalGroupsPolicy", Honoured),
-    // Added to the containers' groups; volume ownership comes with volumes.
+    // Added to the containers' groups and applied to emptyDir and content volumes.
     ("spec.securityContext.fsGroup", Honoured),
+    ("spec.securityContext.fsGroupChangePolicy", Honoured),
     ("spec.securityContext.sysctls", Honoured),
     ("spec.securityContext.appArmorProfile", Honoured),
     ("spec.securityContext.seccompProfile", Honoured),
@@ -184,8 +218,23 @@ pub(crate) enum Decision {
     Unlisted,
 }
 
-/// Classifies a pattern path such as `spec.containers[*].env[*]`.
+/// Classifies a pattern path such as `spec.containers[*].env[*]`. An init container's
+/// field is decided as the same field of a container, unless the table lists it for
+/// init containers itself.
 pub(crate) fn decide(pattern: &str) -> Decision {
+    let own = decide_listed(pattern);
+    let Some(rest) = pattern.strip_prefix("spec.initContainers") else {
+        return own;
+    };
+    match (own, decide_listed(&format!("spec.containers{rest}"))) {
+        (Decision::Whole(status), _) => Decision::Whole(status),
+        (_, Decision::Whole(status)) => Decision::Whole(status),
+        (Decision::Unlisted, Decision::Unlisted) => Decision::Unlisted,
+        _ => Decision::Partly,
+    }
+}
+
+fn decide_listed(pattern: &str) -> Decision {
     let mut partly = false;
     for &(entry, status) in FIELDS {
         if entry == pattern {
@@ -225,10 +274,24 @@ mod tests {
         assert_eq!(decide("spec.containers[*].image"), Whole(Honoured));
         assert_eq!(decide("spec.containers[*].imagePull"), Unlisted);
         assert_eq!(decide("spec.containers[*].env[*]"), Partly);
-        assert_eq!(decide("spec.containers[*].env[*].valueFrom"), Unlisted);
+        assert_eq!(
+            decide("spec.containers[*].env[*].valueFrom"),
+            Whole(Honoured)
+        );
         assert_eq!(decide("spec.containers[*].lifecycle"), Partly);
-        assert_eq!(decide("spec.containers[*].lifecycle.postStart"), Unlisted);
-        assert_eq!(decide("spec.volumes"), Unlisted);
+        assert_eq!(
+            decide("spec.containers[*].lifecycle.preStop.tcpSocket"),
+            Unlisted
+        );
+        assert_eq!(decide("spec.volumes"), Partly);
+        assert_eq!(decide("spec.volumes[*].nfs"), Unlisted);
+        assert_eq!(decide("spec.initContainers"), Partly);
+        assert_eq!(decide("spec.initContainers[*].image"), Whole(Honoured));
+        assert_eq!(
+            decide("spec.initContainers[*].restartPolicy"),
+            Whole(Honoured)
+        );
+        assert_eq!(decide("spec.initContainers[*].imagePull"), Unlisted);
         assert_eq!(decide("metadata.labels"), Whole(Honoured));
         assert_eq!(decide("metadata.generateName"), Unlisted);
         assert!(matches!(

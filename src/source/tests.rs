@@ -322,21 +322,20 @@ fn warnings_for_unhonoured_fields() {
     let y = WEB
         .replace(
             "    ports: [{containerPort: 80}]\n",
-            "    ports: [{containerPort: 80}]\n    livenessProbe: {httpGet: {port: 80}}\n    env:\n    - {name: A, value: a}\n    - name: B\n      valueFrom: {fieldRef: {fieldPath: metadata.name}}\n",
+            "    ports: [{containerPort: 80}]\n    livenessProbe: {httpGet: {port: 80}}\n    resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]\n    env:\n    - {name: A, value: a}\n    - name: B\n      valueFrom: {fieldRef: {fieldPath: metadata.name}}\n",
         )
-        .replace("spec:\n", "spec:\n  volumes: [{name: data, emptyDir: {}}]\n");
+        .replace("spec:\n", "spec:\n  hostAliases: [{ip: 10.0.0.1, hostnames: [db]}]\n");
     let (_d, r) = load_str(&y);
     let sp = r.unwrap();
     assert_eq!(
         sp.warnings,
         vec![
-            "spec.containers[0].env[1].valueFrom is not honoured yet and is ignored",
-            "spec.containers[0].livenessProbe is not honoured yet and is ignored",
-            "spec.volumes is not honoured yet and is ignored",
+            "spec.containers[0].resizePolicy is not honoured yet and is ignored",
+            "spec.hostAliases is not honoured yet and is ignored",
         ]
     );
     // Warned fields are still kept in the pod (for status and future use).
-    assert!(sp.pod.spec.unwrap().containers[0].liveness_probe.is_some());
+    assert!(sp.pod.spec.unwrap().host_aliases.is_some());
 }
 
 #[test]
@@ -352,7 +351,8 @@ fn user_uid_is_replaced_with_a_warning() {
 #[test]
 fn honoured_fields_list_is_exported() {
     assert!(honoured_fields().any(|f| f == "spec.containers[*].image"));
-    assert!(!honoured_fields().any(|f| f.contains("livenessProbe")));
+    assert!(honoured_fields().any(|f| f.contains("livenessProbe")));
+    assert!(!honoured_fields().any(|f| f.contains("resizePolicy")));
 }
 
 // ---- scan_dir ----
