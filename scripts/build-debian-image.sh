@@ -104,7 +104,9 @@ mmdebstrap --mode=root --variant=essential --quiet \
 # What a container must not inherit from the build host or the package manager.
 find "$R/dev" -mindepth 1 -delete
 rm -rf "$R"/var/lib/apt/lists/* "$R"/var/cache/apt/* "$R"/var/cache/debconf/*-old \
-  "$R"/var/lib/dpkg/*-old "$R"/var/log/* "$R"/tmp/* "$R"/var/tmp/*
+  "$R"/var/lib/dpkg/*-old "$R"/tmp/* "$R"/var/tmp/*
+# The logs of the build, not the directories servers write to (nginx needs /var/log/nginx).
+find "$R/var/log" -type f -delete
 : >"$R/etc/hostname"
 : >"$R/etc/resolv.conf"
 : >"$R/etc/machine-id"
