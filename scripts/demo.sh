@@ -64,3 +64,8 @@ echo "  $podhost describe pod hello-$node"
 echo "  $podhost exec hello-$node -- ps"
 echo "  $podhost logs -f counter-$node -c writer"
 echo "Stop it with: kill \$(cat $pidfile)   (its containers keep running until it is back)"
+echo
+echo "Real servers (examples/real/: kubeadm's etcd, an nginx web pod with an init container):"
+echo "  scripts/build-debian-image.sh target/debian-images/nginx nginx nginx-light   # offline, ~25 MB"
+echo "  $podhost load target/debian-images/nginx && cp examples/real/web.yaml $manifests/"
+echo "  (the images they use are listed in oci/debian/images)"

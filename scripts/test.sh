@@ -19,6 +19,14 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "warning: clippy is not installed; skipping lints" >&2
 fi
+# The real server images of examples/real/ for tests/examples.rs, from Debian's packages
+# (oci/debian/images); cached by package list, so this is instant once they are built.
+while read -r name packages; do
+  case "$name" in "" | "#"*) continue ;; esac
+  read -ra packages <<<"$packages"
+  bash scripts/build-debian-image.sh "${CARGO_TARGET_DIR:-target}/tmp/debian-images/$name" \
+    "$name" "${packages[@]}" >/dev/null
+done <oci/debian/images
 # Two threads: the integration tests each run a daemon with containers; timings in them
 # have generous margins, but a 2-core machine should not run more at once.
 cargo test --all-targets --locked -- --test-threads=2

@@ -38,7 +38,6 @@ BUSYBOX=/bin/busybox
 for f in "${ADD[@]}"; do
   [ -f "$f" ] || { echo "build.sh: --add $f: no such file" >&2; exit 1; }
 done
-CREATED=1970-01-01T00:00:00Z
 export SOURCE_DATE_EPOCH=0
 export LC_ALL=C
 umask 022
@@ -54,11 +53,9 @@ if ! "$BUSYBOX" --list-full >/dev/null 2>&1; then
   exit 1
 fi
 
-case "$(uname -m)" in
-  x86_64) ARCH=amd64 ;;
-  aarch64) ARCH=arm64 ;;
-  *) ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64) ;;
-esac
+# shellcheck source=../layout.sh
+. "$(dirname "$0")/../layout.sh"
+ARCH=$(oci_arch)
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -103,53 +100,9 @@ printf '%s\n' '127.0.0.1 localhost' '::1 localhost ip6-localhost ip6-loopback' >
 : >"$R/etc/resolv.conf"
 chmod 0644 "$R"/etc/*
 
-# ---- 2. layer -------------------------------------------------------------------
-BLOBS=$WORK/blobs/sha256
-mkdir -p "$BLOBS"
-
-(cd "$R" && find . -mindepth 1 | sed 's,^\./,,' | sort) >"$WORK/files"
-tar -C "$R" --no-recursion -T "$WORK/files" \
-  --owner=0 --group=0 --numeric-owner --mtime=@0 \
-  --format=posix --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
-  -cf "$WORK/layer.tar"
-
-sha() { sha256sum "$1" | cut -d' ' -f1; }
-size() { stat -c %s "$1"; }
-put() { # put FILE -> prints hex digest, moves FILE into blobs
-  local h
-  h=$(sha "$1")
-  mv "$1" "$BLOBS/$h"
-  printf '%s' "$h"
-}
-
-DIFF_ID=$(sha "$WORK/layer.tar")
-gzip -n -9 -c "$WORK/layer.tar" >"$WORK/layer.tar.gz"
-rm -f "$WORK/layer.tar"
-LAYER_SIZE=$(size "$WORK/layer.tar.gz")
-LAYER=$(put "$WORK/layer.tar.gz")
-log "layer sha256:$LAYER ($LAYER_SIZE bytes, diff_id sha256:$DIFF_ID)"
-
-# ---- 3. config, manifest, index -------------------------------------------------
-printf '{"created":"%s","architecture":"%s","os":"linux","config":{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]},"history":[{"created":"%s","created_by":"oci/busybox/build.sh (Debian busybox-static)"}]}' \
-  "$CREATED" "$ARCH" "$DIFF_ID" "$CREATED" >"$WORK/config.json"
-CONFIG_SIZE=$(size "$WORK/config.json")
-CONFIG=$(put "$WORK/config.json")
-
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
-  "$CONFIG" "$CONFIG_SIZE" "$LAYER" "$LAYER_SIZE" >"$WORK/manifest.json"
-MANIFEST_SIZE=$(size "$WORK/manifest.json")
-MANIFEST=$(put "$WORK/manifest.json")
-
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
-  "$MANIFEST" "$MANIFEST_SIZE" "$ARCH" "$REF" "$REF" >"$WORK/index.json"
-printf '{"imageLayoutVersion":"1.0.0"}' >"$WORK/oci-layout"
-
-# ---- 4. publish -----------------------------------------------------------------
-mkdir -p "$OUT"
-rm -rf "$OUT/blobs" "$OUT/index.json" "$OUT/oci-layout"
-mv "$WORK/blobs" "$OUT/blobs"
-mv "$WORK/oci-layout" "$OUT/oci-layout"
-mv "$WORK/index.json" "$OUT/index.json"
-
+# ---- 2. layer, config, manifest, index ------------------------------------------
+DIGEST=$(oci_write_layout "$R" "$OUT" "$REF" "$ARCH" \
+  '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"]}' \
+  'oci/busybox/build.sh (Debian busybox-static)' root)
 log "wrote $REF to $OUT"
-printf 'sha256:%s\n' "$MANIFEST"
+printf '%s\n' "$DIGEST"
