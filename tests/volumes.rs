@@ -380,3 +380,44 @@ fn a_daemon_killed_with_volumes_mounted_releases_them_next_time() {
     assert!(!d.root.join("pods/0rphan/volumes").exists());
     assert_eq!(mounts_under_root(&d), Vec::<String>::new());
 }
+
+#[test]
+fn an_empty_dir_over_its_size_limit_gets_the_pod_evicted() {
+    require_root();
+    let d = TestDaemon::start();
+    d.write_manifest(
+        "hog.yaml",
+        &manifest(
+            "hog",
+            json!([{"name": "scratch", "emptyDir": {"sizeLimit": "1Mi"}}]),
+            vec![container(
+                "main",
+                "dd if=/dev/zero of=/scratch/fill bs=1M count=4; exec sleep 1000",
+                json!([{"name": "scratch", "mountPath": "/scratch"}]),
+            )],
+        ),
+    );
+    // The check runs every 10 s, as the kubelet's eviction manager.
+    let pod = d.wait_pod("hog", "evicted", 40, |p| {
+        (p["status"]["reason"] == "Evicted").then(|| p.clone())
+    });
+    assert_eq!(phase(&pod), "Failed");
+    assert_eq!(
+        pod["status"]["message"],
+        "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\"."
+    );
+    let stopped = d.wait_pod("hog", "container stopped", 30, |p| {
+        container_status(p, "main")?["state"]["terminated"]
+            .is_object()
+            .then(|| p.clone())
+    });
+    assert_eq!(
+        container_status(&stopped, "main").unwrap()["restartCount"],
+        0
+    );
+    let events = d.pod_events("hog");
+    assert!(
+        events.iter().any(|e| e["reason"] == "Evicted"),
+        "{events:?}"
+    );
+}

@@ -15,6 +15,7 @@ mod exit;
 mod facts;
 mod hook;
 mod limits;
+mod local_storage;
 mod pod;
 mod prepare;
 mod report;

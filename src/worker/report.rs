@@ -46,6 +46,8 @@ pub enum Report {
     },
     /// The exited instance's shim is gone: cgroup and rootfs are released.
     Released { container: String },
+    /// The pod must be evicted (an emptyDir over its sizeLimit), for this reason.
+    Evict { message: String },
     /// The postStart hook ended.
     PostStartEnded {
         container: String,

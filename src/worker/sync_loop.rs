@@ -76,6 +76,7 @@ pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
         published: None,
     };
     super::content::spawn_refresher(&exec.ctx, &exec.pod, &mut exec.tasks);
+    super::local_storage::spawn_watch(&exec.ctx, &exec.pod, &mut exec.tasks, &exec.reports_tx);
     for a in adopted {
         exec.watch_exit(a.container, a.run, a.exit);
     }
@@ -371,6 +372,7 @@ impl Executor {
                     obs.on_released();
                 }
             }
+            Report::Evict { message } => self.observed.on_evicted(now, message),
             Report::PostStartEnded { container, failure } => {
                 if let Some(obs) = self.observed.container_mut(&container) {
                     obs.on_post_start_ended(now, failure);

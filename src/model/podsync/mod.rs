@@ -50,7 +50,12 @@ pub(crate) enum StopCause {
     InitFailed,
     /// Every regular container finished for good: the sidecars go too.
     Completed,
+    /// The node evicted the pod (local storage over a limit): it failed.
+    Evicted,
 }
+
+/// The grace of a local-storage eviction (the kubelet's, then the 2 s floor applies).
+pub const EVICTION_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The message of a pod failed by its `activeDeadlineSeconds`, as the kubelet's.
 pub const DEADLINE_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
@@ -171,6 +176,16 @@ fn stop_order(
 ) -> Option<(TerminationOrder, StopCause)> {
     if let Some(order) = observed.terminating {
         return Some((order, StopCause::Ordered));
+    }
+    if let Some((at, message)) = &observed.evicted {
+        if observed.phase != Some(phase::PodPhase::Failed) {
+            out.event(true, "Evicted", "", message.clone());
+        }
+        let order = TerminationOrder {
+            since: *at,
+            grace: EVICTION_GRACE,
+        };
+        return Some((order, StopCause::Evicted));
     }
     let order = |since| TerminationOrder {
         since,

@@ -333,6 +333,8 @@ pub struct PodObserved {
     pub conditions: Vec<PodCondition>,
     /// When the first container status was published (`status.startTime`).
     pub start_time: Option<DateTime<Utc>>,
+    /// The pod was evicted (an emptyDir over its sizeLimit): when, and the message.
+    pub evicted: Option<(DateTime<Utc>, String)>,
 }
 
 impl PodObserved {
@@ -382,6 +384,11 @@ impl PodObserved {
             Some(order) => order.grace = order.grace.min(grace),
             None => self.terminating = Some(TerminationOrder { since: now, grace }),
         }
+    }
+
+    /// The node evicts the pod (the first eviction stands).
+    pub fn on_evicted(&mut self, now: DateTime<Utc>, message: String) {
+        self.evicted.get_or_insert((now, message));
     }
 
     /// An image was loaded into the store.

@@ -176,7 +176,7 @@ pub(super) fn pod_status(
         .map(|(obs, state)| summary(obs, state))
         .collect();
     let computed = match (cause, init) {
-        (Some(StopCause::Deadline | StopCause::InitFailed), _)
+        (Some(StopCause::Deadline | StopCause::InitFailed | StopCause::Evicted), _)
         | (_, InitProgress::Failed { .. }) => PodPhase::Failed,
         (_, InitProgress::Running) => PodPhase::Pending,
         _ => pod_phase(pod.restart_policy, &summaries),
@@ -190,6 +190,10 @@ pub(super) fn pod_status(
         Some(StopCause::Deadline) => (
             Some("DeadlineExceeded".to_string()),
             Some(DEADLINE_MESSAGE.to_string()),
+        ),
+        Some(StopCause::Evicted) => (
+            Some("Evicted".to_string()),
+            observed.evicted.as_ref().map(|(_, m)| m.clone()),
         ),
         _ => (None, None),
     };
@@ -205,19 +209,20 @@ pub(super) fn pod_status(
     let start_time = observed.start_time.or(Some(now));
     // The worker syncs only once the pod's sandbox exists.
     let sandbox_ready = true;
+    let mut values = vec![
+        ("PodScheduled", true),
+        ("Initialized", *init == InitProgress::Done),
+        ("ContainersReady", all_ready),
+        ("Ready", all_ready),
+        ("PodReadyToStartContainers", sandbox_ready),
+    ];
+    if cause == Some(StopCause::Evicted) {
+        // The kubelet's mark of a pod it terminated itself.
+        values.push(("DisruptionTarget", true));
+    }
     PodStatusView {
         phase,
-        conditions: conditions(
-            &observed.conditions,
-            &[
-                ("PodScheduled", true),
-                ("Initialized", *init == InitProgress::Done),
-                ("ContainersReady", all_ready),
-                ("Ready", all_ready),
-                ("PodReadyToStartContainers", sandbox_ready),
-            ],
-            now,
-        ),
+        conditions: conditions(&observed.conditions, &values, now),
         container_statuses,
         init_container_statuses,
         ephemeral_container_statuses,

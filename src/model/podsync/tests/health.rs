@@ -258,3 +258,37 @@ fn active_deadline_fails_the_pod_and_stops_its_containers() {
     assert_eq!(d.status.phase, PodPhase::Failed);
     assert!(d.events.is_empty(), "DeadlineExceeded is recorded once");
 }
+
+#[test]
+fn an_evicted_pod_fails_and_its_containers_stop_with_the_eviction_grace() {
+    let pod = one(RestartPolicy::Always);
+    let mut obs = running(&pod);
+    let message = "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\".";
+    obs.on_evicted(t(20.0), message.to_string());
+    let d = step(&pod, &mut obs, t(20.0));
+    assert_eq!(d.status.phase, PodPhase::Failed);
+    assert_eq!(d.status.reason.as_deref(), Some("Evicted"));
+    assert_eq!(d.status.message.as_deref(), Some(message));
+    assert!(
+        d.status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+    );
+    let reasons: Vec<_> = d.events.iter().map(|e| e.reason).collect();
+    assert_eq!(reasons, vec!["Evicted", "Killing"]);
+    assert_eq!(
+        d.actions,
+        vec![Action::Signal {
+            container: "app".into(),
+            signal: SignalKind::Stop { grace: secs(2) }
+        }]
+    );
+    obs.containers[0].on_exited(0, exit(143, 0.0, 21.0), true);
+    let d = step(&pod, &mut obs, t(21.0));
+    assert!(
+        d.actions.is_empty() && d.events.is_empty(),
+        "no restart, one event"
+    );
+    assert_eq!(d.status.phase, PodPhase::Failed);
+}
