@@ -10,7 +10,7 @@ use clap::Parser;
 use podhost::api::client::Client;
 use podhost::cli::args::{Cli, Command, DEFAULT_SOCKET};
 use podhost::cli::commands::{
-    daemon, describe, exec, get, helpers, images, load, logs, pull, validate,
+    daemon, debug, describe, exec, get, helpers, images, load, logs, pull, validate,
 };
 
 fn main() {
@@ -43,6 +43,24 @@ fn run(cli: Cli) -> Result<i32> {
             container,
             command,
         } => exec::run(&client(), &pod, container, command),
+        Command::Debug {
+            pod,
+            image,
+            target,
+            name,
+            image_pull_policy,
+            command,
+        } => debug::run(
+            &client(),
+            debug::DebugRequest {
+                pod,
+                image,
+                target,
+                name,
+                image_pull_policy,
+                command,
+            },
+        ),
         Command::Load {
             path,
             name,

@@ -5,6 +5,7 @@
 mod access;
 mod body;
 pub mod client;
+mod ephemeral_target;
 mod gc_trigger;
 mod query;
 mod request_error;
@@ -14,6 +15,7 @@ mod socket;
 pub mod types;
 
 pub use access::{AccessError, SocketAccess, SocketGroup, resolve_socket_group};
+pub use ephemeral_target::{EphemeralRefused, EphemeralTarget};
 pub use gc_trigger::{GcOutcome, GcTrigger};
 pub use query::{percent_decode, percent_encode};
 pub use server::{ApiServer, ApiState, serve};

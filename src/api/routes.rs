@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response};
 use k8s_openapi::List;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ContainerStatus, EphemeralContainer, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use super::query::parse_query;
@@ -38,6 +38,7 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             Some(r) => logs(&state, r, &query).await,
             None => not_found(name),
         },
+        (Method::POST, ["pods", name, "ephemeral"]) => add_ephemeral(&state, name, req).await,
         (Method::GET, ["events"]) => ok_json(&all_events(&state)),
         (Method::GET, ["images"]) => match state.images.list() {
             Ok(list) => ok_json(&list),
@@ -86,13 +87,27 @@ fn pod_list(state: &ApiState) -> List<Pod> {
     }
 }
 
-/// The container to use: the named one, or the pod's first (as kubectl defaults).
+/// The container to use: the named one (a container, init container or ephemeral
+/// container), or the pod's first container (as kubectl defaults).
 fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, RequestError> {
     let names: Vec<String> = rec
         .pod
         .spec
         .as_ref()
-        .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+        .map(|s| {
+            let init = s.init_containers.iter().flatten().map(|c| c.name.clone());
+            let ephemeral = s
+                .ephemeral_containers
+                .iter()
+                .flatten()
+                .map(|c| c.name.clone());
+            s.containers
+                .iter()
+                .map(|c| c.name.clone())
+                .chain(init)
+                .chain(ephemeral)
+                .collect()
+        })
         .unwrap_or_default();
     match wanted {
         Some(w) if names.contains(w) => Ok(w.clone()),
@@ -110,15 +125,21 @@ fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, Re
     }
 }
 
-fn restart_count(rec: &PodRecord, container: &str) -> Option<i32> {
-    rec.pod
-        .status
-        .as_ref()?
+/// The status of `container`, whichever list it is in.
+fn container_status(rec: &PodRecord, container: &str) -> Option<ContainerStatus> {
+    let status = rec.pod.status.as_ref()?;
+    status
         .container_statuses
-        .as_ref()?
         .iter()
+        .chain(&status.init_container_statuses)
+        .chain(&status.ephemeral_container_statuses)
+        .flatten()
         .find(|c| c.name == container)
-        .map(|c| c.restart_count)
+        .cloned()
+}
+
+fn restart_count(rec: &PodRecord, container: &str) -> Option<i32> {
+    container_status(rec, container).map(|c| c.restart_count)
 }
 
 fn exec_target(state: &ApiState, rec: PodRecord, wanted: Option<&String>) -> Response<Body> {
@@ -126,12 +147,7 @@ fn exec_target(state: &ApiState, rec: PodRecord, wanted: Option<&String>) -> Res
         Ok(c) => c,
         Err(e) => return error(e.status(), e.to_string()),
     };
-    let cs = rec
-        .pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|l| l.iter().find(|c| c.name == container).cloned());
+    let cs = container_status(&rec, &container);
     let running = cs
         .as_ref()
         .and_then(|c| c.state.as_ref())
@@ -327,6 +343,29 @@ async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
         resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
     }
     resp
+}
+
+/// `podhost debug`: adds the body's ephemeral container to the named running pod.
+async fn add_ephemeral(state: &ApiState, name: &str, req: Request<Incoming>) -> Response<Body> {
+    let Some(rec) = state.store.find_by_name(name) else {
+        return not_found(name);
+    };
+    let container: EphemeralContainer =
+        match super::body::read_json(req, "ephemeral container").await {
+            Ok(c) => c,
+            Err(answer) => return answer,
+        };
+    if container.name.is_empty() || container.image.as_deref().unwrap_or_default().is_empty() {
+        return error(400, "an ephemeral container needs a name and an image");
+    }
+    match state
+        .ephemeral
+        .add(rec.uid(), rec.name(), container.clone())
+        .await
+    {
+        Ok(()) => ok_json(&container),
+        Err(refused) => error(refused.status, refused.message),
+    }
 }
 
 /// `podhost gc`: a container GC pass, then an image GC pass (same thresholds as the

@@ -29,6 +29,8 @@ pub struct ApiState {
     pub images_changed: tokio::sync::watch::Sender<u64>,
     pub puller: crate::image::pull::Puller,
     pub gc: Arc<dyn super::GcTrigger>,
+    /// Adds ephemeral containers (`podhost debug`).
+    pub ephemeral: Arc<dyn super::EphemeralTarget>,
     pub leases: crate::image::gc::ImageLeases,
 }
 

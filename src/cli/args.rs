@@ -56,6 +56,24 @@ pub enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+    /// Add an ephemeral debug container to a running pod (its namespaces, and with
+    /// --target that container's pid namespace), print its output until it exits, and
+    /// exit with its exit code, as `kubectl debug` does.
+    Debug {
+        pod: String,
+        #[arg(long)]
+        image: String,
+        /// The container whose pid namespace to join (its processes are visible).
+        #[arg(long)]
+        target: Option<String>,
+        /// The debug container's name (default debugger-xxxxx).
+        #[arg(long = "container", short = 'c')]
+        name: Option<String>,
+        #[arg(long, value_name = "Always|IfNotPresent|Never")]
+        image_pull_policy: Option<String>,
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// Load an OCI image layout dir, oci-archive or docker-archive tar into the image store.
     Load {
         path: PathBuf,

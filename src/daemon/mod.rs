@@ -1,6 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod config_dir;
+mod ephemeral_target;
 pub mod flags;
 mod gc_trigger;
 mod host;
@@ -174,6 +175,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // Read before any pod starts, so that their env and volumes see the objects.
     let (config_objects, config_watcher) =
         crate::configdir::watch(cfg.config_dir.clone(), cfg.rescan_every);
+    let ephemeral = crate::worker::ephemeral::EphemeralRegistry::default();
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -194,7 +196,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             cfg.userns_range,
         )?),
         log_rotation: cfg.log_rotation,
-        ephemeral: Default::default(),
+        ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
         host_ips: host::host_ips(),
         node_capacity: host::node_capacity(&cfg.root_dir),
@@ -219,6 +221,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         essential.watch(name, loop_task);
     }
     let api = Arc::new(ApiState {
+        ephemeral: Arc::new(ephemeral),
         store: store.clone(),
         images,
         layout,

@@ -3,6 +3,7 @@
 //! the CLI's edge; `main` prints them and exits 1.
 
 pub mod daemon;
+pub mod debug;
 pub mod describe;
 pub mod exec;
 pub mod get;
