@@ -345,3 +345,142 @@ fn active_deadline_fails_the_pod_with_deadline_exceeded() {
         "never restarted"
     );
 }
+
+#[test]
+fn liveness_failure_kills_with_the_probe_grace_and_readiness_drives_ready() {
+    require_root();
+    let d = TestDaemon::start();
+    // The app ignores SIGTERM: only the probe's 2 s grace (not the pod's 60 s) ends it.
+    let app = container(
+        "app",
+        "trap '' TERM; touch /tmp/alive /tmp/ready; while true; do sleep 0.2; done",
+        "    livenessProbe:\n      exec: {command: [test, -f, /tmp/alive]}\n      periodSeconds: 1\n      failureThreshold: 1\n      terminationGracePeriodSeconds: 2\n    readinessProbe:\n      exec: {command: [test, -f, /tmp/ready]}\n      periodSeconds: 1\n",
+    );
+    d.write_manifest(
+        "live.yaml",
+        &manifest("live", "  terminationGracePeriodSeconds: 60\n", &[], &[app]),
+    );
+    d.wait_pod("live", "ready", 30, |p| {
+        (container_status(p, "app")?["ready"] == true && condition(p, "Ready") == "True")
+            .then_some(())
+    });
+    let pod = d.full_name("live");
+    let sh = |cmd: &str| d.cli(&["exec", &pod, "--", "sh", "-c", cmd]);
+    sh("rm /tmp/ready");
+    d.wait_pod("live", "not ready", 30, |p| {
+        (container_status(p, "app")?["ready"] == false && condition(p, "Ready") == "False")
+            .then_some(())
+    });
+    let killed_at = std::time::Instant::now();
+    sh("rm /tmp/alive");
+    d.wait_pod("live", "restarted", 30, |p| {
+        (container_status(p, "app")?["restartCount"].as_i64()? >= 1).then_some(())
+    });
+    assert!(
+        killed_at.elapsed() < std::time::Duration::from_secs(20),
+        "killed with the probe's grace, not the pod's 60 s"
+    );
+    let events = d.pod_events("live");
+    let has = |reason: &str, text: &str| {
+        events
+            .iter()
+            .any(|e| e["reason"] == reason && e["message"].as_str().unwrap_or("").contains(text))
+    };
+    assert!(has("Unhealthy", "Liveness probe failed"), "{events:?}");
+    assert!(has("Unhealthy", "Readiness probe failed"), "{events:?}");
+    assert!(
+        has(
+            "Killing",
+            "Container app failed liveness probe, will be restarted"
+        ),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn an_exec_probe_that_times_out_fails() {
+    require_root();
+    let d = TestDaemon::start();
+    let app = container(
+        "app",
+        "exec sleep 1000",
+        "    startupProbe:\n      exec: {command: [sleep, '37']}\n      timeoutSeconds: 1\n      periodSeconds: 1\n      failureThreshold: 2\n",
+    );
+    d.write_manifest(
+        "slow.yaml",
+        &manifest("slow", "  terminationGracePeriodSeconds: 2\n", &[], &[app]),
+    );
+    d.wait_pod("slow", "restarted", 40, |p| {
+        (container_status(p, "app")?["restartCount"].as_i64()? >= 1).then_some(())
+    });
+    let events = d.pod_events("slow");
+    assert!(
+        events.iter().any(|e| e["reason"] == "Unhealthy"
+            && e["message"].as_str().unwrap_or("").contains("timed out")),
+        "{events:?}"
+    );
+    assert!(
+        TestDaemon::pids_with("sleep 30").is_empty()
+            || wait_until(
+                std::time::Duration::from_secs(10),
+                "probe commands gone",
+                || { TestDaemon::pids_with("sleep 30").is_empty().then_some(()) }
+            )
+            .is_some(),
+        "a timed-out probe's command was left running"
+    );
+}
+
+#[test]
+fn http_get_hooks_reach_the_pod() {
+    require_root();
+    let d = TestDaemon::start();
+    // busybox httpd -vv logs each request on stderr, that is in the container's log.
+    let app = container(
+        "app",
+        "mkdir -p /www && echo ok > /www/started && echo ok > /www/stopping && exec httpd -f -vv -p 18080 -h /www",
+        "    lifecycle:\n      postStart:\n        httpGet: {path: /started, port: 18080}\n      preStop:\n        httpGet: {path: /stopping, port: 18080}\n",
+    );
+    d.write_manifest(
+        "hooks.yaml",
+        &manifest("hooks", "  terminationGracePeriodSeconds: 5\n", &[], &[app]),
+    );
+    let pod = d.wait_pod("hooks", "running", 30, |p| {
+        container_status(p, "app")?["state"]["running"]
+            .is_object()
+            .then(|| p.clone())
+    });
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+    let log = d.logs.join(format!("default_{name}_{uid}/app/0.log"));
+    let logged = |path: &str| {
+        log_lines(&log)
+            .iter()
+            .any(|l| l.2.contains(&format!("GET {path}")) || l.2.contains(&format!("url:{path}")))
+    };
+    // postStart retried until the server listens: the container is Running only after
+    // a request got through. (A refused connection fails the hook: restarts are fine.)
+    let started = wait_until(
+        std::time::Duration::from_secs(20),
+        "postStart request",
+        || logged("/started").then_some(()),
+    );
+    assert!(
+        started.is_some(),
+        "no postStart request in {:?}",
+        log_lines(&log)
+    );
+    d.remove_manifest("hooks.yaml");
+    d.wait_gone("hooks", 30);
+    let restarts = std::fs::read_dir(log.parent().unwrap())
+        .map(|r| r.count())
+        .unwrap_or(1);
+    let any_log_has = |path: &str| {
+        (0..restarts).any(|i| {
+            log_lines(&log.with_file_name(format!("{i}.log")))
+                .iter()
+                .any(|l| l.2.contains(path))
+        })
+    };
+    assert!(any_log_has("/stopping"), "no preStop request logged");
+}
