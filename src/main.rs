@@ -84,5 +84,8 @@ fn run(cli: Cli) -> Result<i32> {
             timeout_ms,
             command,
         } => helpers::exec_helper(&libcontainer_root, &id, timeout_ms, command),
+        Command::MountPropagation { rootfs, entries } => {
+            helpers::mount_propagation(&rootfs, &entries)
+        }
     }
 }

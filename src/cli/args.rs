@@ -124,6 +124,15 @@ pub enum Command {
         #[arg(long)]
         ns_dir: Option<PathBuf>,
     },
+    /// (internal) the createContainer hook that sets volume mounts' propagation.
+    #[command(hide = true)]
+    MountPropagation {
+        #[arg(long)]
+        rootfs: PathBuf,
+        /// `/DEST=private|slave|shared`, one per volume mount.
+        #[arg(last = true)]
+        entries: Vec<String>,
+    },
     /// (internal) run a command in a container (hooks).
     #[command(hide = true)]
     ExecHelper {
@@ -150,6 +159,7 @@ impl Command {
                 | Command::Sandbox(_)
                 | Command::Pause { .. }
                 | Command::ExecHelper { .. }
+                | Command::MountPropagation { .. }
         )
     }
 }

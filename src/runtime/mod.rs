@@ -14,6 +14,7 @@ pub mod exec_deadline;
 pub mod host_devices;
 pub mod log_owner;
 pub mod lost;
+pub mod mount_propagation;
 pub mod netns_connect;
 pub mod node_cgroups;
 pub mod not_applied;

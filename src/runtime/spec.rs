@@ -31,6 +31,9 @@ pub struct ContainerSpecInput {
     pub writable_files: Vec<(PathBuf, String)>,
     /// The container's volumes (volume::container_mounts), bind-mounted in this order.
     pub volume_mounts: Vec<VolumeBind>,
+    /// The podhost binary, run as the createContainer hook that sets the volumes'
+    /// propagation (`runtime::mount_propagation`) when one needs it.
+    pub hook_exe: Option<PathBuf>,
     /// rlimits: (type, soft, hard).
     pub rlimits: Vec<(PosixRlimitType, u64, u64)>,
     /// cgroup resources (full cgroup v2 mode only).
@@ -47,6 +50,8 @@ pub struct VolumeBind {
     pub destination: String,
     pub read_only: bool,
     pub propagation: BindPropagation,
+    /// A hostPath volume (where the host may mount later, so propagation matters).
+    pub host_path: bool,
 }
 
 /// A volume mount's propagation (mountPropagation None, HostToContainer, Bidirectional).
@@ -319,6 +324,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .map_err(|e| spec_err(input, e))?;
 
     let mut spec = Spec::default();
+    spec.set_hooks(propagation_hooks(input).map_err(|e| spec_err(input, e))?);
     spec.set_process(Some(process))
         .set_root(Some(root))
         .set_hostname(input.hostname.clone())
@@ -326,6 +332,46 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         .set_linux(Some(linux))
         .set_annotations(Some(input.annotations.clone()));
     Ok(spec)
+}
+
+/// The createContainer hook that gives volume mounts their propagation, when one needs
+/// it: a hostPath with None (libcontainer leaves rslave), and every volume when a
+/// Bidirectional one makes the root rshared.
+fn propagation_hooks(
+    input: &ContainerSpecInput,
+) -> Result<Option<oci_spec::runtime::Hooks>, oci_spec::OciSpecError> {
+    let Some(exe) = &input.hook_exe else {
+        return Ok(None);
+    };
+    let root_shared = input
+        .volume_mounts
+        .iter()
+        .any(|m| m.propagation == BindPropagation::Shared);
+    let entries: Vec<String> = input
+        .volume_mounts
+        .iter()
+        .filter(|m| root_shared || (m.host_path && m.propagation == BindPropagation::Private))
+        .map(|m| super::mount_propagation::entry(&m.destination, m.propagation))
+        .collect();
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let mut args = vec![
+        "podhost".to_string(),
+        "mount-propagation".to_string(),
+        "--rootfs".to_string(),
+        input.rootfs.display().to_string(),
+        "--".to_string(),
+    ];
+    args.extend(entries);
+    let hook = oci_spec::runtime::HookBuilder::default()
+        .path(exe.clone())
+        .args(args)
+        .build()?;
+    oci_spec::runtime::HooksBuilder::default()
+        .create_container(vec![hook])
+        .build()
+        .map(Some)
 }
 
 /// containerd's standard mounts: /proc, a small /dev tmpfs with devpts and mqueue,
@@ -440,6 +486,7 @@ mod tests {
             bind_files: vec![("/p/hosts".into(), "/etc/hosts".into())],
             writable_files: Vec::new(),
             volume_mounts: Vec::new(),
+            hook_exe: None,
             rlimits: vec![(PosixRlimitType::RlimitNofile, 1024, 1024)],
             resources: None,
             annotations: HashMap::new(),
@@ -570,12 +617,14 @@ mod tests {
         i.volume_mounts = vec![
             VolumeBind {
                 source: "/v/data".into(),
+                host_path: true,
                 destination: "/data".into(),
                 read_only: true,
                 propagation: BindPropagation::Private,
             },
             VolumeBind {
                 source: "/host/mnt".into(),
+                host_path: true,
                 destination: "/mnt".into(),
                 read_only: false,
                 propagation: BindPropagation::Slave,

@@ -89,11 +89,10 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ("spec.containers[*].volumeMounts[*].readOnly", Honoured),
     ("spec.containers[*].volumeMounts[*].subPath", Honoured),
     ("spec.containers[*].volumeMounts[*].subPathExpr", Honoured),
+    // Set by a createContainer hook (libcontainer drops bind propagation flags).
     (
         "spec.containers[*].volumeMounts[*].mountPropagation",
-        Ignored(
-            "libcontainer 0.7 drops the propagation flags of bind mounts: every volume mount is rslave (HostToContainer); Bidirectional is not available",
-        ),
+        Honoured,
     ),
     ("spec.containers[*].terminationMessagePath", Honoured),
     ("spec.containers[*].terminationMessagePolicy", Honoured),

@@ -45,7 +45,12 @@ pub fn container_mounts(
             bind_sub_path(&req, &point)?
         };
         check_propagation_source(m, container, &source)?;
+        let host_path = matches!(
+            plan.volume(&m.volume).map(|v| &v.source),
+            Some(VolumeSource::HostPath { .. })
+        );
         out.push(VolumeBind {
+            host_path,
             source,
             destination: m.destination.clone(),
             read_only: m.read_only,

@@ -251,6 +251,7 @@ pub fn prepare_attempt(
         bind_files,
         writable_files,
         volume_mounts,
+        hook_exe: Some(ctx.exe.clone()),
         rlimits: settings.rlimits,
         resources: settings.resources,
         annotations,

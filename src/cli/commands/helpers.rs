@@ -79,3 +79,12 @@ pub fn exec_helper(
         }
     }
 }
+
+/// `podhost mount-propagation`: the createContainer hook (runs in the container's mount
+/// namespace, before pivot_root; its stdin is the container's state, unused).
+pub fn mount_propagation(rootfs: &Path, entries: &[String]) -> Result<i32> {
+    use crate::runtime::mount_propagation::{apply, parse_entries};
+    let entries = parse_entries(entries)?;
+    apply(rootfs, &entries)?;
+    Ok(0)
+}
