@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use inotify::{EventStream, Inotify, WatchMask};
 use tokio::sync::watch as channel;
 use tokio::time::{Instant, MissedTickBehavior, interval_at, timeout};
 
@@ -15,7 +14,7 @@ use super::ConfigObjects;
 /// Quiet time that ends a burst of inotify events before the directory is re-read.
 const DEBOUNCE: Duration = Duration::from_millis(50);
 
-type Events = EventStream<[u8; 4096]>;
+type Events = crate::disk::dir_watch::DirEvents;
 
 /// Reads `dir` now (blocking: call it at start-up, before pods are started) and then
 /// keeps the returned receiver current in a tokio task; the task ends when every
@@ -88,21 +87,7 @@ fn log_loaded(dir: &Path, objects: &ConfigObjects) {
 
 /// Watches `dir`, or None while it is missing (it is tried again at each rescan).
 fn add_watch(dir: &Path) -> Option<Events> {
-    let mask = WatchMask::CLOSE_WRITE
-        | WatchMask::MOVED_TO
-        | WatchMask::MOVED_FROM
-        | WatchMask::DELETE
-        | WatchMask::CREATE
-        | WatchMask::ATTRIB
-        | WatchMask::DELETE_SELF
-        | WatchMask::MOVE_SELF
-        | WatchMask::ONLYDIR;
-    let attempt = || -> std::io::Result<Events> {
-        let inotify = Inotify::init()?;
-        inotify.watches().add(dir, mask)?;
-        inotify.into_event_stream([0u8; 4096])
-    };
-    attempt()
+    crate::disk::dir_watch::watch_dir(dir)
         .inspect_err(|e| tracing::debug!(dir = %dir.display(), error = %e, "cannot watch the config dir yet"))
         .ok()
 }

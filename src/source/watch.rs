@@ -4,11 +4,10 @@
 //! are sent.
 
 use std::future::pending;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use inotify::{EventMask, EventStream, Inotify, WatchMask};
+use inotify::EventMask;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior, interval, interval_at, timeout};
 
@@ -22,7 +21,7 @@ const MAX_DEBOUNCE: Duration = Duration::from_secs(1);
 /// How often a missing (or unwatchable) directory is tried again.
 const WATCH_RETRY: Duration = Duration::from_secs(1);
 
-type Events = EventStream<[u8; 4096]>;
+type Events = crate::disk::dir_watch::DirEvents;
 
 /// Watches `dir` for node `node_name` and sends a [`ScanResult`] at once, then again
 /// whenever the set of pods (by UID) or errors changes. Changes are noticed through
@@ -99,27 +98,9 @@ async fn run(
 
 /// Watches `dir`, or returns None (it is retried later).
 fn add_watch(dir: &Path) -> Option<Events> {
-    let mask = WatchMask::CLOSE_WRITE
-        | WatchMask::MOVED_TO
-        | WatchMask::MOVED_FROM
-        | WatchMask::DELETE
-        | WatchMask::CREATE
-        | WatchMask::ATTRIB
-        | WatchMask::DELETE_SELF
-        | WatchMask::MOVE_SELF
-        | WatchMask::ONLYDIR;
-    let attempt = || -> io::Result<Events> {
-        let inotify = Inotify::init()?;
-        inotify.watches().add(dir, mask)?;
-        inotify.into_event_stream([0u8; 4096])
-    };
-    match attempt() {
-        Ok(events) => Some(events),
-        Err(e) => {
-            tracing::debug!(dir = %dir.display(), error = %e, "cannot watch manifest directory yet");
-            None
-        }
-    }
+    crate::disk::dir_watch::watch_dir(dir)
+        .inspect_err(|e| tracing::debug!(dir = %dir.display(), error = %e, "cannot watch manifest directory yet"))
+        .ok()
 }
 
 async fn next_event(events: &mut Option<Events>) -> Seen {
