@@ -231,7 +231,7 @@ fn config_map_secret_downward_and_projected_volumes_and_their_updates() {
         "vols.yaml",
         &busybox_pod(
             "vols",
-            "  volumes:\n  - name: web\n    configMap:\n      name: web\n      items:\n      - key: index.html\n        path: html/index.html\n  - name: tls\n    secret:\n      secretName: tls\n      defaultMode: 256\n  - name: info\n    downwardAPI:\n      items:\n      - path: labels\n        fieldRef: {fieldPath: metadata.labels}\n  - name: all\n    projected:\n      sources:\n      - configMap: {name: web}\n      - secret: {name: tls}\n",
+            "  terminationGracePeriodSeconds: 2\n  volumes:\n  - name: web\n    configMap:\n      name: web\n      items:\n      - key: index.html\n        path: html/index.html\n  - name: tls\n    secret:\n      secretName: tls\n      defaultMode: 256\n  - name: info\n    downwardAPI:\n      items:\n      - path: labels\n        fieldRef: {fieldPath: metadata.labels}\n  - name: all\n    projected:\n      sources:\n      - configMap: {name: web}\n      - secret: {name: tls}\n",
             "    volumeMounts:\n    - {name: web, mountPath: /web}\n    - {name: tls, mountPath: /tls}\n    - {name: info, mountPath: /info}\n    - {name: all, mountPath: /all}\n",
             "exec sleep 1000",
         )
