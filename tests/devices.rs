@@ -113,7 +113,8 @@ fn default_devices_only_and_devices_list_is_the_allow_list() {
     assert_eq!(report_line(&lines, "full "), "full 4");
     assert_eq!(
         report_line(&lines, "dev "),
-        "dev fd full mqueue null ptmx pts random shm stderr stdin stdout tty urandom zero "
+        // termination-log: the container's terminationMessagePath, as in Kubernetes.
+        "dev fd full mqueue null ptmx pts random shm stderr stdin stdout termination-log tty urandom zero "
     );
     assert_eq!(
         report_line(&lines, "nodes "),

@@ -148,7 +148,7 @@ fn fields_not_honoured_yet_are_warning_events() {
         &busybox_pod(
             "probe",
             "",
-            "    livenessProbe:\n      exec:\n        command: [\"true\"]\n",
+            "    resizePolicy:\n    - {resourceName: cpu, restartPolicy: NotRequired}\n",
             "while true; do sleep 1; done",
         ),
     );
@@ -162,7 +162,7 @@ fn fields_not_honoured_yet_are_warning_events() {
         .map(|e| e["message"].as_str().unwrap().to_string())
         .collect();
     assert!(
-        warnings.iter().any(|w| w.contains("livenessProbe")),
+        warnings.iter().any(|w| w.contains("resizePolicy")),
         "{warnings:?}"
     );
 }

@@ -559,15 +559,16 @@ fn seccomp_profiles() {
 
 /// A static pod as kubeadm writes it (etcd's manifest, with the busybox image in place of
 /// etcd's): pod-level `seccompProfile: RuntimeDefault`, hostNetwork,
-/// system-node-critical, probes and hostPath volumes (warned as not honoured yet). It runs
-/// under the filter, and the fields podhost does not honour yet are reported, not fatal.
+/// system-node-critical, probes and a hostPath volume (moved to a temp dir). It runs under
+/// the filter, and none of its fields is reported as not honoured.
 #[test]
 fn a_kubeadm_style_static_pod_runs_confined() {
     assert!(require_root());
     let d = TestDaemon::start();
+    let data = d.dir.path().join("etcd-data");
     d.write_manifest(
         "etcd.yaml",
-        r#"apiVersion: v1
+        &r#"apiVersion: v1
 kind: Pod
 metadata:
   annotations:
@@ -616,7 +617,8 @@ spec:
       type: DirectoryOrCreate
     name: etcd-data
 status: {}
-"#,
+"#
+        .replace("path: /var/lib/etcd", &format!("path: {}", data.display())),
     );
     let logs = logs_when_done(&d, "etcd", "etcd");
     assert_eq!(field(&logs, "seccomp"), "2");
@@ -627,10 +629,12 @@ status: {}
         .map(|e| e["message"].as_str().unwrap_or_default().to_string())
         .collect();
     assert!(
-        warned.iter().any(|m| m.contains("livenessProbe"))
-            && warned.iter().any(|m| m.contains("spec.volumes")),
-        "{warned:?}"
+        !warned
+            .iter()
+            .any(|m| m.contains("livenessProbe") || m.contains("spec.volumes")),
+        "probes and volumes are honoured: {warned:?}"
     );
+    assert!(data.is_dir(), "the hostPath was made (DirectoryOrCreate)");
     assert!(
         !warned.iter().any(|m| m.contains("securityContext")),
         "securityContext is honoured: {warned:?}"

@@ -403,14 +403,28 @@ async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body
                 .pod
                 .spec
                 .iter()
-                .flat_map(|s| s.containers.iter())
-                .filter_map(|c| c.image.clone())
+                .flat_map(|s| {
+                    let init = s.init_containers.iter().flatten().map(|c| c.image.clone());
+                    let ephemeral = s.ephemeral_containers.iter().flatten();
+                    s.containers
+                        .iter()
+                        .map(|c| c.image.clone())
+                        .chain(init)
+                        .chain(ephemeral.map(|c| c.image.clone()))
+                })
+                .flatten()
                 .collect(),
             image_ids: r
                 .pod
                 .status
                 .iter()
-                .flat_map(|s| s.container_statuses.iter().flatten())
+                .flat_map(|s| {
+                    s.container_statuses
+                        .iter()
+                        .chain(&s.init_container_statuses)
+                        .chain(&s.ephemeral_container_statuses)
+                        .flatten()
+                })
                 .map(|c| c.image_id.clone())
                 .collect(),
         })

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Container;
 use tokio::task::JoinSet;
 
 use super::context::{Ctx, PodInfo};
+use super::error::ConfigError;
 use crate::status::EventKind;
 use crate::volume::content::{ContentVolume, keep_fresh, refresh_volume};
 use crate::volume::plan::{VolumeSource, plan_pod};
@@ -50,7 +51,7 @@ fn fs_group(pod: &PodInfo) -> Option<u32> {
 /// Writes the files of the content volumes `c` mounts; `Err` says why one cannot be
 /// (a missing ConfigMap, Secret or key that is not optional), as the kubelet's
 /// `MountVolume.SetUp failed` message.
-pub fn fill_for_container(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<(), String> {
+pub fn fill_for_container(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<(), ConfigError> {
     let mounted: Vec<&str> = c
         .volume_mounts
         .iter()
@@ -63,12 +64,12 @@ pub fn fill_for_container(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<(),
         if !mounted.contains(&v.volume.name.as_str()) {
             continue;
         }
-        refresh_volume(&v, &pod.pod, objects.as_ref(), &inputs, fs_group(pod)).map_err(|e| {
-            format!(
-                "MountVolume.SetUp failed for volume \"{}\": {e}",
-                v.volume.name
-            )
-        })?;
+        refresh_volume(&v, &pod.pod, objects.as_ref(), &inputs, fs_group(pod)).map_err(
+            |source| ConfigError::ContentVolume {
+                volume: v.volume.name.clone(),
+                source,
+            },
+        )?;
     }
     Ok(())
 }

@@ -84,6 +84,14 @@ pub enum ConfigError {
     /// The seccomp profile cannot be read or turned into a filter.
     #[error(transparent)]
     Seccomp(#[from] crate::runtime::seccomp::SeccompError),
+    /// A configMap/secret/downwardAPI/projected volume's files cannot be written (the
+    /// object or key is missing and not optional); the kubelet's words.
+    #[error("MountVolume.SetUp failed for volume \"{volume}\": {source}")]
+    ContentVolume {
+        volume: String,
+        #[source]
+        source: crate::volume::content::ContentError,
+    },
 }
 
 /// Why a container's kernel settings (cgroup resources, rlimits) cannot be built.

@@ -228,7 +228,8 @@ pub fn prepare_attempt(
     }
     let writable_files = termination_log(&bundle, c)?;
     let rootfs = bundle.join("rootfs");
-    super::content::fill_for_container(ctx, pod, c).map_err(RuntimeError::ContainerConfig)?;
+    super::content::fill_for_container(ctx, pod, c)
+        .map_err(|e| RuntimeError::ContainerConfig(e.to_string()))?;
     let volume_mounts =
         crate::volume::container_mounts(&pod.pod, &ctx.layout.pod_volumes_dir(&pod.uid), &c.name)
             .map_err(|e| RuntimeError::ContainerConfig(e.to_string()))?;
