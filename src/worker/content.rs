@@ -67,7 +67,7 @@ pub fn fill_for_container(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<(),
         refresh_volume(&v, &pod.pod, objects.as_ref(), &inputs, fs_group(pod)).map_err(
             |source| ConfigError::ContentVolume {
                 volume: v.volume.name.clone(),
-                source,
+                source: Box::new(source),
             },
         )?;
     }

@@ -90,7 +90,7 @@ pub enum ConfigError {
     ContentVolume {
         volume: String,
         #[source]
-        source: crate::volume::content::ContentError,
+        source: Box<crate::volume::content::ContentError>,
     },
 }
 
