@@ -73,7 +73,7 @@ done
 # /dev/core); /proc/kcore itself is masked, so the link reads nothing.
 kcore=""
 [ -e /proc/kcore ] && kcore="kcore "
-[ "$(line 'dev ')" = "dev fd full ${kcore}mqueue null ptmx pts random shm stderr stdin stdout tty urandom zero " ] ||
+[ "$(line 'dev ')" = "dev fd full ${kcore}mqueue null ptmx pts random shm stderr stdin stdout termination-log tty urandom zero " ] ||
   problems+=("ls /dev: '$(line 'dev ')'")
 if [ -n "$kcore" ]; then
   [ "$(line 'kcore ')" = "kcore 0" ] || problems+=("/dev/kcore is readable: '$(line 'kcore ')'")
