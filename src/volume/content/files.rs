@@ -150,19 +150,30 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// `entries`: every key of the object with its bytes. With `items`, only those keys,
-    /// at their paths and modes.
+    /// `entries`: every key of the object with its bytes (`None`: there is no such
+    /// object). With `items`, only those keys, at their paths and modes.
     #[allow(clippy::too_many_arguments)]
     fn keyed(
         &self,
         kind: &'static str,
         name: &str,
-        entries: Vec<(String, Vec<u8>)>,
+        entries: Option<Vec<(String, Vec<u8>)>>,
         items: Option<&[KeyToPath]>,
         mode: u32,
         optional: bool,
         files: &mut FileSet,
     ) -> Result<(), ContentError> {
+        let Some(entries) = entries else {
+            if optional {
+                return Ok(());
+            }
+            let (volume, name) = (self.volume.into(), name.into());
+            return Err(if kind == "secret" {
+                ContentError::SecretNotFound { volume, name }
+            } else {
+                ContentError::ConfigMapNotFound { volume, name }
+            });
+        };
         let Some(items) = items.filter(|i| !i.is_empty()) else {
             for (key, data) in entries {
                 self.add(files, &key, data, mode)?;
@@ -199,28 +210,19 @@ impl Builder<'_> {
         optional: bool,
         files: &mut FileSet,
     ) -> Result<(), ContentError> {
-        let Some(cm) = self.objects.config_map(self.namespace, name) else {
-            return if optional {
-                Ok(())
-            } else {
-                Err(ContentError::ConfigMapNotFound {
-                    volume: self.volume.into(),
-                    name: name.into(),
-                })
-            };
-        };
-        let entries = cm
-            .data
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-            .chain(
-                cm.binary_data
-                    .iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), v.0.clone())),
-            )
-            .collect();
+        let entries = self.objects.config_map(self.namespace, name).map(|cm| {
+            cm.data
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+                .chain(
+                    cm.binary_data
+                        .iter()
+                        .flatten()
+                        .map(|(k, v)| (k.clone(), v.0.clone())),
+                )
+                .collect()
+        });
         self.keyed("configmap", name, entries, items, mode, optional, files)
     }
 
@@ -232,22 +234,13 @@ impl Builder<'_> {
         optional: bool,
         files: &mut FileSet,
     ) -> Result<(), ContentError> {
-        let Some(s) = self.objects.secret(self.namespace, name) else {
-            return if optional {
-                Ok(())
-            } else {
-                Err(ContentError::SecretNotFound {
-                    volume: self.volume.into(),
-                    name: name.into(),
-                })
-            };
-        };
-        let entries = s
-            .data
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.0.clone()))
-            .collect();
+        let entries = self.objects.secret(self.namespace, name).map(|s| {
+            s.data
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.0.clone()))
+                .collect()
+        });
         self.keyed("secret", name, entries, items, mode, optional, files)
     }
 
