@@ -20,7 +20,8 @@
 //! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, content (configMap…), release | model, disk, runtime (its spec's mount type) |
 //! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
 //! | `probe`   | probe and hook handlers, the per-container prober   | model, disk, runtime                                           |
-//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, configdir, status, runtime, volume, probe |
+//! | `network` | pod networks: built-in bridge + IPAM + nftables, CNI | model, disk, runtime                                          |
+//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
@@ -37,6 +38,7 @@ pub mod gc;
 pub mod image;
 pub mod logs;
 pub mod model;
+pub mod network;
 pub mod oom;
 pub mod probe;
 pub mod runtime;

@@ -29,6 +29,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("shim", &["model", "disk", "logs", "runtime"]),
     ("volume", &["model", "disk", "runtime"]),
     ("probe", &["model", "disk", "runtime"]),
+    ("network", &["model", "disk", "runtime"]),
     (
         "worker",
         &[
@@ -43,6 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "status",
             "runtime",
             "probe",
+            "network",
         ],
     ),
     (
@@ -69,6 +71,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "worker",
             "gc",
             "api",
+            "network",
         ],
     ),
     (

@@ -7,6 +7,7 @@ pub mod convert;
 pub mod downward;
 pub mod env;
 pub mod grace;
+pub mod host_ports;
 pub mod image_ref;
 pub mod k8s_time;
 pub mod phase;
