@@ -189,7 +189,8 @@ spec:
         assert!(!any.conflicts_with(&at(None, 8081, Protocol::Tcp)));
         let one = at(Some("10.0.0.1"), 8080, Protocol::Tcp);
         assert!(!one.conflicts_with(&at(Some("10.0.0.2"), 8080, Protocol::Tcp)));
-        let (w, t) = first_conflict(&[one], &[any]).unwrap();
+        let (wanted, taken) = ([one], [any]);
+        let (w, t) = first_conflict(&wanted, &taken).unwrap();
         assert_eq!(
             (w.describe(), t.describe()),
             ("10.0.0.1:8080/TCP".into(), "0.0.0.0:8080/TCP".into())
