@@ -227,7 +227,8 @@ fn wait_ready(d: &TestDaemon, name: &str, not_uid: &str, secs: u64) -> Value {
 fn kubeadm_etcd_keeps_its_data_on_the_host_path_across_a_manifest_edit() {
     require_root();
     let layout = debian_image("etcd");
-    let d = TestDaemon::start();
+    // etcd uses the host's network, and the test talks to it there.
+    let d = TestDaemon::start_on_machine_network(&[]);
     d.load(&layout);
     let ports = free_ports();
     // A path that does not exist yet: DirectoryOrCreate makes it, as on a fresh node.

@@ -259,7 +259,8 @@ fn unknown_pod_and_container_errors_are_clear() {
 #[test]
 fn host_network_pod_sees_host_interfaces() {
     require_root();
-    let d = TestDaemon::start();
+    // Compared with the test's own network below.
+    let d = TestDaemon::start_on_machine_network(&[]);
     d.write_manifest(
         "hn.yaml",
         &busybox_pod(

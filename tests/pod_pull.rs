@@ -23,7 +23,8 @@ fn pods_pull_per_policy_and_report_pull_errors() {
     common::require_root();
     let registry = Registry::start();
     registry.push_busybox("v1", &[]);
-    let d = TestDaemon::start_with(&["--insecure-registry", &registry.addr]);
+    // The registry listens on the machine's loopback.
+    let d = TestDaemon::start_on_machine_network(&["--insecure-registry", &registry.addr]);
     let image = format!("{}/busybox:v1", registry.addr);
     d.write_manifest("always.yaml", &pod("always", &image, "Always"));
     d.wait_pod("always", "Running", 60, |p| {

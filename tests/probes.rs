@@ -102,6 +102,7 @@ fn target(network: PodNetwork, container_id: &str) -> HandlerTarget {
         libcontainer_root: PathBuf::from("/nonexistent"),
         container_id: container_id.to_string(),
         network,
+        pod_ip: None,
     }
 }
 
@@ -399,6 +400,8 @@ fn pod_target(d: &TestDaemon, uid: &str, id: &str) -> HandlerTarget {
         libcontainer_root: d.root.join("run/libcontainer"),
         container_id: id.to_string(),
         network: PodNetwork::Namespace(d.root.join("pods").join(uid).join("ns/net")),
+        // The pod's loopback: what the probes below listen on.
+        pod_ip: None,
     }
 }
 

@@ -25,6 +25,8 @@ pub enum FlagError {
     Rlimits(#[source] crate::model::rlimits::RlimitError),
     #[error(transparent)]
     Sysctls(#[from] crate::model::sysctl::SysctlError),
+    #[error(transparent)]
+    Network(#[from] crate::network::NetworkError),
     /// A duration flag that is negative, NaN or too large.
     #[error("--{flag} must be a positive number of seconds")]
     Seconds {
@@ -125,6 +127,20 @@ pub struct DaemonFlags {
     /// patterns, comma-separated (the kubelet's allowedUnsafeSysctls).
     #[arg(long, value_delimiter = ',')]
     pub allowed_unsafe_sysctls: Vec<String>,
+    /// How pods get their network: `bridge` (podhost's bridge podhost0 with NAT and
+    /// hostPorts), `cni` (the plugins of --cni-conf-dir), `none` (loopback only), or
+    /// `auto`: cni when --cni-conf-dir holds a config, else bridge.
+    #[arg(long, default_value = "auto")]
+    pub pod_network: String,
+    /// The built-in bridge's pod CIDRs, IPv4 and/or IPv6, comma-separated.
+    #[arg(long, default_value = crate::network::bridge::DEFAULT_POD_CIDRS)]
+    pub pod_cidr: String,
+    /// CNI network configurations (the first `.conflist`/`.conf`/`.json` by name).
+    #[arg(long, default_value = "/etc/cni/net.d")]
+    pub cni_conf_dir: PathBuf,
+    /// Where CNI plugins are looked for, in order; repeatable or comma-separated.
+    #[arg(long, value_delimiter = ',', default_values = ["/opt/cni/bin", "/usr/lib/cni"])]
+    pub cni_bin_dir: Vec<PathBuf>,
 }
 
 fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
@@ -186,6 +202,12 @@ impl DaemonFlags {
                 container_period: secs(self.container_gc_period, "container-gc-period")?,
             },
             insecure_registries: self.insecure_registries,
+            network: crate::network::NetworkSettings {
+                mode: self.pod_network.parse()?,
+                pod_cidrs: self.pod_cidr,
+                cni_conf_dir: self.cni_conf_dir,
+                cni_bin_dirs: self.cni_bin_dir,
+            },
         })
     }
 }
@@ -224,6 +246,12 @@ mod tests {
         assert_eq!(cfg.gc.container.max_per_pod_container, 1);
         assert!(cfg.seccomp_default);
         assert_eq!(cfg.config_dir, PathBuf::from("/etc/podhost/config"));
+        assert_eq!(cfg.network.mode, crate::network::NetworkMode::Auto);
+        assert_eq!(cfg.network.cni_conf_dir, PathBuf::from("/etc/cni/net.d"));
+        assert_eq!(
+            cfg.network.cni_bin_dirs,
+            [PathBuf::from("/opt/cni/bin"), PathBuf::from("/usr/lib/cni")]
+        );
     }
 
     #[test]
@@ -245,6 +273,11 @@ mod tests {
         assert!(
             err.to_string()
                 .starts_with("--rescan-interval must be a positive number of seconds"),
+            "{err}"
+        );
+        let err = config(&["--pod-network=flannel"]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("--pod-network flannel: "),
             "{err}"
         );
         let err = config(&["--default-rlimits=nofile"]).unwrap_err();

@@ -62,6 +62,8 @@ pub struct DaemonConfig {
     pub sysctls: crate::model::sysctl::SysctlAllowlist,
     /// Container log rotation (`--container-log-max-size`, `--container-log-max-files`).
     pub log_rotation: crate::logs::RotationPolicy,
+    /// How pods get their network.
+    pub network: crate::network::NetworkSettings,
 }
 
 /// Daemon start-up failures.
@@ -176,6 +178,11 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let (config_objects, config_watcher) =
         crate::configdir::watch(cfg.config_dir.clone(), cfg.rescan_every);
     let ephemeral = crate::worker::ephemeral::EphemeralRegistry::default();
+    let network = Arc::new(crate::network::NodeNetwork::new(
+        cfg.network.clone(),
+        &cfg.root_dir.join("network"),
+        &layout.pods_dir(),
+    ));
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -200,7 +207,21 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         config_objects: config_objects.clone(),
         host_ips: host::host_ips(),
         node_capacity: host::node_capacity(&cfg.root_dir),
+        network: network.clone(),
+        host_ports: crate::worker::host_ports::HostPortRegistry::default(),
     });
+    // The pod network starts now (and releases what a killed daemon left); if it
+    // cannot, pods that need it retry, as the kubelet's "network not ready".
+    if let Err(e) = network.backend().await {
+        store.node_event(
+            crate::status::EventKind::Warning,
+            "NetworkNotReady",
+            format!(
+                "the pod network ({:?}) cannot start: {e}; pods without hostNetwork wait for it",
+                cfg.network.mode
+            ),
+        );
+    }
     let mut essential = supervise::EssentialTasks::default();
     essential.watch("config dir watcher", config_watcher);
     essential.watch(

@@ -81,12 +81,14 @@ impl HostPort {
 }
 
 /// The ports `pod` publishes on the host: every container's (regular and init, as the
-/// kubelet counts them) `ports[]` entry with a `hostPort` > 0. Malformed entries are
-/// left out here; validation reports them.
+/// kubelet counts them) `ports[]` entry with a `hostPort` > 0. A hostNetwork pod's
+/// ports are all on the host: an unset hostPort is its containerPort, as the API server
+/// defaults it. Malformed entries are left out here; validation reports them.
 pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
     let Some(spec) = pod.spec.as_ref() else {
         return Vec::new();
     };
+    let host_network = spec.host_network == Some(true);
     let containers = spec
         .init_containers
         .iter()
@@ -95,7 +97,11 @@ pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
     let mut out = Vec::new();
     for (index, c) in containers.enumerate() {
         for p in c.ports.iter().flatten() {
-            let Some(host_port) = p.host_port.and_then(|h| u16::try_from(h).ok()) else {
+            let host_port = match p.host_port {
+                None if host_network => Some(p.container_port),
+                other => other,
+            };
+            let Some(host_port) = host_port.and_then(|h| u16::try_from(h).ok()) else {
                 continue;
             };
             if host_port == 0 {
@@ -171,6 +177,20 @@ spec:
         assert_eq!(ports[1].container_port, 80);
         assert_eq!(ports[2].host_ip, Some("127.0.0.1".parse().unwrap()));
         assert_eq!(ports[3].host_ip, None, "0.0.0.0 is every address");
+    }
+
+    #[test]
+    fn a_host_network_pods_container_ports_are_host_ports() {
+        let p = pod(r#"
+metadata: {name: dns}
+spec:
+  hostNetwork: true
+  containers:
+  - name: app
+    image: busybox
+    ports: [{containerPort: 53, protocol: UDP}]
+"#);
+        assert_eq!(host_ports(&p)[0].describe(), "0.0.0.0:53/UDP");
     }
 
     #[test]

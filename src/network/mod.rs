@@ -17,7 +17,7 @@ pub mod cni;
 
 use std::collections::HashSet;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::model::host_ports::HostPort;
 
@@ -52,6 +52,123 @@ pub enum NetworkError {
     /// A CNI plugin or its configuration failed.
     #[error(transparent)]
     Cni(#[from] cni::CniError),
+    /// `--pod-network` names no backend.
+    #[error("--pod-network {0}: use auto, bridge, cni or none")]
+    UnknownMode(String),
+}
+
+/// Which backend `--pod-network` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkMode {
+    /// CNI when `--cni-conf-dir` holds a config, else the built-in bridge.
+    Auto,
+    Bridge,
+    Cni,
+    /// Loopback only.
+    None,
+}
+
+impl std::str::FromStr for NetworkMode {
+    type Err = NetworkError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "bridge" => Ok(Self::Bridge),
+            "cni" => Ok(Self::Cni),
+            "none" => Ok(Self::None),
+            other => Err(NetworkError::UnknownMode(other.to_string())),
+        }
+    }
+}
+
+/// The node's network settings (`--pod-network`, `--pod-cidr`, `--cni-conf-dir`,
+/// `--cni-bin-dir`).
+#[derive(Debug, Clone)]
+pub struct NetworkSettings {
+    pub mode: NetworkMode,
+    /// The built-in bridge's pod CIDRs, `v4[,v6]`.
+    pub pod_cidrs: String,
+    pub cni_conf_dir: PathBuf,
+    pub cni_bin_dirs: Vec<PathBuf>,
+}
+
+/// The node's pod network, made on first use and again after a failure: like the
+/// kubelet's "network not ready", a backend that cannot start fails the sandboxes of
+/// pods that need it (retried), never the daemon or hostNetwork pods.
+#[derive(Debug)]
+pub struct NodeNetwork {
+    settings: NetworkSettings,
+    /// `<root>/network`: each backend keeps its records below.
+    state_dir: PathBuf,
+    /// `<root>/pods`: a pod whose directory is there is live for [`PodNetwork::reconcile`].
+    pods_dir: PathBuf,
+    backend: tokio::sync::OnceCell<PodNetwork>,
+}
+
+impl NodeNetwork {
+    pub fn new(settings: NetworkSettings, state_dir: &Path, pods_dir: &Path) -> Self {
+        Self {
+            settings,
+            state_dir: state_dir.to_path_buf(),
+            pods_dir: pods_dir.to_path_buf(),
+            backend: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The backend, started on first use (then what a previous daemon left of pods that
+    /// are gone is released).
+    pub async fn backend(&self) -> Result<&PodNetwork, NetworkError> {
+        self.backend
+            .get_or_try_init(|| async {
+                let backend = self.open().await?;
+                let live = live_pods(&self.pods_dir);
+                for e in backend.reconcile(&live).await {
+                    tracing::warn!(error = %e, "pod network of a pod that is gone not released");
+                }
+                tracing::info!(mode = backend.mode(), "pod network ready");
+                Ok(backend)
+            })
+            .await
+    }
+
+    async fn open(&self) -> Result<PodNetwork, NetworkError> {
+        let s = &self.settings;
+        let mode = match s.mode {
+            NetworkMode::Auto if cni::has_config(&s.cni_conf_dir) => NetworkMode::Cni,
+            NetworkMode::Auto => NetworkMode::Bridge,
+            other => other,
+        };
+        Ok(match mode {
+            NetworkMode::None => PodNetwork::None,
+            NetworkMode::Cni => PodNetwork::Cni(
+                cni::CniNetwork::new(cni::CniConfig {
+                    conf_dir: s.cni_conf_dir.clone(),
+                    bin_dirs: s.cni_bin_dirs.clone(),
+                    state_dir: self.state_dir.join("cni"),
+                })
+                .await?,
+            ),
+            NetworkMode::Bridge | NetworkMode::Auto => PodNetwork::Bridge(
+                bridge::BridgeNetwork::new(bridge::BridgeConfig {
+                    bridge: bridge::DEFAULT_BRIDGE.to_string(),
+                    cidrs: bridge::BridgeConfig::parse_cidrs(&s.pod_cidrs)?,
+                    state_dir: self.state_dir.join("bridge"),
+                })
+                .await?,
+            ),
+        })
+    }
+}
+
+/// The uids of the pods with a directory under `pods_dir`.
+fn live_pods(pods_dir: &Path) -> HashSet<String> {
+    std::fs::read_dir(pods_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect()
 }
 
 /// The node's pod network backend.

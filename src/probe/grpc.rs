@@ -143,23 +143,23 @@ pub async fn check(
         Err(Outcome::Failure(e)) => {
             return Outcome::Failure(format!(
                 "timeout: failed to connect service \"{}:{port}\": {e}",
-                net::POD_ADDRESS
+                target.pod_address()
             ));
         }
         Err(o) => return o,
     };
     let service = service.unwrap_or_default();
     if tls {
-        match tls::connect(stream, &net::POD_ADDRESS.to_string(), b"h2").await {
-            Ok(s) => call(s, port, service).await,
+        match tls::connect(stream, &target.pod_address().to_string(), b"h2").await {
+            Ok(s) => call(s, target.pod_address(), port, service).await,
             Err(o) => o,
         }
     } else {
-        call(stream, port, service).await
+        call(stream, target.pod_address(), port, service).await
     }
 }
 
-async fn call<I>(io: I, port: u16, service: &str) -> Outcome
+async fn call<I>(io: I, pod: std::net::IpAddr, port: u16, service: &str) -> Outcome
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -172,7 +172,7 @@ where
             Err(e) => return failed(&e),
         };
     let driver = tokio::spawn(connection);
-    let uri = format!("http://{}:{port}{METHOD}", net::POD_ADDRESS);
+    let uri = format!("http://{}{METHOD}", std::net::SocketAddr::new(pod, port));
     let request = Request::post(uri)
         .header(CONTENT_TYPE, "application/grpc")
         .header(TE, "trailers")

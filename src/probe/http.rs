@@ -38,7 +38,7 @@ pub async fn get(
         host: action
             .host
             .clone()
-            .unwrap_or_else(|| net::POD_ADDRESS.to_string()),
+            .unwrap_or_else(|| target.pod_address().to_string()),
         port: action.port,
         path: action.path.clone(),
     };

@@ -34,6 +34,16 @@ pub struct HandlerTarget {
     pub container_id: String,
     /// Where sockets are made.
     pub network: PodNetwork,
+    /// The pod's IP, where handlers without a `host` connect (the kubelet's default);
+    /// `None` for a pod without one (no pod network): its loopback.
+    pub pod_ip: Option<std::net::IpAddr>,
+}
+
+impl HandlerTarget {
+    /// Where a handler without a `host` connects.
+    pub fn pod_address(&self) -> std::net::IpAddr {
+        self.pod_ip.unwrap_or(net::POD_LOOPBACK)
+    }
 }
 
 /// The network a pod's probes reach.

@@ -9,17 +9,21 @@ use tokio::net::TcpStream;
 use super::{HandlerTarget, PodNetwork, ProbeError};
 use crate::model::probe::Outcome;
 
-/// The pod's address: its loopback, which is the host's with hostNetwork.
-pub const POD_ADDRESS: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+/// The address of a pod without an IP: its loopback (the host's with hostNetwork).
+pub const POD_LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 
 /// A long enough connect timeout for handlers run without one (hooks).
 const NO_TIMEOUT_CONNECT: Duration = Duration::from_secs(3600);
 
-/// `host` (the pod's address when `None`) and `port` as a socket address; a name is
-/// resolved by the host's resolver.
-pub async fn address(host: Option<&str>, port: u16) -> Result<SocketAddr, ProbeError> {
+/// `host` (the target's pod address when `None`) and `port` as a socket address; a
+/// name is resolved by the host's resolver.
+pub async fn address(
+    target: &HandlerTarget,
+    host: Option<&str>,
+    port: u16,
+) -> Result<SocketAddr, ProbeError> {
     let Some(host) = host else {
-        return Ok(SocketAddr::new(POD_ADDRESS, port));
+        return Ok(SocketAddr::new(target.pod_address(), port));
     };
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     if let Ok(ip) = bare.parse::<IpAddr>() {
@@ -65,7 +69,7 @@ pub async fn open(
     port: u16,
     timeout: Option<Duration>,
 ) -> Result<TcpStream, Outcome> {
-    let addr = address(host, port)
+    let addr = address(target, host, port)
         .await
         .map_err(|e| Outcome::Failure(e.to_string()))?;
     match connect(target, addr, timeout).await {

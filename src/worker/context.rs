@@ -54,6 +54,10 @@ pub struct Ctx {
     pub host_ips: Vec<String>,
     /// The limits the downward API reports for containers that set none.
     pub node_capacity: crate::model::downward::NodeCapacity,
+    /// The node's pod network.
+    pub network: Arc<crate::network::NodeNetwork>,
+    /// The host ports admitted pods publish.
+    pub host_ports: super::host_ports::HostPortRegistry,
 }
 
 /// The immutable facts of one pod that its worker needs.
@@ -124,6 +128,22 @@ impl PodInfo {
         }
     }
 
+    /// The pod's IPs as its status reports them (`status.podIPs`): the host's for
+    /// hostNetwork pods, its network's once set up, none without a pod network.
+    pub fn current_ips(&self, ctx: &Ctx) -> Vec<String> {
+        if self.host_network {
+            return ctx.host_ips.clone();
+        }
+        ctx.store
+            .get(&self.uid)
+            .and_then(|r| r.pod.status)
+            .and_then(|s| s.pod_ips)
+            .into_iter()
+            .flatten()
+            .map(|ip| ip.ip)
+            .collect()
+    }
+
     /// What the downward API reports for this pod beside its spec.
     pub fn downward_inputs(&self, ctx: &Ctx) -> crate::model::downward::DownwardInputs {
         let node = self
@@ -132,12 +152,14 @@ impl PodInfo {
             .as_ref()
             .and_then(|s| s.node_name.as_deref())
             .unwrap_or_default();
-        crate::model::downward::DownwardInputs::for_pod(
+        let mut inputs = crate::model::downward::DownwardInputs::for_pod(
             node,
             self.host_network,
             &ctx.host_ips,
             ctx.node_capacity,
-        )
+        );
+        inputs.pod_ips = self.current_ips(ctx);
+        inputs
     }
 
     pub fn object(&self, container: &str) -> String {

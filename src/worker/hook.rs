@@ -46,6 +46,7 @@ pub fn handler_target(ctx: &Ctx, pod: &PodInfo, container_id: &str) -> HandlerTa
             Some(net) => PodNetwork::Namespace(net),
             None => PodNetwork::Host,
         },
+        pod_ip: pod.current_ips(ctx).first().and_then(|ip| ip.parse().ok()),
     }
 }
 

@@ -14,6 +14,7 @@ mod error;
 mod exit;
 mod facts;
 mod hook;
+pub mod host_ports;
 mod limits;
 mod local_storage;
 mod pod;

@@ -108,7 +108,14 @@ async fn run(
             return;
         }
     }
-    let fresh = ctx.store.get(&pod.uid).is_none();
+    let record = ctx.store.get(&pod.uid);
+    let fresh = record.is_none();
+    // A pod a previous daemon admitted keeps its host ports; one it rejected for them
+    // stays rejected (re-admission order after a restart must not swap them).
+    let ports_rejected_before = record
+        .and_then(|r| r.pod.status)
+        .and_then(|s| s.reason)
+        .is_some_and(|r| r == super::host_ports::REASON);
     ctx.store.admit(&pod.pod);
     let qos = pod.qos.as_str().to_string();
     ctx.store
@@ -125,7 +132,9 @@ async fn run(
             );
         }
     }
-    if let Err(rejection) = super::security::admit(&ctx.security, &pod) {
+    let admitted = super::security::admit(&ctx.security, &pod)
+        .and_then(|()| admit_host_ports(&ctx, &pod, fresh, ports_rejected_before));
+    if let Err(rejection) = admitted {
         reject(&ctx, &pod, rejection);
         let _ = term.wait_for(|t| t.is_some()).await;
         mark_deleting(&ctx, &pod);
@@ -164,6 +173,28 @@ async fn run(
         return;
     }
     finish(&ctx, &pod).await;
+}
+
+/// Reserves the pod's host ports among the admitted pods (the kubelet's NodePorts
+/// predicate).
+fn admit_host_ports(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    fresh: bool,
+    rejected_before: bool,
+) -> Result<(), super::security::Rejection> {
+    let ports = crate::model::host_ports::host_ports(&pod.pod);
+    if rejected_before {
+        // A pod once rejected stays Failed, as the kubelet's rejected pods do, even if
+        // the pod that held the port has gone since.
+        return Err(super::security::Rejection {
+            reason: super::host_ports::REASON,
+            message: "Predicate NodePorts failed: node(s) didn't have free ports for the \
+                      requested pod ports (rejected before the daemon restarted)"
+                .into(),
+        });
+    }
+    ctx.host_ports.reserve(&pod.uid, &pod.name, &ports, !fresh)
 }
 
 /// The kubelet's `rejectPod`: phase Failed with the reason, "Pod was rejected: …", a
@@ -212,6 +243,10 @@ async fn ensure_sandbox(
             Ok(()) => setup_volumes(ctx, pod).await.map_err(|e| e.to_string()),
             failed => failed,
         };
+        let result = match result {
+            Ok(()) => setup_network(ctx, pod).await.map(|_| ()),
+            failed => failed,
+        };
         match result {
             Ok(()) => return true,
             Err(message) => {
@@ -222,6 +257,7 @@ async fn ensure_sandbox(
                     &format!("pod/{}", pod.name),
                     format!("Failed to create pod sandbox: {message}"),
                 );
+                teardown_network(ctx, pod).await;
                 let _ = sandbox::destroy(&ns_dir);
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(10)) => {}
@@ -229,6 +265,86 @@ async fn ensure_sandbox(
                 }
             }
         }
+    }
+}
+
+/// The pod's network (its own, or the host's with hostNetwork) and its IPs and the
+/// host's in its status; returns the pod's IPs.
+async fn setup_network(ctx: &Ctx, pod: &PodInfo) -> Result<Vec<std::net::IpAddr>, String> {
+    let pod_ips: Vec<std::net::IpAddr> = if pod.host_network {
+        ctx.host_ips
+            .iter()
+            .filter_map(|ip| ip.parse().ok())
+            .collect()
+    } else {
+        let backend = ctx
+            .network
+            .backend()
+            .await
+            .map_err(|e| format!("network is not ready: {e}"))?;
+        let request = crate::network::PodNetRequest {
+            uid: pod.uid.clone(),
+            namespace: pod.namespace.clone(),
+            name: pod.name.clone(),
+            netns: ctx.layout.pod_ns_dir(&pod.uid).join("net"),
+            host_ports: crate::model::host_ports::host_ports(&pod.pod),
+        };
+        backend
+            .setup(&request)
+            .await
+            .map_err(|e| format!("failed to set up the pod's network: {e}"))?
+            .map(|status| status.ips)
+            .unwrap_or_default()
+    };
+    let host_ips = ctx.host_ips.clone();
+    let ips: Vec<String> = pod_ips.iter().map(|ip| ip.to_string()).collect();
+    ctx.store.update_status(&pod.uid, |s| {
+        s.host_ip = host_ips.first().cloned();
+        s.host_ips = (!host_ips.is_empty()).then(|| {
+            host_ips
+                .iter()
+                .map(|ip| k8s_openapi::api::core::v1::HostIP { ip: ip.clone() })
+                .collect()
+        });
+        s.pod_ip = ips.first().cloned();
+        s.pod_ips = (!ips.is_empty()).then(|| {
+            ips.iter()
+                .map(|ip| k8s_openapi::api::core::v1::PodIP { ip: ip.clone() })
+                .collect()
+        });
+    });
+    Ok(pod_ips)
+}
+
+/// Releases the pod's network (not the host's); retried a few times, then left to the
+/// next daemon's reconciliation with a warning event.
+async fn teardown_network(ctx: &Ctx, pod: &PodInfo) {
+    if pod.host_network {
+        return;
+    }
+    let mut last_error = None;
+    for attempt in 0..3 {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let result = match ctx.network.backend().await {
+            Ok(backend) => backend.teardown(&pod.uid).await,
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) => return,
+            Err(e) => last_error = Some(e),
+        }
+    }
+    if let Some(e) = last_error {
+        tracing::warn!(pod = %pod.name, error = %e, "pod network not released");
+        ctx.store.pod_event(
+            &pod.uid,
+            EventKind::Warning,
+            "FailedKillPod",
+            &format!("pod/{}", pod.name),
+            format!("failed to release the pod's network: {e}; the next daemon start retries"),
+        );
     }
 }
 
@@ -359,6 +475,9 @@ fn release_userns(ctx: &Ctx, pod: &PodInfo) {
 
 /// Releases everything the pod held on the host and forgets it.
 async fn finish(ctx: &Ctx, pod: &PodInfo) {
+    // While its network namespace still exists (CNI's DEL wants it).
+    teardown_network(ctx, pod).await;
+    ctx.host_ports.release(&pod.uid);
     if let Err(e) = sandbox::destroy(&ctx.layout.pod_ns_dir(&pod.uid)) {
         tracing::warn!(pod = %pod.name, error = %e, "sandbox release failed");
     }

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod netns;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
@@ -74,6 +76,9 @@ pub struct TestDaemon {
     pub cgroup_root: String,
     /// More daemon flags (e.g. `--insecure-registry`).
     pub extra_args: Vec<String>,
+    /// The network namespace the daemon runs in, its "host" (pod networks, nftables);
+    /// `None`: the machine's own, with `--pod-network none`.
+    pub netns: Option<netns::TestNetns>,
     child: Option<Child>,
 }
 
@@ -90,7 +95,25 @@ impl TestDaemon {
         d
     }
 
-    /// Dirs made and the image loaded, but no daemon started yet.
+    /// Starts the daemon in the machine's own network namespace with `--pod-network
+    /// none`, for tests whose pods must share the test's network (a registry on its
+    /// loopback, hostNetwork servers the test connects to).
+    pub fn start_on_machine_network(extra_args: &[&str]) -> Self {
+        let mut d = Self::prepare_on_machine_network(extra_args);
+        d.spawn_daemon();
+        d
+    }
+
+    /// [`prepare_with`](Self::prepare_with) on the machine's own network.
+    pub fn prepare_on_machine_network(extra_args: &[&str]) -> Self {
+        let mut d = Self::prepare_with(extra_args);
+        d.netns = None;
+        d.extra_args.push("--pod-network=none".into());
+        d
+    }
+
+    /// Dirs made and the image loaded, but no daemon started yet. The daemon will run
+    /// in a network namespace of its own (its pods' bridge, addresses and rules there).
     pub fn prepare_with(extra_args: &[&str]) -> Self {
         let seq = SEQ.fetch_add(1, Ordering::SeqCst);
         let dir = tempfile::Builder::new()
@@ -109,6 +132,7 @@ impl TestDaemon {
             cgroup_root,
             dir,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            netns: Some(netns::TestNetns::new()),
             child: None,
         };
         std::fs::create_dir_all(&d.manifests).unwrap();
@@ -146,7 +170,11 @@ impl TestDaemon {
             .append(true)
             .open(self.dir.path().join("daemon.log"))
             .unwrap();
-        let child = Command::new(BIN)
+        let mut command = match &self.netns {
+            Some(ns) => ns.command(BIN),
+            None => Command::new(BIN),
+        };
+        let child = command
             .arg("daemon")
             .arg("--pod-manifest-path")
             .arg(&self.manifests)

@@ -13,11 +13,38 @@ pub enum BridgeError {
     NotBuilt,
 }
 
+/// The bridge's name.
+pub const DEFAULT_BRIDGE: &str = "podhost0";
+/// The default pod CIDRs (skeleton value).
+pub const DEFAULT_POD_CIDRS: &str = "10.77.0.0/16";
+
+/// A pod CIDR (skeleton).
+#[derive(Debug, Clone)]
+pub struct Cidr(pub String);
+
+/// The bridge's settings.
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    pub bridge: String,
+    pub cidrs: Vec<Cidr>,
+    pub state_dir: std::path::PathBuf,
+}
+
+impl BridgeConfig {
+    pub fn parse_cidrs(flag: &str) -> Result<Vec<Cidr>, BridgeError> {
+        Ok(flag.split(',').map(|c| Cidr(c.to_string())).collect())
+    }
+}
+
 /// The built-in bridge network of the node.
 #[derive(Debug)]
 pub struct BridgeNetwork {}
 
 impl BridgeNetwork {
+    pub async fn new(_cfg: BridgeConfig) -> Result<Self, BridgeError> {
+        Err(BridgeError::NotBuilt)
+    }
+
     pub async fn setup(&self, _req: &PodNetRequest) -> Result<PodNetStatus, BridgeError> {
         Err(BridgeError::NotBuilt)
     }
