@@ -60,6 +60,16 @@ def parse_ts(s):
     return datetime.fromisoformat(s)
 
 
+def is_ip(name):
+    """Whether a file name is an IP address (an IPAM entry)."""
+    import ipaddress
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
 class Daemon:
     def __init__(self, a):
         self.a = a
@@ -68,8 +78,12 @@ class Daemon:
 
     def start(self):
         log = open(os.path.join(self.a.work, "daemon.log"), "ab")
+        # In its own network namespace (torture.sh makes it): the pods' bridge,
+        # veths and nftables rules live there, never on the machine's network.
+        netns = os.environ.get("PODHOST_TORTURE_NETNS")
+        prefix = ["nsenter", f"--net=/run/netns/{netns}", "--"] if netns else []
         self.proc = subprocess.Popen(
-            [self.a.podhost, "daemon", "--pod-manifest-path", self.a.manifests,
+            prefix + [self.a.podhost, "daemon", "--pod-manifest-path", self.a.manifests,
              "--root-dir", self.a.root, "--log-dir", self.a.logs, "--socket", self.a.sock,
              "--node-name", self.a.node, "--cgroup-root", self.a.cgroup_root,
              "--crashloop-initial-backoff", "1", "--crashloop-max-backoff", "2",
@@ -420,7 +434,7 @@ def main():
     while time.time() < deadline and (api_pods(a.sock) or [1]) != []:
         time.sleep(1)
     time.sleep(2)
-    leftovers = dict(processes=0, shims=0, mounts=0, cgroups=0, dirs=0)
+    leftovers = dict(processes=0, shims=0, mounts=0, cgroups=0, dirs=0, network=0)
     for mark, _, pid in marked_processes():
         leftovers["processes"] += 1
         problems.append(f"orphan process {pid} ({mark})")
@@ -444,6 +458,21 @@ def main():
     for d in os.listdir(pods_dir) if os.path.isdir(pods_dir) else []:
         leftovers["dirs"] += 1
         problems.append(f"orphan pod dir {d}")
+    # Pod networks: no veth on the bridge, no IPAM entry or pod record left.
+    netns = os.environ.get("PODHOST_TORTURE_NETNS")
+    if netns:
+        links = subprocess.run(["ip", "-n", netns, "-o", "link", "show", "type", "veth"],
+                               capture_output=True, text=True).stdout
+        for line in links.splitlines():
+            if "master podhost0" in line:
+                leftovers["network"] += 1
+                problems.append(f"orphan veth {line.split(':')[1].strip()}")
+    net_dir = os.path.join(a.root, "network")
+    for dirpath, _, files in os.walk(net_dir):
+        for f in files:
+            if dirpath.endswith("/pods") or is_ip(f):
+                leftovers["network"] += 1
+                problems.append(f"orphan network record {os.path.join(dirpath, f)}")
     lc = os.path.join(a.root, "run", "libcontainer")
     for d in os.listdir(lc) if os.path.isdir(lc) else []:
         leftovers["dirs"] += 1
@@ -462,6 +491,7 @@ def main():
     print("orphan processes/shims:     %d/%d" % (leftovers["processes"], leftovers["shims"]))
     print("orphan mounts/cgroups/dirs: %d/%d/%d" % (leftovers["mounts"], leftovers["cgroups"],
                                                     leftovers["dirs"]))
+    print("orphan pod network entries: %d" % leftovers["network"])
     ok = not any(counts.values()) and not any(leftovers.values())
     print("torture: " + ("PASS" if ok else "FAIL"))
     sys.exit(0 if ok else 1)

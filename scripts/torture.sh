@@ -18,6 +18,10 @@ command -v python3 >/dev/null || bash scripts/install-deps.sh python3
 cargo build --release --locked -q
 work=$(mktemp -d /tmp/podhost-torture.XXXXXX)
 export PODHOST_TORTURE_CGROUP_ROOT=/podhost-torture-$$
+# The daemon's "host" network namespace (see torture.py).
+export PODHOST_TORTURE_NETNS=podhost-torture-$$
+ip netns add "$PODHOST_TORTURE_NETNS"
+ip -n "$PODHOST_TORTURE_NETNS" link set lo up
 cleanup() {
   # Only what this run started: processes whose command line names its work dir.
   for p in $(grep -l -s -F "$work" /proc/[0-9]*/cmdline | cut -d/ -f3); do
@@ -29,6 +33,7 @@ cleanup() {
   # The daemon's cgroup root in every hierarchy (emptied above), deepest first.
   find /sys/fs/cgroup/*/"${PODHOST_TORTURE_CGROUP_ROOT#/}" -depth -type d \
     -exec rmdir {} + 2>/dev/null || true
+  ip netns del "$PODHOST_TORTURE_NETNS" 2>/dev/null || true
   if [ "${KEEP:-0}" = 1 ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
