@@ -81,11 +81,16 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
         "UID:          {}",
         meta.uid.clone().unwrap_or_default()
     );
-    let _ = writeln!(
-        out,
-        "Node:         {}",
-        spec.node_name.clone().unwrap_or_default()
-    );
+    // kubectl's "node/hostIP".
+    let node = spec.node_name.clone().unwrap_or_default();
+    match status.host_ip.as_deref() {
+        Some(ip) => {
+            let _ = writeln!(out, "Node:         {node}/{ip}");
+        }
+        None => {
+            let _ = writeln!(out, "Node:         {node}");
+        }
+    }
     let _ = writeln!(
         out,
         "Start Time:   {}",
@@ -105,6 +110,20 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
         spec.restart_policy.clone().unwrap_or_default()
     );
     let _ = writeln!(out, "Host Network: {}", spec.host_network.unwrap_or(false));
+    let _ = writeln!(
+        out,
+        "IP:           {}",
+        status.pod_ip.clone().unwrap_or_default()
+    );
+    let ips = status.pod_ips.clone().unwrap_or_default();
+    if ips.is_empty() {
+        let _ = writeln!(out, "IPs:          <none>");
+    } else {
+        let _ = writeln!(out, "IPs:");
+        for ip in ips {
+            let _ = writeln!(out, "  IP:           {}", ip.ip);
+        }
+    }
     let _ = writeln!(out, "Containers:");
     for c in &spec.containers {
         let cs = status
@@ -124,6 +143,23 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
         if let Some(id) = cs.map(|s| s.image_id.clone()).filter(|s| !s.is_empty()) {
             let _ = writeln!(out, "    Image ID:     {id}");
         }
+        // kubectl's Port / Host Port lines.
+        let ports = c.ports.clone().unwrap_or_default();
+        let join = |f: &dyn Fn(&k8s_openapi::api::core::v1::ContainerPort) -> Option<i32>| {
+            let listed: Vec<String> = ports
+                .iter()
+                .filter_map(|p| {
+                    f(p).map(|n| format!("{n}/{}", p.protocol.as_deref().unwrap_or("TCP")))
+                })
+                .collect();
+            if listed.is_empty() {
+                "<none>".to_string()
+            } else {
+                listed.join(", ")
+            }
+        };
+        let _ = writeln!(out, "    Port:         {}", join(&|p| Some(p.container_port)));
+        let _ = writeln!(out, "    Host Port:    {}", join(&|p| p.host_port));
         if let Some(cmd) = &c.command {
             let _ = writeln!(out, "    Command:      {}", cmd.join(" "));
         }
