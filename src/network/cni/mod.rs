@@ -124,6 +124,8 @@ pub enum CniError {
         #[source]
         source: std::io::Error,
     },
+    #[error("pod {uid} has no finished CNI setup to CHECK")]
+    NotSetUp { uid: String },
     #[error("CNI: {0}")]
     Internal(String),
 }
@@ -202,55 +204,68 @@ impl CniNetwork {
         }
     }
 
-    /// ADD the pod to the network. A pod that already has a complete record (a daemon
-    /// restart) is CHECKed instead and keeps its addresses; if the CHECK fails, or the
-    /// record is from an ADD that never finished, the old attachment is DELeted and the
-    /// pod ADDed afresh. When an ADD fails midway the whole list is DELeted before the
-    /// error returns, so nothing half-made stays.
+    /// ADD the pod to the network. A pod that already has a complete record for the
+    /// same netns and ports (a daemon restart) keeps its attachment and addresses: it is
+    /// CHECKed, and a failed CHECK is logged, not repaired — a new ADD would change the
+    /// addresses under running containers (and Debian's portmap 1.1.1 fails CHECK for
+    /// dual-stack hostPorts on an intact pod); [`CniNetwork::check`] reports it. A
+    /// record from an ADD that never finished, or for another netns or other ports, is
+    /// DELeted and the pod ADDed afresh. When an ADD fails midway, the plugins that ran
+    /// are DELeted before the error returns, so nothing half-made stays.
     pub async fn setup(&self, req: &PodNetRequest) -> Result<PodNetStatus, CniError> {
         if let Some(rec) = record::read(&self.cfg.state_dir, &req.uid).await? {
-            match self.resume(req, &rec).await {
-                Ok(Some(status)) => return Ok(status),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    pod = %format!("{}/{}", req.namespace, req.name),
-                    error = %e,
-                    "the pod's CNI network from before failed its CHECK: setting it up again"
-                ),
+            let rt = runtime_args(req);
+            let same =
+                rec.complete && rec.netns == req.netns && rec.port_mappings == rt.port_mappings;
+            if let (true, Some(cached)) = (same, rec.result.as_ref()) {
+                if let Err(e) = self.check_record(&rec).await {
+                    tracing::warn!(
+                        pod = %format!("{}/{}", req.namespace, req.name),
+                        error = %e,
+                        "the pod's CNI network from before fails its CHECK; it is kept as it is"
+                    );
+                }
+                let typed: CniResult = serde_json::from_value(cached.clone()).map_err(|e| {
+                    CniError::Internal(format!("the recorded CNI result of pod {}: {e}", rec.uid))
+                })?;
+                return Ok(status_of(&typed, &rec.ifname));
             }
             self.teardown(&req.uid).await?;
         }
         self.add_fresh(req).await
     }
 
-    /// For a pod with a record: `Some(status)` when the recorded attachment is complete,
-    /// matches the request and passes CHECK; `None` when it must be made again.
-    async fn resume(
-        &self,
-        req: &PodNetRequest,
-        rec: &PodRecord,
-    ) -> Result<Option<PodNetStatus>, CniError> {
-        let Some(cached) = rec.result.as_ref() else {
-            return Ok(None);
-        };
-        let rt = runtime_args(req);
-        if rec.netns != req.netns || rec.port_mappings != rt.port_mappings {
-            return Ok(None);
+    /// CHECK of a set-up pod's attachment with its recorded result: `Ok` when every
+    /// plugin finds it intact, or when the list's version has no CHECK or disables it.
+    pub async fn check(&self, uid: &str) -> Result<(), CniError> {
+        match record::read(&self.cfg.state_dir, uid).await? {
+            Some(rec) if rec.complete => self.check_record(&rec).await,
+            _ => Err(CniError::NotSetUp {
+                uid: uid.to_string(),
+            }),
         }
+    }
+
+    async fn check_record(&self, rec: &PodRecord) -> Result<(), CniError> {
         let list = record_list(rec)?;
-        let typed: CniResult = serde_json::from_value(cached.clone()).map_err(|e| {
-            CniError::Internal(format!("the recorded CNI result of pod {}: {e}", rec.uid))
-        })?;
-        if list.cni_version.at_least(SpecVersion::CHECK) && !list.disable_check {
-            let env = PodEnv {
-                container_id: &rec.uid,
-                netns: &rec.netns,
-                ifname: &rec.ifname,
-                cni_args: &rec.cni_args,
-            };
-            self.runner().check(&list, &env, &rt, cached).await?;
+        let Some(cached) = rec.result.as_ref() else {
+            return Err(CniError::NotSetUp {
+                uid: rec.uid.clone(),
+            });
+        };
+        if !list.cni_version.at_least(SpecVersion::CHECK) || list.disable_check {
+            return Ok(());
         }
-        Ok(Some(status_of(&typed, &rec.ifname)))
+        let env = PodEnv {
+            container_id: &rec.uid,
+            netns: &rec.netns,
+            ifname: &rec.ifname,
+            cni_args: &rec.cni_args,
+        };
+        let rt = RuntimeArgs {
+            port_mappings: rec.port_mappings.clone(),
+        };
+        self.runner().check(&list, &env, &rt, cached).await
     }
 
     async fn add_fresh(&self, req: &PodNetRequest) -> Result<PodNetStatus, CniError> {
@@ -260,7 +275,7 @@ impl CniNetwork {
             name: req.name.clone(),
             uid: req.uid.clone(),
         };
-        let mut rec = PodRecord {
+        let rec = PodRecord {
             uid: req.uid.clone(),
             namespace: req.namespace.clone(),
             name: req.name.clone(),
@@ -271,8 +286,11 @@ impl CniNetwork {
             config_file: self.list.file.clone(),
             config: self.list_json.clone(),
             result: None,
+            complete: false,
         };
-        // Before any plugin runs: a crash from here on leaves what a DEL needs.
+        // Before any plugin runs: a crash from here on leaves what a DEL needs. After
+        // each plugin, the record gets its result: the prevResult the next plugin's
+        // DEL needs if the daemon dies while that plugin runs.
         record::write(&self.cfg.state_dir, &rec).await?;
         let env = PodEnv {
             container_id: &rec.uid,
@@ -280,35 +298,66 @@ impl CniNetwork {
             ifname: &rec.ifname,
             cni_args: &rec.cni_args,
         };
-        match self.runner().add(&self.list, &env, &rt).await {
+        let state_dir = &self.cfg.state_dir;
+        let progress = |partial: serde_json::Value| {
+            let mut rec = rec.clone();
+            rec.result = Some(partial);
+            async move { record::write(state_dir, &rec).await }
+        };
+        match self.runner().add(&self.list, &env, &rt, progress).await {
             Ok((raw, typed)) => {
-                rec.result = Some(raw);
-                record::write(&self.cfg.state_dir, &rec).await?;
-                Ok(status_of(&typed, &rec.ifname))
+                let mut done = rec.clone();
+                done.result = Some(raw);
+                done.complete = true;
+                record::write(state_dir, &done).await?;
+                Ok(status_of(&typed, &done.ifname))
             }
-            Err(add_error) => {
-                // Undo what the plugins before the failing one made (libcni does too).
-                match self.teardown(&req.uid).await {
-                    Ok(()) => {}
-                    Err(del_error) => tracing::warn!(
+            Err(failure) => {
+                // Undo what the plugins up to the failing one made (libcni's callers
+                // do too), with the last result there is; the record goes only if
+                // that DEL succeeds.
+                let rolled_back = self
+                    .del_record(
+                        &rec,
+                        failure.failed_index + 1,
+                        failure.partial.as_ref(),
+                        Some(&failure.error),
+                    )
+                    .await;
+                if let Err(del_error) = rolled_back {
+                    tracing::warn!(
                         pod = %format!("{}/{}", req.namespace, req.name),
                         error = %del_error,
                         "DEL after a failed CNI ADD failed; the record stays for a retry"
-                    ),
+                    );
                 }
-                Err(add_error)
+                Err(failure.error)
             }
         }
     }
 
     /// DEL the pod from the network with the config it was ADDed with, then forget it.
-    /// Fine when the pod has no record (never set up, or already torn down) or its
-    /// network namespace is gone.
+    /// Fine when the pod has no record (never set up, or already torn down). Call it
+    /// while the pod's network namespace is still pinned: without it, Debian's bridge
+    /// plugin 1.1.1 cannot find the addresses whose masquerade rules it made
+    /// (containernetworking/plugins#810) and leaves them.
     pub async fn teardown(&self, uid: &str) -> Result<(), CniError> {
         let Some(rec) = record::read(&self.cfg.state_dir, uid).await? else {
             return Ok(());
         };
-        let list = record_list(&rec)?;
+        self.del_record(&rec, usize::MAX, rec.result.as_ref(), None)
+            .await
+    }
+
+    /// DEL of the first `upto` plugins of a record's list, then the record's removal.
+    async fn del_record(
+        &self,
+        rec: &PodRecord,
+        upto: usize,
+        prev: Option<&serde_json::Value>,
+        rejected: Option<&CniError>,
+    ) -> Result<(), CniError> {
+        let list = record_list(rec)?;
         let netns = netns_for_del(&rec.netns);
         let env = PodEnv {
             container_id: &rec.uid,
@@ -320,14 +369,14 @@ impl CniNetwork {
             port_mappings: rec.port_mappings.clone(),
         };
         self.runner()
-            .del(&list, &env, &rt, rec.result.as_ref())
+            .del(&list, upto, &env, &rt, prev, rejected)
             .await?;
-        record::remove(&self.cfg.state_dir, uid).await
+        record::remove(&self.cfg.state_dir, &rec.uid).await
     }
 
     /// DEL every pod that has a record but is not in `live` (a daemon killed during a
     /// setup or teardown); returns what could not be released (the record then stays,
-    /// for the next try).
+    /// for the next try). Call it before the pods' pinned namespaces are released.
     pub async fn reconcile(&self, live: &HashSet<String>) -> Vec<CniError> {
         let uids = match record::uids(&self.cfg.state_dir).await {
             Ok(u) => u,

@@ -21,17 +21,39 @@ pub struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// ADD through every plugin; the final result, raw and typed.
-    pub async fn add(
+    /// ADD through every plugin; the final result, raw and typed. On failure, what a
+    /// rollback needs: which plugin failed and the result of the one before it.
+    /// `progress` is given each plugin's result but the last's before the next runs,
+    /// and must have stored it (a failure to do so stops the ADD).
+    pub async fn add<F, Fut>(
         &self,
         list: &ConfigList,
         pod: &PodEnv<'_>,
         rt: &RuntimeArgs,
-    ) -> Result<(Value, CniResult), CniError> {
+        progress: F,
+    ) -> Result<(Value, CniResult), AddFailure>
+    where
+        F: Fn(Value) -> Fut,
+        Fut: std::future::Future<Output = Result<(), CniError>>,
+    {
         let mut prev: Option<(Value, CniResult)> = None;
-        for plugin in &list.plugins {
+        for (index, plugin) in list.plugins.iter().enumerate() {
+            if let Some((raw, _)) = prev.as_ref().filter(|_| index > 0) {
+                if let Err(e) = progress(raw.clone()).await {
+                    return Err(AddFailure {
+                        error: e,
+                        failed_index: index - 1,
+                        partial: prev.map(|p| p.0),
+                    });
+                }
+            }
             let stdin = plugin_stdin(list, plugin, prev.as_ref().map(|p| &p.0), rt);
-            let out = run_plugin(
+            let fail = |error: CniError, prev: Option<(Value, CniResult)>| AddFailure {
+                error,
+                failed_index: index,
+                partial: prev.map(|p| p.0),
+            };
+            let out = match run_plugin(
                 self.bin_dirs,
                 &plugin.plugin_type,
                 Command::Add,
@@ -39,10 +61,21 @@ impl Runner<'_> {
                 &stdin,
                 self.timeout,
             )
-            .await?;
-            prev = Some(parse_result(&plugin.plugin_type, &out)?);
+            .await
+            {
+                Ok(out) => out,
+                Err(e) => return Err(fail(e, prev)),
+            };
+            match parse_result(&plugin.plugin_type, &out) {
+                Ok(r) => prev = Some(r),
+                Err(e) => return Err(fail(e.into(), prev)),
+            }
         }
-        prev.ok_or_else(|| CniError::Internal("a config list without plugins".into()))
+        prev.ok_or_else(|| AddFailure {
+            error: CniError::Internal("a config list without plugins".into()),
+            failed_index: 0,
+            partial: None,
+        })
     }
 
     /// CHECK through every plugin with the cached result.
@@ -68,20 +101,26 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// DEL through every plugin in reverse order. Every plugin is asked even when one
-    /// fails (each frees what it holds; DEL is idempotent, so a retry is harmless); the
-    /// first failure is returned.
+    /// DEL through the first `upto` plugins (all of them for a teardown; those that ran
+    /// for the rollback of a failed ADD) in reverse order. Every plugin is asked even
+    /// when one fails (each frees what it holds; DEL is idempotent, so a retry is
+    /// harmless); the first failure is returned. A failure equal to `rejected` (the same
+    /// plugin failing with the same message as its ADD did) is not one: that plugin
+    /// refuses its config and so made nothing.
     pub async fn del(
         &self,
         list: &ConfigList,
+        upto: usize,
         pod: &PodEnv<'_>,
         rt: &RuntimeArgs,
         cached: Option<&Value>,
+        rejected: Option<&CniError>,
     ) -> Result<(), CniError> {
         // Before 0.4.0 a DEL got no prevResult.
         let prev = cached.filter(|_| list.cni_version.at_least(SpecVersion::CHECK));
         let mut first_error = None;
-        for plugin in list.plugins.iter().rev() {
+        let upto = upto.min(list.plugins.len());
+        for plugin in list.plugins[..upto].iter().rev() {
             let stdin = plugin_stdin(list, plugin, prev, rt);
             let res = run_plugin(
                 self.bin_dirs,
@@ -96,6 +135,7 @@ impl Runner<'_> {
                 Ok(_) => {}
                 // Spec error 3, "unknown container": there is nothing left to delete.
                 Err(CniError::Plugin { code: Some(3), .. }) => {}
+                Err(e) if same_refusal(&e, rejected) => {}
                 Err(e) => {
                     tracing::warn!(plugin = %plugin.plugin_type, error = %e, "CNI DEL failed");
                     first_error.get_or_insert(e);
@@ -160,5 +200,34 @@ pub fn netns_for_del(netns: &Path) -> PathBuf {
         netns.to_path_buf()
     } else {
         PathBuf::new()
+    }
+}
+
+/// Why an ADD failed, with what its rollback needs.
+#[derive(Debug)]
+pub struct AddFailure {
+    pub error: CniError,
+    /// The plugin that failed (the ones after it never ran).
+    pub failed_index: usize,
+    /// The result of the plugin before it, if any.
+    pub partial: Option<Value>,
+}
+
+/// Whether `del_error` is the plugin failing exactly as its ADD did (`add_error`).
+fn same_refusal(del_error: &CniError, add_error: Option<&CniError>) -> bool {
+    match (del_error, add_error) {
+        (
+            CniError::Plugin {
+                plugin: p1,
+                message: m1,
+                ..
+            },
+            Some(CniError::Plugin {
+                plugin: p2,
+                message: m2,
+                ..
+            }),
+        ) => p1 == p2 && m1 == m2,
+        _ => false,
     }
 }

@@ -1,7 +1,7 @@
 //! The per-pod record `<state_dir>/pods/<uid>.json`: written (temp, fsync, rename)
 //! before the first plugin's ADD, with everything a later DEL needs (the config list
-//! used, netns, ifname, CNI_ARGS, port mappings), and again with the result after the
-//! ADD. A daemon killed at any point leaves a record from which the next one can DEL;
+//! used, netns, ifname, CNI_ARGS, port mappings), and again after each plugin's ADD
+//! with its result. A daemon killed at any point leaves a record from which the next one can DEL;
 //! the record goes only after a successful DEL.
 
 use std::path::{Path, PathBuf};
@@ -26,8 +26,11 @@ pub struct PodRecord {
     /// The config file the list came from, and the list as it was read.
     pub config_file: PathBuf,
     pub config: Value,
-    /// The final ADD result; `None` while the ADD has not finished.
+    /// The result of the last plugin whose ADD returned; `None` before the first.
     pub result: Option<Value>,
+    /// Whether every plugin's ADD returned (`result` is then the final one).
+    #[serde(default)]
+    pub complete: bool,
 }
 
 /// `<state_dir>/pods`.
