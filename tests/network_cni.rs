@@ -516,3 +516,44 @@ fn setup_with_other_ports_remakes_the_attachment_and_the_host_port_works() {
         assert_eq!(leftovers(&lab, &p.uid, &s.ips), Vec::<String>::new());
     }
 }
+
+#[test]
+fn a_plugin_that_hangs_is_killed_at_its_time_limit_and_named() {
+    let lab = Lab::with_config(
+        |_| serde_json::json!({"cniVersion": "1.0.0", "name": "n", "plugins": [{"type": "hangs"}]}),
+    );
+    // A plugin that answers VERSION and then never finishes an ADD.
+    let bin = lab.conf_dir.parent().unwrap().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let plugin = bin.join("hangs");
+    // A sleep only this test runs, to look for it afterwards.
+    let sleep = format!("sleep 600.{}", std::process::id());
+    std::fs::write(
+        &plugin,
+        format!(
+            "#!/bin/sh\nif [ \"$CNI_COMMAND\" = VERSION ]; then\n  \
+             echo '{{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"1.0.0\"]}}'\n  \
+             exit 0\nfi\nexec {sleep}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&plugin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut cfg = lab.cfg();
+    cfg.bin_dirs = vec![bin];
+    let net = lab
+        .block_on(|| CniNetwork::new(cfg))
+        .unwrap()
+        .with_plugin_timeout(std::time::Duration::from_millis(300));
+    let (_ns, p) = pod("slow", vec![]);
+    let err = lab.setup(&net, &p).unwrap_err();
+    assert!(
+        matches!(&err, CniError::Timeout { plugin, command: "ADD", .. } if plugin == "hangs"),
+        "{err}"
+    );
+    // The killed plugin is gone.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &format!("^{sleep}$")])
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "a hung plugin was left running");
+}
