@@ -2,6 +2,7 @@
 
 pub mod backoff;
 pub mod cgroup_math;
+pub mod cni;
 pub mod command;
 pub mod convert;
 pub mod downward;
