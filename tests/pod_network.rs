@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod common_cni;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -448,4 +449,122 @@ fn a_hundred_pods_get_a_hundred_addresses_and_release_them() {
     }
     let left = leftovers(&d);
     assert!(left.is_empty(), "{left:#?}");
+}
+
+/// A daemon in CNI mode over Debian's plugins (bridge `cni0`, host-local, portmap,
+/// firewall, loopback), with its conf dir and IPAM dir under the test's dir.
+fn start_cni_daemon(
+    conflist: impl Fn(&Path) -> Value,
+) -> (TestDaemon, common::netns::Outside, PathBuf) {
+    require_root();
+    let probe = tempfile::tempdir().unwrap();
+    let conf_dir = probe.path().join("net.d");
+    let ipam = probe.path().join("ipam");
+    std::fs::create_dir_all(&conf_dir).unwrap();
+    std::fs::write(
+        conf_dir.join("10-test.conflist"),
+        serde_json::to_string_pretty(&conflist(&ipam)).unwrap(),
+    )
+    .unwrap();
+    let conf = conf_dir.to_str().unwrap().to_string();
+    let mut d = TestDaemon::prepare_with(&[
+        "--pod-network=cni",
+        "--cni-conf-dir",
+        &conf,
+        "--cni-bin-dir",
+        common_cni::DEBIAN_CNI_BIN,
+    ]);
+    let outside = d.netns.as_ref().unwrap().add_outside();
+    d.spawn_daemon();
+    d.load(netcheck_layout());
+    // The conf dir lives as long as the daemon's dir.
+    let kept = d.dir.path().join("cni");
+    std::fs::rename(probe.path(), &kept).unwrap_or_else(|_| {
+        // Another filesystem: copy the one file over.
+        std::fs::create_dir_all(kept.join("net.d")).unwrap();
+        std::fs::copy(
+            conf_dir.join("10-test.conflist"),
+            kept.join("net.d/10-test.conflist"),
+        )
+        .unwrap();
+    });
+    (d, outside, kept.join("ipam"))
+}
+
+#[test]
+fn cni_mode_gives_pods_addresses_and_host_ports_through_the_plugins_and_releases_them() {
+    let (d, outside, ipam) = start_cni_daemon(|ipam| {
+        common_cni::conflist("cni0", ipam, "10.200.0.0/24", "fd00:200::/64")
+    });
+    d.write_manifest(
+        "a.yaml",
+        &server_pod("a", "[{containerPort: 7000, hostPort: 18200}]"),
+    );
+    d.write_manifest("b.yaml", &server_pod("b", "[]"));
+    let (a4, a6) = pod_ips(&running(&d, "a"));
+    let (b4, b6) = pod_ips(&running(&d, "b"));
+    assert!(a4.to_string().starts_with("10.200.0."), "{a4}");
+    assert_eq!(
+        common_cni::ipam_entries(&ipam).len(),
+        4,
+        "two addresses per pod"
+    );
+    for (proto, to, from) in [
+        ("tcp", a4, b4),
+        ("udp", a4, b4),
+        ("tcp", a6, b6),
+        ("udp", a6, b6),
+    ] {
+        let answer = eventually(&format!("b → a {proto} {to}"), || {
+            ask_from(&d, "b", proto, to, PORT)
+        });
+        assert_eq!(answer, format!("{from} ping"), "{proto} to {to}");
+    }
+    let host_port: SocketAddr = "192.0.2.1:18200".parse().unwrap();
+    let from_outside = outside
+        .ns
+        .run(move || eventually("outside → hostPort", || tcp_ask(host_port)));
+    assert_eq!(from_outside, "192.0.2.2 ping");
+    d.remove_manifest("a.yaml");
+    d.remove_manifest("b.yaml");
+    d.wait_gone("a", 30);
+    d.wait_gone("b", 30);
+    assert_eq!(common_cni::ipam_entries(&ipam), Vec::<String>::new());
+    let veths = d
+        .netns
+        .as_ref()
+        .unwrap()
+        .ip(&["-o", "link", "show", "type", "veth"]);
+    assert!(!veths.contains("master cni0"), "{veths}");
+    let records = walk(&d.root.join("network/cni"));
+    assert!(records.iter().all(|p| p.is_dir()), "{records:?}");
+}
+
+#[test]
+fn a_failing_cni_plugin_is_a_pod_event_with_the_plugins_message() {
+    let (d, _outside, _ipam) = start_cni_daemon(|ipam| {
+        // An IPv4 subnet that is not one: host-local refuses it at ADD.
+        common_cni::conflist("cni1", ipam, "10.300.0.0/24", "fd00:300::/64")
+    });
+    d.write_manifest("bad.yaml", &server_pod("bad", "[]"));
+    let events = wait_until(Duration::from_secs(30), "FailedCreatePodSandBox", || {
+        let events = d.pod_events("bad");
+        events
+            .iter()
+            .any(|e| e["reason"] == "FailedCreatePodSandBox")
+            .then_some(events)
+    })
+    .unwrap_or_else(|| panic!("no event; daemon log:\n{}", d.daemon_log()));
+    let message = events
+        .iter()
+        .find(|e| e["reason"] == "FailedCreatePodSandBox")
+        .and_then(|e| e["message"].as_str())
+        .unwrap()
+        .to_string();
+    assert!(message.contains("10.300.0.0/24"), "{message}");
+    assert!(
+        message.contains("bridge") || message.contains("host-local"),
+        "{message}"
+    );
+    assert_ne!(phase(&d.pod("bad").unwrap()), "Running");
 }

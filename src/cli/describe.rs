@@ -158,7 +158,11 @@ pub fn render_describe(pod: &Pod, events: &[Event], now: DateTime<Utc>) -> Strin
                 listed.join(", ")
             }
         };
-        let _ = writeln!(out, "    Port:         {}", join(&|p| Some(p.container_port)));
+        let _ = writeln!(
+            out,
+            "    Port:         {}",
+            join(&|p| Some(p.container_port))
+        );
         let _ = writeln!(out, "    Host Port:    {}", join(&|p| p.host_port));
         if let Some(cmd) = &c.command {
             let _ = writeln!(out, "    Command:      {}", cmd.join(" "));
