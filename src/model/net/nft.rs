@@ -61,14 +61,17 @@ pub fn render_ruleset(bridge: &str, cidrs: &[Cidr], pods: &[PodPorts]) -> String
     );
     let _ = writeln!(
         out,
-        "\t\tiifname \"{bridge}\" oifname \"{bridge}\" ct status dnat masquerade"
-    );
-    let _ = writeln!(
-        out,
         "\t\toifname \"{bridge}\" ip saddr 127.0.0.0/8 masquerade"
     );
     for cidr in cidrs {
         let family = if cidr.is_ipv4() { "ip" } else { "ip6" };
+        // Hairpin: a pod's packet DNATed back into the bridge. (The input interface
+        // is unknown in postrouting, so the pod source stands for "came from the
+        // bridge".)
+        let _ = writeln!(
+            out,
+            "\t\toifname \"{bridge}\" {family} saddr {cidr} ct status dnat masquerade"
+        );
         let _ = writeln!(
             out,
             "\t\t{family} saddr {cidr} {family} daddr != {cidr} masquerade"
@@ -167,7 +170,7 @@ mod tests {
             )
         );
         assert!(
-            text.contains("iifname \"podhost0\" oifname \"podhost0\" ct status dnat masquerade")
+            text.contains("oifname \"podhost0\" ip saddr 10.86.0.0/16 ct status dnat masquerade")
         );
         assert!(text.contains("oifname \"podhost0\" ip saddr 127.0.0.0/8 masquerade"));
         assert!(text.contains("ct state established,related accept"));
@@ -211,7 +214,7 @@ mod tests {
         assert!(dnats[1].trim_start().starts_with(
             "ip6 daddr fd00::9 meta l4proto sctp th dport 9000 dnat ip6 to [fd70:6f64:6800::2]:80"
         ));
-        assert!(text.contains("iifname \"br9\""));
+        assert!(text.contains("oifname \"br9\""));
     }
 
     #[test]

@@ -13,7 +13,8 @@ use futures::TryStreamExt;
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressHeaderFlags};
 use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, LinkMessage};
 use rtnetlink::{
-    Handle, LinkBridge, LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder,
+    Handle, LinkBridge, LinkBridgePort, LinkMessageBuilder, LinkUnspec, LinkVeth,
+    RouteMessageBuilder,
 };
 
 use super::BridgeError;
@@ -178,25 +179,36 @@ impl Netlink {
             .controller(bridge_index)
             .up()
             .build();
-        match self.handle.link().add(msg).execute().await {
-            Ok(()) => Ok(()),
-            Err(e) if errno(&e) == Some(libc::EEXIST) => {
-                let index =
-                    self.index_of(host_name)
-                        .await?
-                        .ok_or_else(|| BridgeError::Missing {
-                            what: format!("veth {host_name} that the kernel reported as existing"),
-                        })?;
-                let msg = LinkUnspec::new_with_index(index)
-                    .controller(bridge_index)
-                    .up()
-                    .build();
-                self.handle.link().set(msg).execute().await.map_err(|e| {
-                    BridgeError::netlink(format!("attach {host_name} to the bridge"), e)
-                })
-            }
-            Err(e) => Err(BridgeError::netlink(format!("create veth {host_name}"), e)),
+        let created = match self.handle.link().add(msg).execute().await {
+            Ok(()) => true,
+            Err(e) if errno(&e) == Some(libc::EEXIST) => false,
+            Err(e) => return Err(BridgeError::netlink(format!("create veth {host_name}"), e)),
+        };
+        let index = self
+            .index_of(host_name)
+            .await?
+            .ok_or_else(|| BridgeError::Missing {
+                what: format!("veth {host_name} right after creating it"),
+            })?;
+        if !created {
+            let msg = LinkUnspec::new_with_index(index)
+                .controller(bridge_index)
+                .up()
+                .build();
+            self.handle.link().set(msg).execute().await.map_err(|e| {
+                BridgeError::netlink(format!("attach {host_name} to the bridge"), e)
+            })?;
         }
+        // Hairpin mode: with br_netfilter loaded (Docker loads it), a pod's packet to
+        // its own hostPort is DNATed while still being bridged and must leave through
+        // the port it came in by, which a bridge port refuses otherwise.
+        let msg = LinkBridgePort::new(index).hairpin(true).build();
+        self.handle
+            .link()
+            .set_port(msg)
+            .execute()
+            .await
+            .map_err(|e| BridgeError::netlink(format!("set hairpin mode on {host_name}"), e))
     }
 
     /// Deletes link `name` (with a veth, its peer too); `false` when it was not there.
