@@ -377,3 +377,65 @@ fn without_nft_pods_still_get_addresses_and_host_ports_fail_naming_the_package()
         Ok(v4(&sa.ips).to_string())
     );
 }
+
+/// Not a test: the time of a setup and a teardown per pod, with and without a hostPort
+/// (`cargo test --test network_bridge -- --ignored --nocapture`). Prints medians.
+#[test]
+#[ignore]
+fn bench_setup_and_teardown_per_pod() {
+    require_root();
+    const PODS: usize = 40;
+    let host = NetNs::new("host");
+    let pods: Vec<NetNs> = (0..PODS).map(|_| NetNs::new("bench")).collect();
+    let reqs: Vec<PodNetRequest> = pods
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let ports = if i % 2 == 0 {
+                vec![]
+            } else {
+                vec![port(
+                    None,
+                    20000 + u16::try_from(i).unwrap(),
+                    80,
+                    Protocol::Tcp,
+                )]
+            };
+            request(&format!("bench-{i}"), p, ports)
+        })
+        .collect();
+    let (_keep, state_dir) = state();
+    let lines = host.block_on(move || async move {
+        let net = BridgeNetwork::new(config(&state_dir)).await.unwrap();
+        let (mut setup, mut teardown) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+        for (i, req) in reqs.iter().enumerate() {
+            let t = Instant::now();
+            net.setup(req).await.unwrap();
+            setup[i % 2].push(t.elapsed());
+        }
+        for (i, req) in reqs.iter().enumerate() {
+            let t = Instant::now();
+            net.teardown(&req.uid).await.unwrap();
+            teardown[i % 2].push(t.elapsed());
+        }
+        let median = |v: &mut Vec<std::time::Duration>| {
+            v.sort();
+            v[v.len() / 2]
+        };
+        ["without a hostPort", "with a hostPort"]
+            .iter()
+            .enumerate()
+            .map(|(k, what)| {
+                format!(
+                    "{what}: setup {:?}, teardown {:?} (median of {})",
+                    median(&mut setup[k]),
+                    median(&mut teardown[k]),
+                    PODS / 2
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    for line in lines {
+        println!("bridge network per pod, {line}");
+    }
+}

@@ -1,6 +1,6 @@
 //! The host-local IPAM's state, one file per allocated address in the layout of CNI's
 //! host-local plugin: `<state>/ipam/<network>-<prefix>/<ip>` holds the UID of the pod
-//! that has it (created with O_EXCL, fsynced with its directory), and
+//! that has it (created with O_EXCL; not fsynced, see `super::records` for why), and
 //! `last_reserved_ip` the last address handed out (a hint for round robin: losing it
 //! only restarts the round). The files are the truth; an in-memory index of them, made
 //! when the daemon starts, answers questions without reading the directory again.
@@ -128,7 +128,6 @@ impl IpamStore {
             let range = &mut self.ranges[p.range];
             let path = range.dir.join(p.ip.to_string());
             create_exclusive(&path, uid)?;
-            fsync_dir(&range.dir)?;
             range.held.insert(p.ip, uid.to_string());
             range.last = Some(p.ip);
             write_hint(&range.dir.join(LAST_RESERVED), &p.ip.to_string());
@@ -155,9 +154,6 @@ impl IpamStore {
                 }
                 range.held.remove(ip);
                 released.push(*ip);
-            }
-            if !mine.is_empty() {
-                fsync_dir(&range.dir)?;
             }
         }
         Ok(released)
@@ -187,14 +183,7 @@ fn create_exclusive(path: &Path, uid: &str) -> Result<(), BridgeError> {
         Err(e) => return Err(BridgeError::io("create the IPAM entry", path, e)),
     };
     f.write_all(uid.as_bytes())
-        .and_then(|_| f.sync_all())
         .map_err(|e| BridgeError::io("write the IPAM entry", path, e))
-}
-
-fn fsync_dir(dir: &Path) -> Result<(), BridgeError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| BridgeError::io("fsync", dir, e))
 }
 
 /// Replaces a hint file without fsync: a lost hint costs nothing but the round robin's
