@@ -3,7 +3,7 @@
 # Usage: scripts/install-deps.sh [extra apt packages...]
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-packages=(busybox-static libseccomp-dev pkg-config gcc libc6-dev docker-registry skopeo umoci openssl python3-grpcio mmdebstrap "$@")
+packages=(busybox-static libseccomp-dev pkg-config gcc libc6-dev docker-registry skopeo umoci openssl python3-grpcio mmdebstrap nftables iproute2 "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
