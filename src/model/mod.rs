@@ -11,6 +11,7 @@ pub mod grace;
 pub mod host_ports;
 pub mod image_ref;
 pub mod k8s_time;
+pub mod net;
 pub mod phase;
 pub mod podsync;
 pub mod probe;

@@ -1,0 +1,230 @@
+//! The text of podhost's nftables ruleset: one transaction that deletes and re-creates
+//! podhost's own table (`inet podhost`), so the ruleset is a pure function of the
+//! configuration and the live pods' host ports, and no other table is ever touched.
+//!
+//! - masquerade: traffic from the pod CIDRs to anything outside them (IPv4 and IPv6);
+//! - forward: accepted to and from the bridge (established/related first);
+//! - hostPorts: DNAT in prerouting (from other hosts) and output (from the host
+//!   itself) for packets to a local address, narrowed to `hostIP` when one is set;
+//!   `127.0.0.1` works because the bridge has route_localnet=1 and 127.0.0.0/8 sources
+//!   leaving through the bridge are masqueraded; a pod reaching a hostPort through a
+//!   host address (hairpin, also its own) is masqueraded so the reply comes back the
+//!   same way.
+
+use std::fmt::Write;
+use std::net::IpAddr;
+
+use super::Cidr;
+use crate::model::host_ports::HostPort;
+
+/// podhost's table, family `inet` (IPv4 and IPv6 in one).
+pub const TABLE: &str = "podhost";
+
+/// One pod's published ports and the addresses they lead to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodPorts {
+    /// The pod's UID (put in each rule's comment, so a rule names its pod).
+    pub uid: String,
+    pub ips: Vec<IpAddr>,
+    pub ports: Vec<HostPort>,
+}
+
+/// The transaction for `nft -f -`: podhost's table as `bridge`, `cidrs` and `pods`
+/// (in the given order) make it.
+pub fn render_ruleset(bridge: &str, cidrs: &[Cidr], pods: &[PodPorts]) -> String {
+    let mut out = String::new();
+    // Declaring the table first makes the delete succeed when it does not exist yet;
+    // both happen in the same atomic transaction as the new table.
+    let _ = writeln!(out, "table inet {TABLE}\ndelete table inet {TABLE}");
+    let _ = writeln!(out, "table inet {TABLE} {{");
+    out.push_str("\tchain hostports {\n");
+    for pod in pods {
+        for port in &pod.ports {
+            for rule in dnat_rules(pod, port) {
+                let _ = writeln!(out, "\t\t{rule}");
+            }
+        }
+    }
+    out.push_str("\t}\n");
+    let _ = writeln!(
+        out,
+        "\tchain prerouting {{\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n\t\tfib daddr type local jump hostports\n\t}}"
+    );
+    // nft 1.0.6 refuses the `dstnat` keyword in an output hook; -100 is its value.
+    let _ = writeln!(
+        out,
+        "\tchain output {{\n\t\ttype nat hook output priority -100; policy accept;\n\t\tfib daddr type local jump hostports\n\t}}"
+    );
+    let _ = writeln!(
+        out,
+        "\tchain postrouting {{\n\t\ttype nat hook postrouting priority srcnat; policy accept;"
+    );
+    let _ = writeln!(
+        out,
+        "\t\toifname \"{bridge}\" ip saddr 127.0.0.0/8 masquerade"
+    );
+    for cidr in cidrs {
+        let family = if cidr.is_ipv4() { "ip" } else { "ip6" };
+        // Hairpin: a pod's packet DNATed back into the bridge. (The input interface
+        // is unknown in postrouting, so the pod source stands for "came from the
+        // bridge".)
+        let _ = writeln!(
+            out,
+            "\t\toifname \"{bridge}\" {family} saddr {cidr} ct status dnat masquerade"
+        );
+        let _ = writeln!(
+            out,
+            "\t\t{family} saddr {cidr} {family} daddr != {cidr} masquerade"
+        );
+    }
+    out.push_str("\t}\n");
+    let _ = writeln!(
+        out,
+        "\tchain forward {{\n\t\ttype filter hook forward priority filter; policy accept;\n\t\tct state established,related accept\n\t\tiifname \"{bridge}\" accept\n\t\toifname \"{bridge}\" accept\n\t}}"
+    );
+    out.push_str("}\n");
+    out
+}
+
+/// The DNAT rules of one published port: for a `hostIP`, one rule to the pod's address
+/// of that family; for every address, one per family the pod has an address of.
+fn dnat_rules(pod: &PodPorts, port: &HostPort) -> Vec<String> {
+    let proto = port.protocol.lower();
+    let comment = comment_text(&pod.uid);
+    let target = |ip: &IpAddr| match ip {
+        IpAddr::V4(a) => format!("dnat ip to {a}:{}", port.container_port),
+        IpAddr::V6(a) => format!("dnat ip6 to [{a}]:{}", port.container_port),
+    };
+    let matches = |ip: &IpAddr| match (port.host_ip, ip) {
+        (Some(IpAddr::V4(h)), IpAddr::V4(_)) => Some(format!("ip daddr {h}")),
+        (Some(IpAddr::V6(h)), IpAddr::V6(_)) => Some(format!("ip6 daddr {h}")),
+        (Some(_), _) => None,
+        (None, IpAddr::V4(_)) => Some("meta nfproto ipv4".to_string()),
+        (None, IpAddr::V6(_)) => Some("meta nfproto ipv6".to_string()),
+    };
+    pod.ips
+        .iter()
+        .filter_map(|ip| {
+            let m = matches(ip)?;
+            Some(format!(
+                "{m} meta l4proto {proto} th dport {} {} comment \"{comment}\"",
+                port.host_port,
+                target(ip)
+            ))
+        })
+        .collect()
+}
+
+/// `pod <uid>` with anything but `[A-Za-z0-9._-]` dropped: a comment is quoted text and
+/// a UID comes from a manifest.
+fn comment_text(uid: &str) -> String {
+    let clean: String = uid
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        .collect();
+    format!("pod {clean}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::host_ports::Protocol;
+
+    fn cidrs() -> Vec<Cidr> {
+        vec![
+            "10.86.0.0/16".parse().unwrap(),
+            "fd70:6f64:6800::/64".parse().unwrap(),
+        ]
+    }
+
+    fn port(host_ip: Option<&str>, host_port: u16, protocol: Protocol) -> HostPort {
+        HostPort {
+            host_ip: host_ip.map(|i| i.parse().unwrap()),
+            host_port,
+            container_port: 80,
+            protocol,
+            container_index: 0,
+        }
+    }
+
+    fn pod(ports: Vec<HostPort>) -> PodPorts {
+        PodPorts {
+            uid: "u-1\"; drop".into(),
+            ips: vec![
+                "10.86.0.2".parse().unwrap(),
+                "fd70:6f64:6800::2".parse().unwrap(),
+            ],
+            ports,
+        }
+    }
+
+    #[test]
+    fn without_pods_the_table_masquerades_and_forwards_only() {
+        let text = render_ruleset("podhost0", &cidrs(), &[]);
+        assert!(text.starts_with("table inet podhost\ndelete table inet podhost\n"));
+        assert!(text.contains("\tchain hostports {\n\t}\n"), "{text}");
+        assert!(text.contains("ip saddr 10.86.0.0/16 ip daddr != 10.86.0.0/16 masquerade"));
+        assert!(
+            text.contains(
+                "ip6 saddr fd70:6f64:6800::/64 ip6 daddr != fd70:6f64:6800::/64 masquerade"
+            )
+        );
+        assert!(
+            text.contains("oifname \"podhost0\" ip saddr 10.86.0.0/16 ct status dnat masquerade")
+        );
+        assert!(text.contains("oifname \"podhost0\" ip saddr 127.0.0.0/8 masquerade"));
+        assert!(text.contains("ct state established,related accept"));
+        assert!(!text.contains("dnat ip"), "{text}");
+        // Only podhost's table is named.
+        for line in text.lines().filter(|l| l.contains("table")) {
+            assert!(
+                line.ends_with("inet podhost") || line.ends_with("inet podhost {"),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_port_on_every_address_is_published_for_each_family_of_the_pod() {
+        let text = render_ruleset(
+            "podhost0",
+            &cidrs(),
+            &[pod(vec![port(None, 8080, Protocol::Tcp)])],
+        );
+        assert!(text.contains(
+            "meta nfproto ipv4 meta l4proto tcp th dport 8080 dnat ip to 10.86.0.2:80 comment \"pod u-1drop\""
+        ), "{text}");
+        assert!(text.contains(
+            "meta nfproto ipv6 meta l4proto tcp th dport 8080 dnat ip6 to [fd70:6f64:6800::2]:80"
+        ), "{text}");
+    }
+
+    #[test]
+    fn a_host_ip_narrows_the_rule_to_that_address_and_its_family() {
+        let ports = vec![
+            port(Some("127.0.0.1"), 8443, Protocol::Udp),
+            port(Some("fd00::9"), 9000, Protocol::Sctp),
+        ];
+        let text = render_ruleset("br9", &cidrs(), &[pod(ports)]);
+        let dnats: Vec<&str> = text.lines().filter(|l| l.contains(" dnat ip")).collect();
+        assert_eq!(dnats.len(), 2, "{text}");
+        assert!(dnats[0].trim_start().starts_with(
+            "ip daddr 127.0.0.1 meta l4proto udp th dport 8443 dnat ip to 10.86.0.2:80"
+        ));
+        assert!(dnats[1].trim_start().starts_with(
+            "ip6 daddr fd00::9 meta l4proto sctp th dport 9000 dnat ip6 to [fd70:6f64:6800::2]:80"
+        ));
+        assert!(text.contains("oifname \"br9\""));
+    }
+
+    #[test]
+    fn the_ruleset_is_a_pure_function_of_its_inputs() {
+        let pods = [pod(vec![port(None, 1, Protocol::Tcp)])];
+        assert_eq!(
+            render_ruleset("podhost0", &cidrs(), &pods),
+            render_ruleset("podhost0", &cidrs(), &pods)
+        );
+        let v4_only = render_ruleset("podhost0", &cidrs()[..1], &[]);
+        assert!(!v4_only.contains("ip6 saddr"));
+    }
+}

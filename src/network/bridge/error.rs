@@ -1,0 +1,77 @@
+//! The bridge network's error: each names the pod, file, link or flag and what to do.
+
+use std::path::{Path, PathBuf};
+
+use crate::disk::DiskError;
+use crate::model::net::CidrError;
+
+/// Why the bridge network failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error("--pod-cidr {flag:?}: {source}")]
+    PodCidr { flag: String, source: CidrError },
+    #[error("--pod-cidr {flag:?} {problem}")]
+    PodCidrList { flag: String, problem: &'static str },
+    #[error(
+        "bridge name {name:?} is not a usable interface name (1 to 15 characters, no '/', ':', space or quote)"
+    )]
+    BridgeName { name: String },
+    #[error("pod UID {uid:?} cannot name a file (empty, or has '/' or a leading '.')")]
+    BadUid { uid: String },
+    #[error("could not {what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("pod network record: {0}")]
+    State(#[source] DiskError),
+    #[error("could not set sysctl {key}={value} (is /proc/sys writable for the daemon?): {source}")]
+    Sysctl {
+        key: String,
+        value: String,
+        source: std::io::Error,
+    },
+    #[error("could not open a netlink socket (podhost needs CAP_NET_ADMIN): {0}")]
+    NetlinkSocket(#[source] std::io::Error),
+    #[error("could not {what}: {source}")]
+    Netlink {
+        what: String,
+        source: rtnetlink::Error,
+    },
+    #[error("could not enter the pod's network namespace {}: {source}", path.display())]
+    EnterNetns { path: PathBuf, source: nix::Error },
+    #[error("missing: {what}")]
+    Missing { what: String },
+    #[error(
+        "pod CIDR {cidr} has no free address ({held} held): give a wider --pod-cidr or remove pods"
+    )]
+    IpamExhausted { cidr: String, held: usize },
+    #[error(
+        "IPAM entry {} is held by {holder:?}, not by this pod: another program writes podhost's state directory",
+        path.display()
+    )]
+    IpamConflict { path: PathBuf, holder: String },
+    #[error(
+        "nftables' `nft` tool ({program}) is not installed, so hostPorts cannot be published and pods' traffic is not masqueraded: apt-get install nftables"
+    )]
+    NftMissing { program: String },
+    #[error("{} failed to apply podhost's ruleset (table inet podhost): {message}", program.display())]
+    Nft { program: PathBuf, message: String },
+    #[error("a pod network task ended without finishing: {0}")]
+    Blocking(String),
+}
+
+impl BridgeError {
+    pub(super) fn io(what: &'static str, path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub(super) fn netlink(what: String, source: rtnetlink::Error) -> Self {
+        Self::Netlink { what, source }
+    }
+}

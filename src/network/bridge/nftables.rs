@@ -1,0 +1,103 @@
+//! Applies podhost's nftables ruleset (text from `model::net::nft`) with the `nft` tool,
+//! one atomic transaction per change fed on stdin (`nft -f -`).
+//!
+//! Why the tool rather than a netlink crate: the Rust nftables crates either drive
+//! this same `nft` binary through its JSON mode (`nftables`) or speak netlink at the
+//! level of raw expressions (`rustables`, `nftnl` bindings to libnftnl, a C library
+//! podhost would have to link), so a NAT table with fib, ct and per-family dnat would
+//! be hand-assembled bytecode with no check but the kernel's. The tool parses the same
+//! text an operator reads in `nft list table inet podhost`, applies a whole file as
+//! one transaction (the table is replaced atomically, never half-written), and is the
+//! Debian package every nftables host has. It runs only when the ruleset changes:
+//! at start, for pods with hostPorts, and in reconcile — never for a pod without one.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::io::AsyncWriteExt;
+
+use super::BridgeError;
+
+/// The `nft` program to run, found once at start.
+#[derive(Debug)]
+pub(super) struct Nft {
+    program: Result<PathBuf, String>,
+    /// Serializes transactions so that the last one applied is the newest rendering.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl Nft {
+    /// `program` as given when it holds a `/`, else looked up in PATH and in the sbin
+    /// directories (a daemon's PATH may lack them).
+    pub(super) fn find(program: &Path) -> Self {
+        let found = if program.components().count() > 1 {
+            program.is_file().then(|| program.to_path_buf())
+        } else {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            std::env::split_paths(&path)
+                .chain(["/usr/sbin", "/sbin", "/usr/bin"].map(PathBuf::from))
+                .map(|dir| dir.join(program))
+                .find(|p| p.is_file())
+        };
+        Self {
+            program: found.ok_or_else(|| program.display().to_string()),
+            lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Why nftables cannot be used, if it cannot.
+    pub(super) fn unavailable(&self) -> Option<BridgeError> {
+        self.program
+            .as_ref()
+            .err()
+            .map(|program| BridgeError::NftMissing {
+                program: program.clone(),
+            })
+    }
+
+    /// Applies the transaction `render()` returns, rendered under the lock so that
+    /// concurrent changes are applied in order and the last one wins.
+    pub(super) async fn apply(&self, render: impl FnOnce() -> String) -> Result<(), BridgeError> {
+        let program = match &self.program {
+            Ok(p) => p.clone(),
+            Err(program) => {
+                return Err(BridgeError::NftMissing {
+                    program: program.clone(),
+                });
+            }
+        };
+        let _guard = self.lock.lock().await;
+        let text = render();
+        let failed = |message: String| BridgeError::Nft {
+            program: program.clone(),
+            message,
+        };
+        let mut child = tokio::process::Command::new(&program)
+            .args(["-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| failed(format!("could not start it: {e}")))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(text.as_bytes())
+                .await
+                .map_err(|e| failed(format!("could not write the ruleset to it: {e}")))?;
+        }
+        let out = child
+            .wait_with_output()
+            .await
+            .map_err(|e| failed(format!("could not wait for it: {e}")))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(failed(format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )))
+        }
+    }
+}
