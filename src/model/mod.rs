@@ -4,6 +4,7 @@ pub mod backoff;
 pub mod cgroup_math;
 pub mod command;
 pub mod convert;
+pub mod dns;
 pub mod downward;
 pub mod env;
 pub mod grace;
