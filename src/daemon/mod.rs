@@ -62,6 +62,8 @@ pub struct DaemonConfig {
     pub sysctls: crate::model::sysctl::SysctlAllowlist,
     /// Container log rotation (`--container-log-max-size`, `--container-log-max-files`).
     pub log_rotation: crate::logs::RotationPolicy,
+    /// The pods' DNS (`--cluster-dns`, `--cluster-domain`, `--resolv-conf`).
+    pub dns: crate::model::dns::DnsSettings,
 }
 
 /// Daemon start-up failures.
@@ -200,6 +202,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         config_objects: config_objects.clone(),
         host_ips: host::host_ips(),
         node_capacity: host::node_capacity(&cfg.root_dir),
+        dns: crate::worker::dns_files::NodeDns::new(cfg.dns.clone()),
     });
     let mut essential = supervise::EssentialTasks::default();
     essential.watch("config dir watcher", config_watcher);

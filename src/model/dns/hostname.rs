@@ -92,7 +92,15 @@ mod tests {
         let long = "a".repeat(62) + "-b";
         let dotted = "x".repeat(62) + ".y";
         // (pod name, spec.hostname, subdomain, cluster domain) → (hostname, domain)
-        let table: &[(&str, Option<&str>, Option<&str>, &str, &str, Option<&str>)] = &[
+        type Row<'a> = (
+            &'a str,
+            Option<&'a str>,
+            Option<&'a str>,
+            &'a str,
+            &'a str,
+            Option<&'a str>,
+        );
+        let table: &[Row] = &[
             ("web", None, None, "", "web", None),
             ("web", Some("h"), None, "cluster.local", "h", None),
             ("web", Some(""), None, "", "web", None),
