@@ -107,25 +107,39 @@ fn resolv_conf_per_dns_policy_with_cluster_dns() {
         "search default.svc.cluster.local svc.cluster.local cluster.local corp.example extra.example\nnameserver 10.96.0.10\noptions ndots:1 rotate\n"
     );
 
-    // None: dnsConfig alone; four nameservers are one too many, and an event says so.
+    // None: dnsConfig alone.
     let none = run_pod(
         &d,
         "none",
         json!({"dnsPolicy": "None", "dnsConfig": {
-            "nameservers": ["203.0.113.1", "203.0.113.2", "203.0.113.1", "203.0.113.3", "203.0.113.4"],
+            "nameservers": ["203.0.113.1", "203.0.113.2"],
             "searches": ["a.example"],
             "options": [{"name": "edns0"}],
         }}),
-        main,
+        main.clone(),
     );
     assert_eq!(
         exec(&d, &none, "main", &["cat", "/etc/resolv.conf"]),
-        "search a.example\nnameserver 203.0.113.1\nnameserver 203.0.113.2\nnameserver 203.0.113.3\noptions edns0\n"
+        "search a.example\nnameserver 203.0.113.1\nnameserver 203.0.113.2\noptions edns0\n"
+    );
+    assert!(events_with_reason(&d.pod_events("none"), "DNSConfigForming").is_empty());
+
+    // Default + dnsConfig: the host's two nameservers and two more are one too many;
+    // the fourth is dropped and an event names it.
+    let many = run_pod(
+        &d,
+        "many",
+        json!({"dnsPolicy": "Default", "dnsConfig": {"nameservers": ["203.0.113.1", "192.0.2.53", "203.0.113.2"]}}),
+        main,
     );
     assert_eq!(
-        events_with_reason(&d.pod_events("none"), "DNSConfigForming"),
+        exec(&d, &many, "main", &["cat", "/etc/resolv.conf"]),
+        "search corp.example\nnameserver 192.0.2.53\nnameserver 192.0.2.54\nnameserver 203.0.113.1\noptions ndots:2 edns0\n"
+    );
+    assert_eq!(
+        events_with_reason(&d.pod_events("many"), "DNSConfigForming"),
         [
-            "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 203.0.113.1 203.0.113.2 203.0.113.3 (omitted: 203.0.113.4)"
+            "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: 192.0.2.53 192.0.2.54 203.0.113.1 (omitted: 203.0.113.2)"
         ]
     );
     assert!(events_with_reason(&d.node_events(), "MissingClusterDNS").is_empty());
