@@ -122,14 +122,17 @@ impl PodInfo {
     }
 
     /// The hostname of the pod's UTS namespace: its hostname, or its FQDN with
-    /// `setHostnameAsFQDN` (at most 64 characters, else the kubelet's error).
+    /// `setHostnameAsFQDN` (at most 64 characters, else the kubelet's error). A
+    /// hostNetwork pod keeps the host's UTS namespace, so the FQDN rule does not apply
+    /// (nor does the kubelet check it there).
     pub fn hostname(&self, dns: &DnsSettings) -> Result<String, DnsError> {
-        let as_fqdn = self
-            .pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.set_hostname_as_fqdn)
-            .unwrap_or(false);
+        let as_fqdn = !self.host_network
+            && self
+                .pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.set_hostname_as_fqdn)
+                .unwrap_or(false);
         crate::model::dns::kernel_hostname(&self.host_name(dns)?, as_fqdn)
     }
 
