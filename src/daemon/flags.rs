@@ -141,6 +141,18 @@ pub struct DaemonFlags {
     /// Where CNI plugins are looked for, in order; repeatable or comma-separated.
     #[arg(long, value_delimiter = ',', default_values = ["/opt/cni/bin", "/usr/lib/cni"])]
     pub cni_bin_dir: Vec<PathBuf>,
+    /// The cluster's DNS server IPs, comma-separated (the kubelet's clusterDNS):
+    /// ClusterFirst pods' nameservers. Without it, ClusterFirst falls back to Default.
+    #[arg(long, value_delimiter = ',')]
+    pub cluster_dns: Vec<std::net::IpAddr>,
+    /// The cluster's domain (the kubelet's clusterDomain, e.g. cluster.local): the
+    /// search domains of ClusterFirst pods and the domain of pods with a subdomain.
+    #[arg(long, default_value = "")]
+    pub cluster_domain: String,
+    /// The host's resolver configuration that Default (and standalone ClusterFirst)
+    /// pods get; "" for none (the pods get the node's loopback as nameserver).
+    #[arg(long, default_value = crate::model::dns::DEFAULT_RESOLV_CONF)]
+    pub resolv_conf: String,
 }
 
 fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
@@ -208,6 +220,12 @@ impl DaemonFlags {
                 cni_conf_dir: self.cni_conf_dir,
                 cni_bin_dirs: self.cni_bin_dir,
             },
+            dns: crate::model::dns::DnsSettings {
+                cluster_dns: self.cluster_dns,
+                cluster_domain: self.cluster_domain.trim_end_matches('.').to_string(),
+                resolv_conf: (!self.resolv_conf.is_empty())
+                    .then(|| PathBuf::from(self.resolv_conf)),
+            },
         })
     }
 }
@@ -252,6 +270,33 @@ mod tests {
             cfg.network.cni_bin_dirs,
             [PathBuf::from("/opt/cni/bin"), PathBuf::from("/usr/lib/cni")]
         );
+        assert_eq!(cfg.dns, crate::model::dns::DnsSettings::default());
+        assert_eq!(
+            cfg.dns.resolv_conf.as_deref(),
+            Some(std::path::Path::new("/etc/resolv.conf"))
+        );
+    }
+
+    #[test]
+    fn dns_flags_map_to_the_settings() {
+        let cfg = config(&[
+            "--cluster-dns=10.96.0.10,fd00::10",
+            "--cluster-domain=cluster.local.",
+            "--resolv-conf=",
+        ])
+        .unwrap();
+        assert_eq!(
+            cfg.dns.cluster_dns,
+            [
+                "10.96.0.10".parse::<std::net::IpAddr>().unwrap(),
+                "fd00::10".parse().unwrap()
+            ]
+        );
+        assert_eq!(cfg.dns.cluster_domain, "cluster.local");
+        assert_eq!(cfg.dns.resolv_conf, None);
+        let argv = ["podhost", "--node-name", "n", "--cluster-dns", "10.0.0.300"];
+        let err = Wrapper::try_parse_from(argv).err().unwrap().to_string();
+        assert!(err.contains("--cluster-dns"), "{err}");
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub struct DaemonConfig {
     pub log_rotation: crate::logs::RotationPolicy,
     /// How pods get their network.
     pub network: crate::network::NetworkSettings,
+    /// The pods' DNS (`--cluster-dns`, `--cluster-domain`, `--resolv-conf`).
+    pub dns: crate::model::dns::DnsSettings,
 }
 
 /// Daemon start-up failures.
@@ -209,10 +211,24 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         node_capacity: host::node_capacity(&cfg.root_dir),
         network: network.clone(),
         host_ports: crate::worker::host_ports::HostPortRegistry::default(),
+        dns: crate::worker::dns_files::NodeDns::new(cfg.dns.clone()),
     });
     // The pod network starts now (and releases what a killed daemon left); if it
     // cannot, pods that need it retry, as the kubelet's "network not ready".
-    if let Err(e) = network.backend().await {
+    let started = network.backend().await;
+    if let Ok(crate::network::PodNetwork::Bridge(bridge)) = &started
+        && let Some(problem) = bridge.nft_problem()
+    {
+        store.node_event(
+            crate::status::EventKind::Warning,
+            "NftablesUnavailable",
+            format!(
+                "{problem}; pods get addresses and reach each other, but hostPorts cannot \
+                 be published and traffic leaving the host is not masqueraded"
+            ),
+        );
+    }
+    if let Err(e) = started {
         store.node_event(
             crate::status::EventKind::Warning,
             "NetworkNotReady",

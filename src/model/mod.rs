@@ -5,6 +5,7 @@ pub mod cgroup_math;
 pub mod cni;
 pub mod command;
 pub mod convert;
+pub mod dns;
 pub mod downward;
 pub mod env;
 pub mod grace;

@@ -31,6 +31,10 @@ pub struct ContainerSpecInput {
     pub writable_files: Vec<(PathBuf, String)>,
     /// The container's volumes (volume::container_mounts), bind-mounted in this order.
     pub volume_mounts: Vec<VolumeBind>,
+    /// The pod's /etc/hosts, /etc/resolv.conf and /etc/hostname: (host path, container
+    /// path), bound after the volumes (so above a volume at /etc, as containerd orders
+    /// them), read-only with a read-only root filesystem, else writable (containerd's).
+    pub pod_files: Vec<(PathBuf, String)>,
     /// The podhost binary, run as the createContainer hook that sets the volumes'
     /// propagation (`runtime::mount_propagation`) when one needs it.
     pub hook_exe: Option<PathBuf>,
@@ -317,6 +321,23 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         );
     }
 
+    let pod_files_mode = if conf.read_only_root { "ro" } else { "rw" };
+    for (host, dest) in &input.pod_files {
+        mounts.push(
+            MountBuilder::default()
+                .destination(PathBuf::from(dest))
+                .typ("bind")
+                .source(host.clone())
+                .options(
+                    ["rbind", pod_files_mode, "nosuid", "nodev"]
+                        .map(String::from)
+                        .to_vec(),
+                )
+                .build()
+                .map_err(|e| spec_err(input, e))?,
+        );
+    }
+
     let root = RootBuilder::default()
         .path(input.rootfs.clone())
         .readonly(conf.read_only_root)
@@ -486,6 +507,7 @@ mod tests {
             bind_files: vec![("/p/hosts".into(), "/etc/hosts".into())],
             writable_files: Vec::new(),
             volume_mounts: Vec::new(),
+            pod_files: Vec::new(),
             hook_exe: None,
             rlimits: vec![(PosixRlimitType::RlimitNofile, 1024, 1024)],
             resources: None,
@@ -647,6 +669,44 @@ mod tests {
                 .rootfs_propagation()
                 .as_deref(),
             Some("shared")
+        );
+    }
+
+    #[test]
+    fn pod_files_follow_the_volumes_and_the_root_filesystems_mode() {
+        let mut i = input(false);
+        i.bind_files = Vec::new();
+        i.volume_mounts = vec![VolumeBind {
+            source: "/v/etc".into(),
+            host_path: false,
+            destination: "/etc".into(),
+            read_only: false,
+            propagation: BindPropagation::Private,
+        }];
+        i.pod_files = vec![
+            ("/p/etc-hosts".into(), "/etc/hosts".into()),
+            ("/p/resolv.conf".into(), "/etc/resolv.conf".into()),
+        ];
+        let spec = build_spec(&i).unwrap();
+        let dests: Vec<&Path> = spec
+            .mounts()
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|m| m.destination().as_path())
+            .collect();
+        let at = |d: &str| dests.iter().position(|x| *x == Path::new(d)).unwrap();
+        // Above a volume at /etc, as containerd orders mounts.
+        assert!(at("/etc") < at("/etc/hosts") && at("/etc/hosts") < at("/etc/resolv.conf"));
+        assert_eq!(
+            mount_options(&spec, "/etc/hosts"),
+            vec!["rbind", "rw", "nosuid", "nodev"]
+        );
+        i.confinement.read_only_root = true;
+        let spec = build_spec(&i).unwrap();
+        assert_eq!(
+            mount_options(&spec, "/etc/resolv.conf"),
+            vec!["rbind", "ro", "nosuid", "nodev"]
         );
     }
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::disk::Layout;
 use crate::image::ImageStore;
 use crate::model::backoff::BackoffPolicy;
+use crate::model::dns::{DnsError, DnsSettings, PodHostname};
 use crate::model::grace::pod_grace;
 use crate::model::qos::{QosClass, pod_resources, qos_class};
 use crate::model::restart::RestartPolicy;
@@ -58,6 +59,8 @@ pub struct Ctx {
     pub network: Arc<crate::network::NodeNetwork>,
     /// The host ports admitted pods publish.
     pub host_ports: super::host_ports::HostPortRegistry,
+    /// `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: the pods' DNS files.
+    pub dns: super::dns_files::NodeDns,
 }
 
 /// The immutable facts of one pod that its worker needs.
@@ -109,13 +112,32 @@ impl PodInfo {
         }
     }
 
-    /// The pod's hostname: its name, cut to the 63 characters a hostname may have.
-    pub fn hostname(&self) -> String {
-        let mut h: String = self.name.chars().take(63).collect();
-        while h.ends_with(['-', '.']) {
-            h.pop();
-        }
-        h
+    /// The pod's hostname and domain: `spec.hostname` or its name (cut to 63
+    /// characters), `<subdomain>.<namespace>.svc.<cluster domain>`.
+    pub fn host_name(&self, dns: &DnsSettings) -> Result<PodHostname, DnsError> {
+        let spec = self.pod.spec.as_ref();
+        crate::model::dns::pod_hostname(
+            &self.name,
+            spec.and_then(|s| s.hostname.as_deref()),
+            spec.and_then(|s| s.subdomain.as_deref()),
+            &self.namespace,
+            &dns.cluster_domain,
+        )
+    }
+
+    /// The hostname of the pod's UTS namespace: its hostname, or its FQDN with
+    /// `setHostnameAsFQDN` (at most 64 characters, else the kubelet's error). A
+    /// hostNetwork pod keeps the host's UTS namespace, so the FQDN rule does not apply
+    /// (nor does the kubelet check it there).
+    pub fn hostname(&self, dns: &DnsSettings) -> Result<String, DnsError> {
+        let as_fqdn = !self.host_network
+            && self
+                .pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.set_hostname_as_fqdn)
+                .unwrap_or(false);
+        crate::model::dns::kernel_hostname(&self.host_name(dns)?, as_fqdn)
     }
 
     /// The namespaces the pod's sandbox holds.

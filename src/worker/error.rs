@@ -45,6 +45,30 @@ pub enum WorkerError {
         #[source]
         source: crate::volume::VolumeError,
     },
+    /// The pod's hostname cannot be made (setHostnameAsFQDN with too long an FQDN).
+    #[error("pod {pod}: {source}")]
+    Dns {
+        pod: String,
+        #[source]
+        source: crate::model::dns::DnsError,
+    },
+    /// A host file the pod's /etc/hosts or /etc/resolv.conf is made from is unreadable.
+    #[error("cannot read the host's {what} {path} for pod {pod}: {source}; {hint}")]
+    HostFile {
+        pod: String,
+        path: std::path::PathBuf,
+        what: &'static str,
+        hint: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The pod's /etc/hosts, /etc/resolv.conf or /etc/hostname could not be written.
+    #[error("cannot write the DNS files of pod {pod}: {source}")]
+    DnsFiles {
+        pod: String,
+        #[source]
+        source: crate::disk::DiskError,
+    },
     /// The sandbox helper could not be spawned.
     #[error("cannot run the sandbox helper for pod {pod}: {source}")]
     SandboxSpawn {

@@ -9,6 +9,7 @@
 mod adopt;
 mod content;
 mod context;
+pub mod dns_files;
 pub mod ephemeral;
 mod error;
 mod exit;

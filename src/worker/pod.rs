@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::context::{Ctx, PodInfo};
+use super::dns_files::write_pod_dns_files;
 use super::error::WorkerError;
-use super::prepare::write_pod_files;
 use super::sync_loop::run_containers;
 use crate::model::qos::pod_resources;
 use crate::model::resources::pod_cgroup_config;
@@ -234,7 +234,7 @@ async fn ensure_sandbox(
         if term.borrow().is_some() {
             return false;
         }
-        let result = match write_pod_files(ctx, pod).and_then(|_| setup_pod_cgroup(ctx, pod)) {
+        let result = match setup_pod_cgroup(ctx, pod) {
             Err(e) => Err(e.to_string()),
             Ok(()) if SandboxPaths::new(&ns_dir, pod.sandbox_shape()).exists() => Ok(()),
             Ok(()) => create_sandbox(ctx, pod).await.map_err(|e| e.to_string()),
@@ -244,7 +244,10 @@ async fn ensure_sandbox(
             failed => failed,
         };
         let result = match result {
-            Ok(()) => setup_network(ctx, pod).await.map(|_| ()),
+            Ok(()) => match setup_network(ctx, pod).await {
+                Ok(ips) => dns_files(ctx, pod, write_pod_dns_files(ctx, pod, &ips)),
+                Err(e) => Err(e),
+            },
             failed => failed,
         };
         match result {
@@ -348,6 +351,24 @@ async fn teardown_network(ctx: &Ctx, pod: &PodInfo) {
     }
 }
 
+/// The DNS files' outcome: their warnings become the pod's `DNSConfigForming` events.
+fn dns_files(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    written: Result<Vec<String>, WorkerError>,
+) -> Result<(), String> {
+    for warning in written.map_err(|e| e.to_string())? {
+        ctx.store.pod_event(
+            &pod.uid,
+            EventKind::Warning,
+            "DNSConfigForming",
+            &format!("pod/{}", pod.name),
+            warning,
+        );
+    }
+    Ok(())
+}
+
 /// The pod's emptyDir and content volumes (idempotent: also after a daemon restart).
 /// A spec error in its volumes is left to each container's start, where it is that
 /// container's CreateContainerConfigError.
@@ -421,7 +442,13 @@ async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
         .arg("--ns-dir")
         .arg(ctx.layout.pod_ns_dir(&pod.uid))
         .arg("--hostname")
-        .arg(pod.hostname());
+        .arg(
+            pod.hostname(&ctx.dns.settings)
+                .map_err(|source| WorkerError::Dns {
+                    pod: pod.name.clone(),
+                    source,
+                })?,
+        );
     if pod.host_network {
         cmd.arg("--host-network");
     }

@@ -28,27 +28,6 @@ pub struct Prepared {
     pub stop_signal: Signal,
 }
 
-/// Files of the pod shared by its containers.
-pub fn pod_hosts_file(ctx: &Ctx, pod: &PodInfo) -> PathBuf {
-    ctx.layout.pod_dir(&pod.uid).join("etc-hosts")
-}
-
-/// Writes the pod's /etc/hosts (as the kubelet manages it for a pod without a pod IP).
-pub fn write_pod_files(ctx: &Ctx, pod: &PodInfo) -> Result<(), RuntimeError> {
-    let hosts = if pod.host_network {
-        std::fs::read_to_string("/etc/hosts").unwrap_or_default()
-    } else {
-        format!(
-            "# Kubernetes-managed hosts file (podhost).\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t{}\n",
-            pod.hostname()
-        )
-    };
-    Ok(crate::disk::write_atomic(
-        &pod_hosts_file(ctx, pod),
-        hosts.as_bytes(),
-    )?)
-}
-
 /// The pod's namespaces; an ephemeral container with a target joins the target's pid
 /// namespace, as `kubectl debug --target` does.
 fn sandbox_paths(ctx: &Ctx, pod: &PodInfo, target_pid: Option<i32>) -> SandboxPaths {
@@ -222,10 +201,14 @@ pub fn prepare_attempt(
         .filter(|w| !w.is_empty())
         .or_else(|| img.working_dir().clone().filter(|w| !w.is_empty()))
         .unwrap_or_else(|| "/".into());
-    let mut bind_files = vec![(pod_hosts_file(ctx, pod), "/etc/hosts".to_string())];
-    if Path::new("/etc/resolv.conf").exists() {
-        bind_files.push(("/etc/resolv.conf".into(), "/etc/resolv.conf".into()));
-    }
+    let hostname = if pod.host_network {
+        None
+    } else {
+        Some(
+            pod.hostname(&ctx.dns.settings)
+                .map_err(|e| spec_err(e.to_string()))?,
+        )
+    };
     let writable_files = termination_log(&bundle, c)?;
     let rootfs = bundle.join("rootfs");
     super::content::fill_for_container(ctx, pod, c)
@@ -245,12 +228,13 @@ pub fn prepare_attempt(
         args: argv,
         env: env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         cwd,
-        hostname: (!pod.host_network).then(|| pod.hostname()),
+        hostname,
         sandbox: sandbox_paths(ctx, pod, target_pid),
         rootfs: rootfs.clone(),
         cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
-        bind_files,
+        bind_files: Vec::new(),
         writable_files,
+        pod_files: super::dns_files::container_dns_binds(ctx, pod, c),
         volume_mounts,
         hook_exe: Some(ctx.exe.clone()),
         rlimits: settings.rlimits,
