@@ -457,38 +457,25 @@ fn start_cni_daemon(
     conflist: impl Fn(&Path) -> Value,
 ) -> (TestDaemon, common::netns::Outside, PathBuf) {
     require_root();
-    let probe = tempfile::tempdir().unwrap();
-    let conf_dir = probe.path().join("net.d");
-    let ipam = probe.path().join("ipam");
+    let mut d = TestDaemon::prepare_with(&["--pod-network=cni"]);
+    let conf_dir = d.dir.path().join("cni/net.d");
+    let ipam = d.dir.path().join("cni/ipam");
     std::fs::create_dir_all(&conf_dir).unwrap();
     std::fs::write(
         conf_dir.join("10-test.conflist"),
         serde_json::to_string_pretty(&conflist(&ipam)).unwrap(),
     )
     .unwrap();
-    let conf = conf_dir.to_str().unwrap().to_string();
-    let mut d = TestDaemon::prepare_with(&[
-        "--pod-network=cni",
-        "--cni-conf-dir",
-        &conf,
-        "--cni-bin-dir",
-        common_cni::DEBIAN_CNI_BIN,
+    d.extra_args.extend([
+        "--cni-conf-dir".to_string(),
+        conf_dir.display().to_string(),
+        "--cni-bin-dir".to_string(),
+        common_cni::DEBIAN_CNI_BIN.to_string(),
     ]);
     let outside = d.netns.as_ref().unwrap().add_outside();
     d.spawn_daemon();
     d.load(netcheck_layout());
-    // The conf dir lives as long as the daemon's dir.
-    let kept = d.dir.path().join("cni");
-    std::fs::rename(probe.path(), &kept).unwrap_or_else(|_| {
-        // Another filesystem: copy the one file over.
-        std::fs::create_dir_all(kept.join("net.d")).unwrap();
-        std::fs::copy(
-            conf_dir.join("10-test.conflist"),
-            kept.join("net.d/10-test.conflist"),
-        )
-        .unwrap();
-    });
-    (d, outside, kept.join("ipam"))
+    (d, outside, ipam)
 }
 
 #[test]
