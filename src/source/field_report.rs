@@ -137,13 +137,13 @@ mod tests {
             .collect();
         assert!(paths.contains(&("spec.containers[0].image".into(), "honoured")));
         assert!(paths.contains(&("metadata.labels".into(), "honoured")));
-        let ports = json!({"spec": {"containers": [{"ports": [{"containerPort": 80}]}]}});
-        let r = field_report(&ports);
-        assert_eq!(r[0].path, "spec.containers[0].ports");
+        let links = json!({"spec": {"enableServiceLinks": true}});
+        let r = field_report(&links);
+        assert_eq!(r[0].path, "spec.enableServiceLinks");
         assert_eq!(r[0].status.as_str(), "ignored");
-        assert!(r[0].status.reason().starts_with("informational"));
+        assert!(r[0].status.reason().contains("no services"));
         assert_eq!(
-            unhonoured_fields(&ports),
+            unhonoured_fields(&links),
             Vec::<String>::new(),
             "no warning"
         );
@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn false_and_zero_still_warn() {
         let v = json!({"spec": {
-            "setHostnameAsFQDN": false,
+            "automountServiceAccountToken": false,
             "containers": [{"resources": {"limits": {"ephemeral-storage": 0}}}]
         }});
         assert_eq!(unhonoured_fields(&v).len(), 2);

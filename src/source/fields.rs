@@ -123,12 +123,10 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
         "spec.containers[*].securityContext.seccompProfile",
         Honoured,
     ),
-    (
-        "spec.containers[*].ports",
-        Informational(
-            "informational: podhost publishes no ports (with hostNetwork the container listens on the host's)",
-        ),
-    ),
+    // hostPort/hostIP/protocol published by the pod network (the bridge's DNAT or CNI's
+    // portMappings) and admitted as the kubelet's NodePorts predicate; named ports are
+    // what probes and hooks refer to.
+    ("spec.containers[*].ports", Honoured),
     (
         "spec.containers[*].stdin",
         Ignored("podhost attaches no terminal; the container's stdin is /dev/null"),
@@ -173,10 +171,13 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ("spec.securityContext.seccompProfile", Honoured),
     ("spec.nodeName", Honoured),
     ("spec.tolerations", Honoured),
-    (
-        "spec.dnsPolicy",
-        Informational("podhost has no cluster DNS; containers use the host's resolv.conf"),
-    ),
+    // /etc/resolv.conf, /etc/hosts and the hostname, as the kubelet writes them.
+    ("spec.dnsPolicy", Honoured),
+    ("spec.dnsConfig", Honoured),
+    ("spec.hostAliases", Honoured),
+    ("spec.hostname", Honoured),
+    ("spec.subdomain", Honoured),
+    ("spec.setHostnameAsFQDN", Honoured),
     ("spec.schedulerName", Honoured),
     ("spec.priority", Honoured),
     // system-node-critical sets the oom_score_adj of a Guaranteed pod.
@@ -293,8 +294,9 @@ mod tests {
         assert_eq!(decide("spec.initContainers[*].imagePull"), Unlisted);
         assert_eq!(decide("metadata.labels"), Whole(Honoured));
         assert_eq!(decide("metadata.generateName"), Unlisted);
+        assert_eq!(decide("spec.containers[*].ports"), Whole(Honoured));
         assert!(matches!(
-            decide("spec.containers[*].ports"),
+            decide("spec.enableServiceLinks"),
             Whole(Informational(_))
         ));
         assert!(matches!(decide("spec.nodeSelector"), Whole(Ignored(_))));

@@ -324,18 +324,18 @@ fn warnings_for_unhonoured_fields() {
             "    ports: [{containerPort: 80}]\n",
             "    ports: [{containerPort: 80}]\n    livenessProbe: {httpGet: {port: 80}}\n    resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]\n    env:\n    - {name: A, value: a}\n    - name: B\n      valueFrom: {fieldRef: {fieldPath: metadata.name}}\n",
         )
-        .replace("spec:\n", "spec:\n  hostAliases: [{ip: 10.0.0.1, hostnames: [db]}]\n");
+        .replace("spec:\n", "spec:\n  readinessGates: [{conditionType: example.com/ready}]\n");
     let (_d, r) = load_str(&y);
     let sp = r.unwrap();
     assert_eq!(
         sp.warnings,
         vec![
             "spec.containers[0].resizePolicy is not honoured yet and is ignored",
-            "spec.hostAliases is not honoured yet and is ignored",
+            "spec.readinessGates is not honoured yet and is ignored",
         ]
     );
     // Warned fields are still kept in the pod (for status and future use).
-    assert!(sp.pod.spec.unwrap().host_aliases.is_some());
+    assert!(sp.pod.spec.unwrap().readiness_gates.is_some());
 }
 
 #[test]

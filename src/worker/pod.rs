@@ -292,6 +292,20 @@ async fn setup_network(ctx: &Ctx, pod: &PodInfo) -> Result<Vec<std::net::IpAddr>
             netns: ctx.layout.pod_ns_dir(&pod.uid).join("net"),
             host_ports: crate::model::host_ports::host_ports(&pod.pod),
         };
+        if matches!(backend, crate::network::PodNetwork::None) && !request.host_ports.is_empty() {
+            let ports: Vec<String> = request.host_ports.iter().map(|p| p.describe()).collect();
+            ctx.store.pod_event(
+                &pod.uid,
+                EventKind::Warning,
+                "HostPortsNotPublished",
+                &format!("pod/{}", pod.name),
+                format!(
+                    "--pod-network none: the pod has no network of its own, so its hostPorts \
+                     ({}) are not published; use the bridge or CNI, or hostNetwork",
+                    ports.join(", ")
+                ),
+            );
+        }
         backend
             .setup(&request)
             .await
