@@ -53,15 +53,14 @@ fn first_line_time(
 ) -> chrono::DateTime<chrono::Utc> {
     let uid = pod["metadata"]["uid"].as_str().unwrap();
     let name = pod["metadata"]["name"].as_str().unwrap();
-    let lines = log_lines(
-        &d.logs
-            .join(format!("default_{name}_{uid}/{container}/0.log")),
-    );
-    lines
-        .iter()
-        .find(|l| l.2 == msg)
-        .unwrap_or_else(|| panic!("no {msg:?} in {container}'s log: {lines:?}"))
-        .0
+    let path = d
+        .logs
+        .join(format!("default_{name}_{uid}/{container}/0.log"));
+    // A container shown Running may not have had its first line logged yet.
+    wait_until(std::time::Duration::from_secs(10), "the log line", || {
+        log_lines(&path).iter().find(|l| l.2 == msg).map(|l| l.0)
+    })
+    .unwrap_or_else(|| panic!("no {msg:?} in {container}'s log: {:?}", log_lines(&path)))
 }
 
 #[test]
