@@ -1,0 +1,156 @@
+//! `POST /pods/NAME/portforward?port=N[&uid=UID]` (`podhost port-forward`): one TCP
+//! connection into a pod per request. The daemon connects first, so that a refused
+//! port is an ordinary error answer naming the pod, the port and the reason; only then
+//! is the request answered with `101 Switching Protocols`, and from there the bytes of
+//! the unix-socket connection and of the pod's TCP connection are spliced both ways,
+//! each direction's end (a half-close) passed on to the other side.
+
+use std::collections::HashMap;
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+
+use super::server::{ApiState, Body, error, respond};
+use crate::status::PodRecord;
+
+/// The `Upgrade:` protocol of a port-forward request: raw TCP bytes after the answer.
+pub const PORT_FORWARD_UPGRADE: &str = "tcp";
+
+/// Handles one port-forward request for the pod named `name`.
+pub async fn port_forward(
+    state: &ApiState,
+    name: &str,
+    query: &HashMap<String, String>,
+    mut req: Request<Incoming>,
+) -> Response<Body> {
+    let Some(rec) = state.store.find_by_name(name) else {
+        return error(404, format!("pod \"{name}\" not found"));
+    };
+    if let Err((code, message)) = check_request(&rec, query, &req) {
+        return error(code, message);
+    }
+    let port = match parse_port(query.get("port")) {
+        Ok(p) => p,
+        Err(message) => return error(400, message),
+    };
+    let mut pod_stream = match state.port_forward.connect(&rec, port).await {
+        Ok(s) => s,
+        Err(refused) => return error(refused.status, refused.message),
+    };
+    let upgrade = hyper::upgrade::on(&mut req);
+    let (pod, uid) = (rec.name().to_string(), rec.uid().to_string());
+    tokio::spawn(async move {
+        let mut client = match upgrade.await {
+            Ok(u) => TokioIo::new(u),
+            Err(e) => {
+                tracing::warn!(pod, port, error = %e, "port-forward: the client's upgrade failed");
+                return;
+            }
+        };
+        match tokio::io::copy_bidirectional(&mut client, &mut pod_stream).await {
+            Ok((to_pod, from_pod)) => {
+                tracing::debug!(
+                    pod,
+                    uid,
+                    port,
+                    to_pod,
+                    from_pod,
+                    "port-forward connection ended"
+                )
+            }
+            Err(e) => {
+                tracing::debug!(pod, uid, port, error = %e, "port-forward connection broke")
+            }
+        }
+    });
+    let mut answer = respond(101, "application/octet-stream", Vec::new());
+    let headers = answer.headers_mut();
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("Upgrade"),
+    );
+    headers.insert(
+        hyper::header::UPGRADE,
+        hyper::header::HeaderValue::from_static(PORT_FORWARD_UPGRADE),
+    );
+    headers.remove(hyper::header::CONTENT_TYPE);
+    answer
+}
+
+/// The request asks for an upgrade, names the pod's current instance (when `uid=` is
+/// given) and the pod runs.
+fn check_request(
+    rec: &PodRecord,
+    query: &HashMap<String, String>,
+    req: &Request<Incoming>,
+) -> Result<(), (u16, String)> {
+    let upgrade = req
+        .headers()
+        .get(hyper::header::UPGRADE)
+        .and_then(|v| v.to_str().ok());
+    if !upgrade.is_some_and(|u| u.eq_ignore_ascii_case(PORT_FORWARD_UPGRADE)) {
+        return Err((
+            400,
+            format!(
+                "port-forward needs an HTTP upgrade: send `Connection: Upgrade` and `Upgrade: {PORT_FORWARD_UPGRADE}`"
+            ),
+        ));
+    }
+    if let Some(wanted) = query.get("uid").filter(|u| u.as_str() != rec.uid()) {
+        return Err((
+            404,
+            format!(
+                "pod \"{}\" with UID {wanted} is gone (the pod of that name now has UID {})",
+                rec.name(),
+                rec.uid()
+            ),
+        ));
+    }
+    let phase = rec
+        .pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Pending");
+    if phase != "Running" {
+        // kubectl's words for the same refusal.
+        return Err((
+            409,
+            format!(
+                "unable to forward port because pod \"{}\" is not running. Current status={phase}",
+                rec.name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `port=N`: a TCP port, 1 to 65535.
+fn parse_port(value: Option<&String>) -> Result<u16, String> {
+    let Some(value) = value else {
+        return Err("port-forward needs port=N (the pod's port, 1-65535)".into());
+    };
+    match value.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!(
+            "port={value:?} is not a port number: give the pod's port, 1-65535"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_port;
+
+    #[test]
+    fn ports_are_one_to_65535() {
+        assert_eq!(parse_port(Some(&"80".into())), Ok(80));
+        assert_eq!(parse_port(Some(&"65535".into())), Ok(65535));
+        for bad in ["0", "65536", "-1", "http", ""] {
+            let e = parse_port(Some(&bad.into())).unwrap_err();
+            assert!(e.contains("1-65535"), "{bad}: {e}");
+        }
+        assert!(parse_port(None).unwrap_err().contains("needs port=N"));
+    }
+}
