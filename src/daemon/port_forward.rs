@@ -155,7 +155,12 @@ impl PortForwardTarget for PodPortForwarder {
     ) -> BoxFuture<'_, Result<TcpStream, PortForwardRefused>> {
         let pod = pod.clone();
         Box::pin(async move {
-            self.connect_to_pod(&pod, port).await.map_err(|e| {
+            let connected = self.connect_to_pod(&pod, port).await;
+            // Interactive protocols through the forward should not wait for Nagle.
+            if let Ok(stream) = &connected {
+                let _ = stream.set_nodelay(true);
+            }
+            connected.map_err(|e| {
                 tracing::info!(pod = pod.name(), port, error = %e, "port-forward connection refused");
                 PortForwardRefused {
                     status: e.status(),
