@@ -258,6 +258,25 @@ fn http_through_the_forward_concurrently_and_10_mib_intact_both_ways() {
     assert_eq!(back.len(), data.len(), "{}", fwd.output());
     assert!(back == data, "the echoed bytes differ from the sent ones");
 
+    // A client that goes away mid-download (its unread data makes the close a reset)
+    // ends only its connection: the forwarder's writes then fail with EPIPE, never a
+    // SIGPIPE that kills it.
+    for _ in 0..3 {
+        let mut s = connect(port);
+        write!(s, "GET /big HTTP/1.0\r\n\r\n").unwrap();
+        let mut first = [0u8; 4096];
+        s.read_exact(&mut first).unwrap();
+        drop(s);
+        // Closed before the answer comes: a FIN, then writes into a closed socket.
+        let mut s = connect(port);
+        write!(s, "GET /big HTTP/1.0\r\n\r\n").unwrap();
+        drop(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, body) = http_get(connect(port), "/index.html");
+    assert!(status.contains("200"), "{status}; {}", fwd.output());
+    assert_eq!(body, b"hello-from-pod\n");
+
     // LOCAL:REMOTE with pod/NAME and a named port, also on ::1.
     let fixed = free_port();
     let named = Forwarder::start(&d, &[&format!("pod/{pod}"), &format!("{fixed}:http")]);
@@ -291,7 +310,7 @@ fn a_refused_port_fails_only_its_connection() {
         &pod,
         "127.0.0.1:81",
         "[::1]:81",
-        "refused",
+        "connect: connection refused",
     ] {
         assert!(line.contains(part), "{part:?} missing from {line:?}");
     }
@@ -339,7 +358,7 @@ fn the_command_ends_on_sigint_and_with_an_error_when_the_pod_goes() {
 }
 
 #[test]
-fn unknown_pods_and_bad_ports_are_refused_up_front() {
+fn unknown_or_pending_pods_and_bad_ports_are_refused_up_front() {
     require_root();
     let d = TestDaemon::start();
     let out = d.cli(&["port-forward", "nosuch", ":80"]);
@@ -347,9 +366,29 @@ fn unknown_pods_and_bad_ports_are_refused_up_front() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("pod \"nosuch\" not found"), "{stderr}");
 
+    // A pod whose image is missing stays Pending: kubectl's refusal.
+    d.write_manifest(
+        "pending.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pending\nspec:\n  containers:\n  - name: main\n    image: localhost/absent:1\n    imagePullPolicy: Never\n",
+    );
+    d.wait_pod("pending", "the pending pod", 30, |p| {
+        (phase(p) == "Pending").then_some(())
+    });
+    let out = d.cli(&["port-forward", &d.full_name("pending"), ":80"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr
+            .contains("unable to forward port because pod is not running. Current status=Pending"),
+        "{stderr}"
+    );
+
     let pod = start_web_pod(&d, "bad");
     for (args, needle) in [
-        (vec![pod.as_str(), "metrics"], "does not have a named port 'metrics'"),
+        (
+            vec![pod.as_str(), "metrics"],
+            "does not have a named port 'metrics'",
+        ),
         (vec![pod.as_str(), "80:0"], "Error parsing remote port '0'"),
         (vec![pod.as_str(), "x:80"], "Error parsing local port 'x'"),
         (
@@ -365,4 +404,90 @@ fn unknown_pods_and_bad_ports_are_refused_up_front() {
         assert_eq!(out.status.code(), Some(1), "{full:?}: {stderr}");
         assert!(stderr.contains(needle), "{full:?}: {stderr}");
     }
+}
+
+#[test]
+fn the_forwarder_outlives_a_daemon_killed_with_a_connection_open() {
+    require_root();
+    let mut d = TestDaemon::start();
+    let pod = start_web_pod(&d, "restart");
+    let fwd = Forwarder::start(&d, &[&pod, ":9000", ":80"]);
+    let (echo_port, port) = (fwd.local_port(9000), fwd.local_port(80));
+
+    // A connection open (and idle, every byte echoed) when the daemon dies: the
+    // client's next bytes go into the closed unix socket (EPIPE), which must end that
+    // connection, not the command.
+    let mut s = connect(echo_port);
+    s.write_all(b"before\n").unwrap();
+    let mut echoed = [0u8; 7];
+    s.read_exact(&mut echoed).unwrap();
+    assert_eq!(&echoed, b"before\n");
+    d.kill9();
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        let _ = s.write_all(b"after\n");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(s);
+    let mut fwd = fwd;
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        fwd.child.try_wait().unwrap().is_none(),
+        "port-forward ended with the daemon: {}",
+        fwd.output()
+    );
+
+    // The restarted daemon adopts the pod; the same forwarder reaches it again.
+    d.spawn_daemon();
+    let (status, body) = wait_until(Duration::from_secs(30), "a GET after the restart", || {
+        let (status, body) = http_get(connect(port), "/index.html");
+        status.contains("200").then_some((status, body))
+    })
+    .unwrap_or_else(|| panic!("no answer after the restart: {}", fwd.output()));
+    assert!(status.contains("200"));
+    assert_eq!(body, b"hello-from-pod\n");
+}
+
+#[test]
+fn a_host_network_pod_is_reached_on_the_daemons_loopback() {
+    require_root();
+    let d = TestDaemon::start();
+    let port = free_port();
+    d.write_manifest(
+        "hostnet.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: hostnet
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: echo
+    image: localhost/busybox:latest
+    imagePullPolicy: Never
+    command: ["nc", "-ll", "-p", "{port}", "-e", "cat"]
+    readinessProbe:
+      tcpSocket:
+        port: {port}
+      periodSeconds: 1
+"#
+        ),
+    );
+    d.wait_pod("hostnet", "the hostNetwork pod Ready", 60, |p| {
+        p["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            .then_some(())
+    });
+    let fwd = Forwarder::start(&d, &[&d.full_name("hostnet"), &format!(":{port}")]);
+    let local = fwd.local_port(port);
+    let mut s = connect(local);
+    s.write_all(b"through the host\n").unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut back = String::new();
+    s.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "through the host\n", "{}", fwd.output());
 }

@@ -42,7 +42,9 @@ pub enum PortForwardError {
     },
     /// Nothing accepted the connection on either loopback address.
     #[error(
-        "error forwarding port {port} to pod {pod}, uid {uid}: failed to connect to localhost:{port} inside {place}: IPv4: dial tcp4 127.0.0.1:{port}: {v4}; IPv6: dial tcp6 [::1]:{port}: {v6}"
+        "error forwarding port {port} to pod {pod}, uid {uid}: failed to connect to localhost:{port} inside {place}: IPv4: dial tcp4 127.0.0.1:{port}: {}; IPv6: dial tcp6 [::1]:{port}: {}",
+        dial_error(v4),
+        dial_error(v6)
     )]
     Connect {
         pod: String,
@@ -53,6 +55,24 @@ pub enum PortForwardError {
         v4: io::Error,
         v6: io::Error,
     },
+}
+
+/// A failed connect as Go (and so the kubelet's message) words it: `connect:
+/// connection refused`, without Rust's `(os error 111)`.
+fn dial_error(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => {
+            let text = nix::errno::Errno::from_raw(code).desc();
+            let mut chars = text.chars();
+            let first = chars.next().map(|c| c.to_ascii_lowercase());
+            format!(
+                "connect: {}{}",
+                first.into_iter().collect::<String>(),
+                chars.as_str()
+            )
+        }
+        None => e.to_string(),
+    }
 }
 
 impl PortForwardError {
@@ -168,5 +188,20 @@ impl PortForwardTarget for PodPortForwarder {
                 }
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dial_error;
+
+    #[test]
+    fn connect_errors_read_as_the_kubelets() {
+        let refused = std::io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(dial_error(&refused), "connect: connection refused");
+        let unreachable = std::io::Error::from_raw_os_error(libc::ENETUNREACH);
+        assert_eq!(dial_error(&unreachable), "connect: network is unreachable");
+        let timeout = std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out");
+        assert_eq!(dial_error(&timeout), "connect timed out");
     }
 }
