@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
+use super::request_error::RequestError;
 use super::server::{ApiState, Body, error, respond};
 use crate::status::PodRecord;
 
@@ -27,12 +28,10 @@ pub async fn port_forward(
     let Some(rec) = state.store.find_by_name(name) else {
         return error(404, format!("pod \"{name}\" not found"));
     };
-    if let Err((code, message)) = check_request(&rec, query, &req) {
-        return error(code, message);
-    }
-    let port = match parse_port(query.get("port")) {
+    let checked = check_request(&rec, query, &req).and_then(|()| parse_port(query.get("port")));
+    let port = match checked {
         Ok(p) => p,
-        Err(message) => return error(400, message),
+        Err(e) => return error(e.status(), e.to_string()),
     };
     let mut pod_stream = match state.port_forward.connect(&rec, port).await {
         Ok(s) => s,
@@ -84,28 +83,22 @@ fn check_request(
     rec: &PodRecord,
     query: &HashMap<String, String>,
     req: &Request<Incoming>,
-) -> Result<(), (u16, String)> {
+) -> Result<(), RequestError> {
     let upgrade = req
         .headers()
         .get(hyper::header::UPGRADE)
         .and_then(|v| v.to_str().ok());
     if !upgrade.is_some_and(|u| u.eq_ignore_ascii_case(PORT_FORWARD_UPGRADE)) {
-        return Err((
-            400,
-            format!(
-                "port-forward needs an HTTP upgrade: send `Connection: Upgrade` and `Upgrade: {PORT_FORWARD_UPGRADE}`"
-            ),
-        ));
+        return Err(RequestError::NoUpgrade {
+            protocol: PORT_FORWARD_UPGRADE,
+        });
     }
     if let Some(wanted) = query.get("uid").filter(|u| u.as_str() != rec.uid()) {
-        return Err((
-            404,
-            format!(
-                "pod \"{}\" with UID {wanted} is gone (the pod of that name now has UID {})",
-                rec.name(),
-                rec.uid()
-            ),
-        ));
+        return Err(RequestError::PodReplaced {
+            pod: rec.name().to_string(),
+            wanted: wanted.clone(),
+            now: rec.uid().to_string(),
+        });
     }
     let phase = rec
         .pod
@@ -114,28 +107,21 @@ fn check_request(
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("Pending");
     if phase != "Running" {
-        // kubectl's words for the same refusal.
-        return Err((
-            409,
-            format!(
-                "unable to forward port because pod \"{}\" is not running. Current status={phase}",
-                rec.name()
-            ),
-        ));
+        return Err(RequestError::PodNotRunning {
+            pod: rec.name().to_string(),
+            phase: phase.to_string(),
+        });
     }
     Ok(())
 }
 
 /// `port=N`: a TCP port, 1 to 65535.
-fn parse_port(value: Option<&String>) -> Result<u16, String> {
-    let Some(value) = value else {
-        return Err("port-forward needs port=N (the pod's port, 1-65535)".into());
-    };
-    match value.parse::<u16>() {
-        Ok(p) if p > 0 => Ok(p),
-        _ => Err(format!(
-            "port={value:?} is not a port number: give the pod's port, 1-65535"
-        )),
+fn parse_port(value: Option<&String>) -> Result<u16, RequestError> {
+    match value.map(|v| v.parse::<u16>()) {
+        Some(Ok(p)) if p > 0 => Ok(p),
+        _ => Err(RequestError::BadPort {
+            value: value.cloned().unwrap_or_default(),
+        }),
     }
 }
 
@@ -145,12 +131,14 @@ mod tests {
 
     #[test]
     fn ports_are_one_to_65535() {
-        assert_eq!(parse_port(Some(&"80".into())), Ok(80));
-        assert_eq!(parse_port(Some(&"65535".into())), Ok(65535));
+        assert_eq!(parse_port(Some(&"80".into())).ok(), Some(80));
+        assert_eq!(parse_port(Some(&"65535".into())).ok(), Some(65535));
         for bad in ["0", "65536", "-1", "http", ""] {
-            let e = parse_port(Some(&bad.into())).unwrap_err();
+            let e = parse_port(Some(&bad.into())).unwrap_err().to_string();
             assert!(e.contains("1-65535"), "{bad}: {e}");
         }
-        assert!(parse_port(None).unwrap_err().contains("needs port=N"));
+        let e = parse_port(None).unwrap_err();
+        assert_eq!(e.status(), 400);
+        assert!(e.to_string().contains("port=\"\""), "{e}");
     }
 }
