@@ -20,7 +20,7 @@ pub mod types;
 pub use access::{AccessError, SocketAccess, SocketGroup, resolve_socket_group};
 pub use ephemeral_target::{EphemeralRefused, EphemeralTarget};
 pub use gc_trigger::{GcOutcome, GcTrigger};
-pub use port_forward::PORT_FORWARD_UPGRADE;
+pub use port_forward::{PORT_FORWARD_BUFFER, PORT_FORWARD_UPGRADE};
 pub use port_forward_target::{PortForwardRefused, PortForwardTarget};
 pub use query::{percent_decode, percent_encode};
 pub use server::{ApiServer, ApiState, serve};

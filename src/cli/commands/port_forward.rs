@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::api::client::{Client, ClientError};
-use crate::api::percent_encode;
 use crate::api::port_forward_client::open_port_forward;
+use crate::api::{PORT_FORWARD_BUFFER, percent_encode};
 use crate::cli::port_forward_spec::{
     ListenAddress, PortPair, listeners_suffice, parse_addresses, parse_pair, pod_lost, pod_name,
     show,
@@ -202,7 +202,13 @@ async fn forward_connection(mut conn: TcpStream, pair: PortPair, target: Arc<Tar
             return;
         }
     };
-    if let Err(e) = tokio::io::copy_bidirectional(&mut conn, &mut pod_stream).await {
+    let spliced = tokio::io::copy_bidirectional_with_sizes(
+        &mut conn,
+        &mut pod_stream,
+        PORT_FORWARD_BUFFER,
+        PORT_FORWARD_BUFFER,
+    );
+    if let Err(e) = spliced.await {
         use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
         if !matches!(e.kind(), ConnectionReset | BrokenPipe) {
             eprintln!("error: forwarding {} -> {}: {e}", pair.local, pair.remote);
