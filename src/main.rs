@@ -10,7 +10,7 @@ use clap::Parser;
 use podhost::api::client::Client;
 use podhost::cli::args::{Cli, Command, DEFAULT_SOCKET};
 use podhost::cli::commands::{
-    daemon, debug, describe, exec, get, helpers, images, load, logs, pull, validate,
+    daemon, debug, describe, exec, get, helpers, images, load, logs, port_forward, pull, validate,
 };
 
 fn main() {
@@ -59,6 +59,18 @@ fn run(cli: Cli) -> Result<i32> {
                 name,
                 image_pull_policy,
                 command,
+            },
+        ),
+        Command::PortForward {
+            pod,
+            ports,
+            addresses,
+        } => port_forward::run(
+            &socket,
+            port_forward::PortForwardRequest {
+                pod,
+                ports,
+                addresses,
             },
         ),
         Command::Load {

@@ -33,15 +33,39 @@ pub(super) enum RequestError {
         #[source]
         source: chrono::ParseError,
     },
+    /// A port-forward request without `Upgrade:` (it cannot carry the stream).
+    #[error(
+        "port-forward needs an HTTP upgrade: send `Connection: Upgrade` and `Upgrade: {protocol}`"
+    )]
+    NoUpgrade { protocol: &'static str },
+    /// `port=` is missing or not a TCP port.
+    #[error("port={value:?} is not a port number: give the pod's port, 1-65535")]
+    BadPort { value: String },
+    /// `uid=` names an earlier pod of that name.
+    #[error("pod \"{pod}\" with UID {wanted} is gone (the pod of that name now has UID {now})")]
+    PodReplaced {
+        pod: String,
+        wanted: String,
+        now: String,
+    },
+    /// The pod is not Running (kubectl's words for the same refusal).
+    #[error("unable to forward port because pod \"{pod}\" is not running. Current status={phase}")]
+    PodNotRunning { pod: String, phase: String },
 }
 
 impl RequestError {
     /// The HTTP status of the answer: 404 for what does not exist, 400 for a malformed
-    /// parameter.
+    /// parameter, 409 for a pod not in the state the request needs.
     pub(super) fn status(&self) -> u16 {
         match self {
             Self::UnknownContainer { .. } | Self::NoContainers { .. } => 404,
-            Self::NotANumber { .. } | Self::TwoSinces | Self::BadSinceTime { .. } => 400,
+            Self::NotANumber { .. }
+            | Self::TwoSinces
+            | Self::BadSinceTime { .. }
+            | Self::NoUpgrade { .. }
+            | Self::BadPort { .. } => 400,
+            Self::PodReplaced { .. } => 404,
+            Self::PodNotRunning { .. } => 409,
         }
     }
 }

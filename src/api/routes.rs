@@ -39,6 +39,9 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             None => not_found(name),
         },
         (Method::POST, ["pods", name, "ephemeral"]) => add_ephemeral(&state, name, req).await,
+        (Method::POST, ["pods", name, "portforward"]) => {
+            super::port_forward::port_forward(&state, name, &query, req).await
+        }
         (Method::GET, ["events"]) => ok_json(&all_events(&state)),
         (Method::GET, ["images"]) => match state.images.list() {
             Ok(list) => ok_json(&list),

@@ -31,6 +31,8 @@ pub struct ApiState {
     pub gc: Arc<dyn super::GcTrigger>,
     /// Adds ephemeral containers (`podhost debug`).
     pub ephemeral: Arc<dyn super::EphemeralTarget>,
+    /// Connects into pods (`podhost port-forward`).
+    pub port_forward: Arc<dyn super::PortForwardTarget>,
     pub leases: crate::image::gc::ImageLeases,
 }
 
@@ -117,7 +119,11 @@ async fn serve_connection(stream: UnixStream, state: Arc<ApiState>, access: &Soc
                 let state = state.clone();
                 async move { Ok::<_, Infallible>(super::routes::handle(state, req).await) }
             });
-            http1::Builder::new().serve_connection(io, service).await
+            // Upgrades: a port-forward request turns its connection into a raw stream.
+            http1::Builder::new()
+                .serve_connection(io, service)
+                .with_upgrades()
+                .await
         }
         Err(why) => {
             let why = why.to_string();

@@ -74,6 +74,20 @@ pub enum Command {
         #[arg(last = true)]
         command: Vec<String>,
     },
+    /// Forward local ports to a pod's ports, as `kubectl port-forward` does: until
+    /// interrupted, or until the pod goes (exit 1).
+    PortForward {
+        /// NAME or pod/NAME.
+        pod: String,
+        /// LOCAL:REMOTE, REMOTE (the same local port) or :REMOTE (a free local port);
+        /// REMOTE may name a container port.
+        #[arg(required = true, value_name = "[LOCAL_PORT:]REMOTE_PORT")]
+        ports: Vec<String>,
+        /// Addresses to listen on (comma separated, repeatable): localhost (127.0.0.1
+        /// and ::1) or IP addresses.
+        #[arg(long = "address", value_delimiter = ',', default_value = "localhost")]
+        addresses: Vec<String>,
+    },
     /// Load an OCI image layout dir, oci-archive or docker-archive tar into the image store.
     Load {
         path: PathBuf,

@@ -9,4 +9,5 @@ pub mod describe;
 pub mod events;
 pub mod images;
 pub mod logs_query;
+pub mod port_forward_spec;
 pub mod table;

@@ -9,6 +9,7 @@ mod log_drops;
 mod manager;
 mod node_name;
 mod oom;
+mod port_forward;
 mod supervise;
 mod temp_sweep;
 
@@ -259,6 +260,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     }
     let api = Arc::new(ApiState {
         ephemeral: Arc::new(ephemeral),
+        port_forward: Arc::new(port_forward::PodPortForwarder::new(layout.clone())),
         store: store.clone(),
         images,
         layout,

@@ -11,5 +11,6 @@ pub mod helpers;
 pub mod images;
 pub mod load;
 pub mod logs;
+pub mod port_forward;
 pub mod pull;
 pub mod validate;
