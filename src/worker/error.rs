@@ -69,6 +69,14 @@ pub enum WorkerError {
         #[source]
         source: crate::disk::DiskError,
     },
+    /// The pod's network could not be set up (the backend's error says why).
+    #[error("{stage}: {source}")]
+    Network {
+        pod: String,
+        stage: &'static str,
+        #[source]
+        source: crate::network::NetworkError,
+    },
     /// The sandbox helper could not be spawned.
     #[error("cannot run the sandbox helper for pod {pod}: {source}")]
     SandboxSpawn {

@@ -245,8 +245,9 @@ async fn ensure_sandbox(
         };
         let result = match result {
             Ok(()) => match setup_network(ctx, pod).await {
-                Ok(ips) => dns_files(ctx, pod, write_pod_dns_files(ctx, pod, &ips)),
-                Err(e) => Err(e),
+                Ok(ips) => dns_files(ctx, pod, write_pod_dns_files(ctx, pod, &ips))
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
             },
             failed => failed,
         };
@@ -273,7 +274,14 @@ async fn ensure_sandbox(
 
 /// The pod's network (its own, or the host's with hostNetwork) and its IPs and the
 /// host's in its status; returns the pod's IPs.
-async fn setup_network(ctx: &Ctx, pod: &PodInfo) -> Result<Vec<std::net::IpAddr>, String> {
+async fn setup_network(ctx: &Ctx, pod: &PodInfo) -> Result<Vec<std::net::IpAddr>, WorkerError> {
+    let failed = |stage: &'static str| {
+        move |source| WorkerError::Network {
+            pod: pod.name.clone(),
+            stage,
+            source,
+        }
+    };
     let pod_ips: Vec<std::net::IpAddr> = if pod.host_network {
         ctx.host_ips
             .iter()
@@ -284,7 +292,7 @@ async fn setup_network(ctx: &Ctx, pod: &PodInfo) -> Result<Vec<std::net::IpAddr>
             .network
             .backend()
             .await
-            .map_err(|e| format!("network is not ready: {e}"))?;
+            .map_err(failed("network is not ready"))?;
         let request = crate::network::PodNetRequest {
             uid: pod.uid.clone(),
             namespace: pod.namespace.clone(),
@@ -309,7 +317,7 @@ async fn setup_network(ctx: &Ctx, pod: &PodInfo) -> Result<Vec<std::net::IpAddr>
         backend
             .setup(&request)
             .await
-            .map_err(|e| format!("failed to set up the pod's network: {e}"))?
+            .map_err(failed("failed to set up the pod's network"))?
             .map(|status| status.ips)
             .unwrap_or_default()
     };
@@ -366,12 +374,15 @@ async fn teardown_network(ctx: &Ctx, pod: &PodInfo) {
 }
 
 /// The DNS files' outcome: their warnings become the pod's `DNSConfigForming` events.
+// WorkerError is large (it carries the images' and pulls' errors); this runs once per
+// sandbox, never in a hot loop.
+#[expect(clippy::result_large_err)]
 fn dns_files(
     ctx: &Ctx,
     pod: &PodInfo,
     written: Result<Vec<String>, WorkerError>,
-) -> Result<(), String> {
-    for warning in written.map_err(|e| e.to_string())? {
+) -> Result<(), WorkerError> {
+    for warning in written? {
         ctx.store.pod_event(
             &pod.uid,
             EventKind::Warning,

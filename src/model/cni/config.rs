@@ -73,8 +73,8 @@ pub fn parse_config_file(file: &Path, bytes: &[u8]) -> Result<ConfigList, CniFor
         return Err(bad("the top level is not a JSON object".into()));
     };
     let is_list = file.extension().is_some_and(|e| e == "conflist") || top.contains_key("plugins");
-    let name = required_string(&top, "name").map_err(&bad)?;
-    let version_text = required_string(&top, "cniVersion").map_err(&bad)?;
+    let name = required_string(file, "", &top, "name")?;
+    let version_text = required_string(file, "", &top, "cniVersion")?;
     let cni_version = SpecVersion::parse(&version_text).ok_or_else(|| {
         bad(format!(
             "cniVersion {version_text:?} is not a version like \"1.0.0\""
@@ -109,7 +109,7 @@ pub fn parse_config_file(file: &Path, bytes: &[u8]) -> Result<ConfigList, CniFor
     let plugins = raw_plugins
         .into_iter()
         .enumerate()
-        .map(|(i, raw)| plugin_config(i, raw).map_err(&bad))
+        .map(|(i, raw)| plugin_config(file, i, raw))
         .collect::<Result<Vec<_>, _>>()?;
     let disable_check = match top.get("disableCheck") {
         None => false,
@@ -128,18 +128,31 @@ pub fn parse_config_file(file: &Path, bytes: &[u8]) -> Result<ConfigList, CniFor
     })
 }
 
-fn required_string(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
-    match obj.get(key) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) => Err(format!("{key:?} is empty")),
-        Some(_) => Err(format!("{key:?} is not a string")),
-        None => Err(format!("{key:?} is missing")),
-    }
+/// `obj[key]` as a non-empty string; the error names `file` and `at` (where `obj` is).
+fn required_string(
+    file: &Path,
+    at: &str,
+    obj: &Map<String, Value>,
+    key: &str,
+) -> Result<String, CniFormatError> {
+    let problem = match obj.get(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => return Ok(s.clone()),
+        Some(Value::String(_)) => "is empty",
+        Some(_) => "is not a string",
+        None => "is missing",
+    };
+    Err(CniFormatError::Config {
+        file: file.to_path_buf(),
+        problem: format!("{at}{key:?} {problem}"),
+    })
 }
 
-fn plugin_config(index: usize, raw: Map<String, Value>) -> Result<PluginConfig, String> {
-    let plugin_type =
-        required_string(&raw, "type").map_err(|e| format!("plugins[{index}]: {e}"))?;
+fn plugin_config(
+    file: &Path,
+    index: usize,
+    raw: Map<String, Value>,
+) -> Result<PluginConfig, CniFormatError> {
+    let plugin_type = required_string(file, &format!("plugins[{index}]: "), &raw, "type")?;
     // The type names an executable inside the bin dirs; a path would run anything.
     let plain = plugin_type
         .chars()
@@ -147,10 +160,13 @@ fn plugin_config(index: usize, raw: Map<String, Value>) -> Result<PluginConfig, 
         && plugin_type != "."
         && plugin_type != "..";
     if !plain {
-        return Err(format!(
-            "plugins[{index}]: type {plugin_type:?} is not a plain executable name (letters, \
-             digits, '-', '_', '.')"
-        ));
+        return Err(CniFormatError::Config {
+            file: file.to_path_buf(),
+            problem: format!(
+                "plugins[{index}]: type {plugin_type:?} is not a plain executable name \
+                 (letters, digits, '-', '_', '.')"
+            ),
+        });
     }
     let wants_port_mappings = raw
         .get("capabilities")

@@ -21,7 +21,9 @@ use super::BridgeError;
 /// The `nft` program to run, found once at start.
 #[derive(Debug)]
 pub(super) struct Nft {
-    program: Result<PathBuf, String>,
+    /// The program found, or `None` with `wanted` (what was looked for) missing.
+    program: Option<PathBuf>,
+    wanted: String,
     /// Serializes transactions so that the last one applied is the newest rendering.
     lock: tokio::sync::Mutex<()>,
 }
@@ -40,31 +42,26 @@ impl Nft {
                 .find(|p| p.is_file())
         };
         Self {
-            program: found.ok_or_else(|| program.display().to_string()),
+            program: found,
+            wanted: program.display().to_string(),
             lock: tokio::sync::Mutex::new(()),
         }
     }
 
     /// Why nftables cannot be used, if it cannot.
     pub(super) fn unavailable(&self) -> Option<BridgeError> {
-        self.program
-            .as_ref()
-            .err()
-            .map(|program| BridgeError::NftMissing {
-                program: program.clone(),
-            })
+        self.program.is_none().then(|| BridgeError::NftMissing {
+            program: self.wanted.clone(),
+        })
     }
 
     /// Applies the transaction `render()` returns, rendered under the lock so that
     /// concurrent changes are applied in order and the last one wins.
     pub(super) async fn apply(&self, render: impl FnOnce() -> String) -> Result<(), BridgeError> {
-        let program = match &self.program {
-            Ok(p) => p.clone(),
-            Err(program) => {
-                return Err(BridgeError::NftMissing {
-                    program: program.clone(),
-                });
-            }
+        let Some(program) = self.program.clone() else {
+            return Err(BridgeError::NftMissing {
+                program: self.wanted.clone(),
+            });
         };
         let _guard = self.lock.lock().await;
         let text = render();
