@@ -71,8 +71,11 @@ fn state() -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn two_pods_reach_each_other_over_tcp_and_udp_on_ipv4_and_ipv6() {
     require_root();
-    let host = NetNs::new("host");
-    let (a, b) = (Arc::new(NetNs::new("a")), Arc::new(NetNs::new("b")));
+    let host = NetNs::with_role("host");
+    let (a, b) = (
+        Arc::new(NetNs::with_role("a")),
+        Arc::new(NetNs::with_role("b")),
+    );
     let (_keep, state_dir) = state();
     let (ra, rb) = (request("pod-a", &a, vec![]), request("pod-b", &b, vec![]));
     let (sa, sb) = host.block_on(move || async move {
@@ -103,9 +106,9 @@ fn two_pods_reach_each_other_over_tcp_and_udp_on_ipv4_and_ipv6() {
 #[test]
 fn a_pod_reaches_an_outside_server_through_the_masquerade() {
     require_root();
-    let host = NetNs::new("host");
+    let host = NetNs::with_role("host");
     let outside = outside_of(&host);
-    let pod = Arc::new(NetNs::new("pod"));
+    let pod = Arc::new(NetNs::with_role("pod"));
     let (_keep, state_dir) = state();
     let req = request("pod-out", &pod, vec![]);
     host.block_on(move || async move {
@@ -132,9 +135,9 @@ fn a_pod_reaches_an_outside_server_through_the_masquerade() {
 #[test]
 fn host_ports_reach_the_pod_from_the_host_its_loopback_the_outside_and_the_pod_itself() {
     require_root();
-    let host = Arc::new(NetNs::new("host"));
+    let host = Arc::new(NetNs::with_role("host"));
     let outside = outside_of(&host);
-    let pod = Arc::new(NetNs::new("pod"));
+    let pod = Arc::new(NetNs::with_role("pod"));
     let (_keep, state_dir) = state();
     let ports = vec![
         port(None, 8080, 80, Protocol::Tcp),
@@ -197,8 +200,8 @@ fn host_ports_reach_the_pod_from_the_host_its_loopback_the_outside_and_the_pod_i
 #[test]
 fn teardown_leaves_no_veth_address_route_rule_or_ipam_file_and_can_repeat() {
     require_root();
-    let host = Arc::new(NetNs::new("host"));
-    let pod = Arc::new(NetNs::new("pod"));
+    let host = Arc::new(NetNs::with_role("host"));
+    let pod = Arc::new(NetNs::with_role("pod"));
     let (_keep, state_dir) = state();
     let req = request("pod-td", &pod, vec![port(None, 8080, 80, Protocol::Tcp)]);
     let (h, sd) = (host.clone(), state_dir.clone());
@@ -231,7 +234,7 @@ fn teardown_leaves_no_veth_address_route_rule_or_ipam_file_and_can_repeat() {
 #[test]
 fn a_setup_or_teardown_cut_short_is_finished_by_reconcile_in_the_next_daemon() {
     require_root();
-    let host = Arc::new(NetNs::new("host"));
+    let host = Arc::new(NetNs::with_role("host"));
     let setup_steps = [
         SetupStep::Record,
         SetupStep::Ipam,
@@ -245,9 +248,9 @@ fn a_setup_or_teardown_cut_short_is_finished_by_reconcile_in_the_next_daemon() {
         TeardownStep::Ipam,
     ];
     let cut_pods: Vec<Arc<NetNs>> = (0..setup_steps.len() + teardown_steps.len())
-        .map(|_| Arc::new(NetNs::new("cut")))
+        .map(|_| Arc::new(NetNs::with_role("cut")))
         .collect();
-    let live_pod = Arc::new(NetNs::new("live"));
+    let live_pod = Arc::new(NetNs::with_role("live"));
     let (_keep, state_dir) = state();
     let (h, sd) = (host.clone(), state_dir.clone());
     let hp = || vec![port(None, 8080, 80, Protocol::Tcp)];
@@ -303,8 +306,8 @@ fn a_setup_or_teardown_cut_short_is_finished_by_reconcile_in_the_next_daemon() {
 fn a_hundred_pods_get_a_hundred_distinct_addresses_and_release_them() {
     require_root();
     const PODS: usize = 100;
-    let host = Arc::new(NetNs::new("host"));
-    let pods: Vec<NetNs> = (0..PODS).map(|_| NetNs::new("many")).collect();
+    let host = Arc::new(NetNs::with_role("host"));
+    let pods: Vec<NetNs> = (0..PODS).map(|_| NetNs::with_role("many")).collect();
     let reqs: Vec<PodNetRequest> = pods
         .iter()
         .enumerate()
@@ -346,8 +349,11 @@ fn a_hundred_pods_get_a_hundred_distinct_addresses_and_release_them() {
 #[test]
 fn without_nft_pods_still_get_addresses_and_host_ports_fail_naming_the_package() {
     require_root();
-    let host = NetNs::new("host");
-    let (a, b) = (Arc::new(NetNs::new("a")), Arc::new(NetNs::new("b")));
+    let host = NetNs::with_role("host");
+    let (a, b) = (
+        Arc::new(NetNs::with_role("a")),
+        Arc::new(NetNs::with_role("b")),
+    );
     let (_keep, state_dir) = state();
     let (ra, rb) = (
         request("plain-a", &a, vec![]),
@@ -385,8 +391,8 @@ fn without_nft_pods_still_get_addresses_and_host_ports_fail_naming_the_package()
 fn bench_setup_and_teardown_per_pod() {
     require_root();
     const PODS: usize = 40;
-    let host = NetNs::new("host");
-    let pods: Vec<NetNs> = (0..PODS).map(|_| NetNs::new("bench")).collect();
+    let host = NetNs::with_role("host");
+    let pods: Vec<NetNs> = (0..PODS).map(|_| NetNs::with_role("bench")).collect();
     let reqs: Vec<PodNetRequest> = pods
         .iter()
         .enumerate()

@@ -48,7 +48,7 @@ impl Lab {
         )
         .unwrap();
         Self {
-            host: Netns::new("host"),
+            host: Netns::with_role("host"),
             state_dir: tmp.path().join("state"),
             conf_dir,
             ipam_dir,
@@ -70,7 +70,7 @@ impl Lab {
     where
         F::Output: Send,
     {
-        self.host.run_in(|| {
+        self.host.run(|| {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -111,7 +111,7 @@ impl Lab {
 
 /// A pod: its own network namespace and the request for it.
 fn pod(tag: &str, host_ports: Vec<HostPort>) -> (Netns, PodNetRequest) {
-    let ns = Netns::new(tag);
+    let ns = Netns::with_role(tag);
     let req = PodNetRequest {
         uid: format!("uid-{}", ns.name),
         namespace: "default".into(),
@@ -216,7 +216,7 @@ fn add_gives_eth0_both_addresses_and_two_pods_reach_each_other_over_tcp_and_udp(
 fn a_host_port_reaches_the_pod_from_the_host_and_from_outside_and_the_pod_reaches_outside() {
     let lab = Lab::new();
     // The "outside": another host on a link of the host's.
-    let outside = Netns::new("out");
+    let outside = Netns::with_role("out");
     lab.host.ip(&[
         "link",
         "add",

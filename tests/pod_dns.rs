@@ -341,3 +341,27 @@ fn an_ephemeral_container_sees_the_pods_files() {
         format!("{DEFAULT_RESOLV}h3\nh3.sub.default.svc.cluster.local\n")
     );
 }
+
+#[test]
+fn a_host_without_resolv_conf_runs_pods_with_no_nameservers_and_says_so() {
+    // A minimal appliance or initramfs: no /etc/resolv.conf.
+    require_root();
+    let mut d = TestDaemon::prepare_with(&[]);
+    let missing = d.dir.path().join("no-such-resolv.conf");
+    d.extra_args
+        .extend(["--resolv-conf".to_string(), missing.display().to_string()]);
+    d.spawn_daemon();
+    let pod = run_pod(
+        &d,
+        "bare",
+        json!({"dnsPolicy": "Default"}),
+        vec![sleeper("main")],
+    );
+    assert_eq!(exec(&d, &pod, "main", &["cat", "/etc/resolv.conf"]), "");
+    let said = events_with_reason(&d.pod_events("bare"), "DNSConfigForming");
+    assert!(
+        said.iter()
+            .any(|m| m.contains("does not exist") && m.contains(&missing.display().to_string())),
+        "{said:?}"
+    );
+}

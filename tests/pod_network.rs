@@ -7,16 +7,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common_cni/plugins.rs"]
 mod common_cni;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use common::{TestDaemon, build_busybox_layout, phase, require_root, wait_until};
+use common::{TestDaemon, phase, require_root, static_program_layout, wait_until};
 use serde_json::Value;
 
 const IMAGE: &str = "localhost/netcheck:latest";
@@ -30,29 +30,7 @@ fn netcheck_layout() -> &'static Path {
             .join(format!("netcheck-{}", std::process::id()));
         std::fs::create_dir_all(&work).unwrap();
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/netcheck.c");
-        let bin = work.join("netcheck");
-        let out = Command::new("gcc")
-            .args(["-static", "-O2", "-Wall", "-o"])
-            .arg(&bin)
-            .arg(&src)
-            .output()
-            .expect("run gcc (apt-get install gcc libc6-dev)");
-        assert!(
-            out.status.success(),
-            "gcc -static failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let layout = work.join("layout");
-        build_busybox_layout(
-            &layout,
-            &[
-                "--ref".as_ref(),
-                IMAGE.as_ref(),
-                "--add".as_ref(),
-                bin.as_os_str(),
-            ],
-        );
-        layout
+        static_program_layout(&src, &work, IMAGE)
     })
 }
 

@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 
@@ -41,29 +40,7 @@ const PROBE_EXPECTED: [&str; 16] = [
 /// Compiles the probe statically and builds an image with it, in a dir of this test's.
 fn probe_layout(work: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm/seccomp-probe.c");
-    let bin = work.join("seccomp-probe");
-    let out = Command::new("gcc")
-        .args(["-static", "-O2", "-Wall", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .expect("run gcc (apt-get install gcc libc6-dev)");
-    assert!(
-        out.status.success(),
-        "gcc -static failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let layout = work.join("layout");
-    build_busybox_layout(
-        &layout,
-        &[
-            "--ref".as_ref(),
-            PROBE_IMAGE.as_ref(),
-            "--add".as_ref(),
-            bin.as_os_str(),
-        ],
-    );
-    layout
+    static_program_layout(&src, work, PROBE_IMAGE)
 }
 
 #[test]

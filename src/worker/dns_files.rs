@@ -80,10 +80,27 @@ pub fn write_pod_dns_files(
     };
     let names = pod.host_name(settings).map_err(dns_err)?;
     let aliases = spec.host_aliases.as_deref().unwrap_or_default();
+    // A host without the file (a minimal appliance, an initramfs) is said, not fatal.
+    let mut missing = Vec::new();
     let (hosts, hostname) = if pod.host_network {
-        let node_hosts = std::fs::read_to_string(NODE_HOSTS).map_err(|source| {
-            host_file_error(pod, NODE_HOSTS, "hosts file", "fix the file", source)
-        })?;
+        let node_hosts = match std::fs::read_to_string(NODE_HOSTS) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(format!(
+                    "the host has no {NODE_HOSTS}: the pod's hosts file holds only its hostAliases"
+                ));
+                String::new()
+            }
+            Err(source) => {
+                return Err(host_file_error(
+                    pod,
+                    NODE_HOSTS,
+                    "hosts file",
+                    "fix the file",
+                    source,
+                ));
+            }
+        };
         let node_name = nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -101,15 +118,26 @@ pub fn write_pod_dns_files(
     let host = match (&settings.resolv_conf, policy) {
         // None takes nothing of the host: a broken host file must not stop the pod.
         (_, Some("None")) | (None, _) => None,
-        (Some(path), _) => Some(host_resolv_conf(ctx, pod, path).map_err(|source| {
-            host_file_error(
-                pod,
-                path,
-                "resolv.conf",
-                "fix it, or point --resolv-conf at another file (\"\" for none)",
-                source,
-            )
-        })?),
+        (Some(path), _) => match host_resolv_conf(ctx, pod, path) {
+            Ok(conf) => Some(conf),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(format!(
+                    "the host's resolv.conf {} does not exist: the pod gets no nameservers \
+                     from the host; create it, or point --resolv-conf at another file",
+                    path.display()
+                ));
+                Some(ResolvConf::default())
+            }
+            Err(source) => {
+                return Err(host_file_error(
+                    pod,
+                    path,
+                    "resolv.conf",
+                    "fix it, or point --resolv-conf at another file (\"\" for none)",
+                    source,
+                ));
+            }
+        },
     };
     let node_ips: Vec<IpAddr> = ctx
         .host_ips
@@ -150,7 +178,8 @@ pub fn write_pod_dns_files(
     .map_err(write_err)?;
     write_if_changed(&dir.join(HOSTNAME_FILE), format!("{hostname}\n").as_bytes())
         .map_err(write_err)?;
-    Ok(pod_dns.warnings.into_iter().map(|w| w.message).collect())
+    missing.extend(pod_dns.warnings.into_iter().map(|w| w.message));
+    Ok(missing)
 }
 
 /// The pod's files for container `c`, (host path, container path): each one that exists,

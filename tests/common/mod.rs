@@ -53,6 +53,35 @@ pub fn build_busybox_layout(dest: &Path, args: &[&std::ffi::OsStr]) {
     );
 }
 
+/// Compiles the C program `src` statically into `work` and builds a busybox image
+/// `image` with it in /usr/local/bin (a real program of the test's own, offline).
+pub fn static_program_layout(src: &Path, work: &Path, image: &str) -> PathBuf {
+    let name = src.file_stem().expect("program name");
+    let bin = work.join(name);
+    let out = Command::new("gcc")
+        .args(["-static", "-O2", "-Wall", "-o"])
+        .arg(&bin)
+        .arg(src)
+        .output()
+        .expect("run gcc (apt-get install gcc libc6-dev)");
+    assert!(
+        out.status.success(),
+        "gcc -static failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let layout = work.join("layout");
+    build_busybox_layout(
+        &layout,
+        &[
+            "--ref".as_ref(),
+            image.as_ref(),
+            "--add".as_ref(),
+            bin.as_os_str(),
+        ],
+    );
+    layout
+}
+
 /// Fails the test unless it runs as root: these tests create namespaces, mounts and
 /// cgroups, and a skipped test must never look like a passed one. Never returns false
 /// (a bool only so that `assert!(require_root())` reads as what it does).

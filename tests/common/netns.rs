@@ -3,8 +3,10 @@
 //! Named (`ip netns add`) so that `ip -n`, `nsenter` and the daemon can all find them;
 //! deleted on drop, and stale ones of dead test processes are swept first.
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
+#![allow(dead_code)]
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -20,11 +22,17 @@ pub struct TestNetns {
 
 impl TestNetns {
     pub fn new() -> Self {
+        Self::with_role("")
+    }
+
+    /// A namespace whose name ends with `role` ("host", "pod-a"…), for `ip netns`.
+    pub fn with_role(role: &str) -> Self {
         sweep_stale();
         let name = format!(
-            "{PREFIX}{}-{}",
+            "{PREFIX}{}-{}{}{role}",
             std::process::id(),
-            NETNS_SEQ.fetch_add(1, Ordering::SeqCst)
+            NETNS_SEQ.fetch_add(1, Ordering::SeqCst),
+            if role.is_empty() { "" } else { "-" }
         );
         run_ok(Command::new("ip").args(["netns", "add", &name]));
         let ns = Self { name };
@@ -43,6 +51,46 @@ impl TestNetns {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// `nsenter --net=… PROGRAM ARGS…`, which must succeed: its stdout.
+    pub fn exec(&self, program: &str, args: &[&str]) -> String {
+        let out = run_ok(self.command(program).args(args));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The names of the namespace's links.
+    pub fn links(&self) -> Vec<String> {
+        let v: serde_json::Value =
+            serde_json::from_str(&self.ip(&["-j", "link", "show"])).expect("ip -j");
+        v.as_array()
+            .expect("links")
+            .iter()
+            .filter_map(|l| l["ifname"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// The global addresses on `dev`.
+    pub fn addresses(&self, dev: &str) -> Vec<IpAddr> {
+        let v: serde_json::Value =
+            serde_json::from_str(&self.ip(&["-j", "addr", "show", "dev", dev])).expect("ip -j");
+        v[0]["addr_info"]
+            .as_array()
+            .expect("addr_info")
+            .iter()
+            .filter(|a| a["scope"] == "global")
+            .filter_map(|a| a["local"].as_str().and_then(|ip| ip.parse().ok()))
+            .collect()
+    }
+
+    /// Every packet-filter rule of the namespace, iptables (both families) and nft.
+    pub fn rules(&self) -> String {
+        format!(
+            "{}\n{}\n{}",
+            self.exec("iptables-save", &[]),
+            self.exec("ip6tables-save", &[]),
+            self.exec("nft", &["list", "ruleset"])
+        )
+    }
+
     /// A command run inside the namespace (only its network: `nsenter --net`).
     pub fn command(&self, program: &str) -> Command {
         let mut c = Command::new("nsenter");
@@ -52,16 +100,25 @@ impl TestNetns {
         c
     }
 
-    /// Runs `f` on a thread that entered this namespace (sockets it makes stay in it).
-    pub fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = self.path();
-        std::thread::spawn(move || {
-            let ns = std::fs::File::open(&path).expect("open netns");
-            nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
-            f()
+    /// Runs `f` on a thread that entered this namespace (sockets it makes stay in it,
+    /// children it spawns inherit it).
+    pub fn run<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        in_netns(&self.path(), f)
+    }
+
+    /// Runs the async `body` on a current-thread runtime made on a thread inside this
+    /// namespace: every socket, child process and helper thread it starts is in it.
+    pub fn block_on<T: Send, F: std::future::Future<Output = T>>(
+        &self,
+        body: impl FnOnce() -> F + Send,
+    ) -> T {
+        self.run(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(body())
         })
-        .join()
-        .expect("netns thread panicked")
     }
 
     /// Connects this namespace ("host") to a new one ("outside") by a veth pair:
@@ -156,6 +213,25 @@ fn sweep_stale() {
             let _ = Command::new("ip").args(["netns", "del", &name]).output();
         }
     }
+}
+
+/// Runs `f` on a fresh thread that has joined the network namespace at `path`.
+pub fn in_netns<T: Send>(path: &Path, f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let ns = std::fs::File::open(path).expect("open netns");
+            nix::sched::setns(ns, nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            f()
+        })
+        .join()
+        .expect("netns thread panicked")
+    })
+}
+
+/// Runs `program args…`, failing the test with its stderr when it fails: its stdout.
+pub fn run(program: &str, args: &[&str]) -> String {
+    let out = run_ok(Command::new(program).args(args));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn run_ok(cmd: &mut Command) -> Output {

@@ -7,12 +7,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 use std::time::Duration;
-
-use nix::sched::{CloneFlags, setns};
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -23,101 +19,15 @@ pub fn require_root() {
     );
 }
 
-/// Runs `ip` (or another tool) and fails the test with its output when it fails.
-pub fn run(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A network namespace pinned at /run/netns/<name>, deleted on drop.
-pub struct NetNs {
-    pub name: String,
-}
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-impl NetNs {
-    pub fn new(role: &str) -> Self {
-        let name = format!(
-            "phb{}-{}-{role}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        run("ip", &["netns", "add", &name]);
-        let ns = Self { name };
-        ns.ip(&["link", "set", "lo", "up"]);
-        ns
-    }
-
-    pub fn path(&self) -> PathBuf {
-        Path::new("/run/netns").join(&self.name)
-    }
-
-    /// `ip -n <ns> args…`
-    pub fn ip(&self, args: &[&str]) -> String {
-        let mut all = vec!["-n", self.name.as_str()];
-        all.extend_from_slice(args);
-        run("ip", &all)
-    }
-
-    /// `ip netns exec <ns> program args…`
-    pub fn exec(&self, program: &str, args: &[&str]) -> String {
-        let mut all = vec!["netns", "exec", self.name.as_str(), program];
-        all.extend_from_slice(args);
-        run("ip", &all)
-    }
-
-    /// Runs `f` on a thread inside this namespace and returns its result.
-    pub fn within<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = self.path();
-        std::thread::spawn(move || {
-            let ns = std::fs::File::open(&path).unwrap();
-            setns(ns, CloneFlags::CLONE_NEWNET).unwrap();
-            f()
-        })
-        .join()
-        .unwrap()
-    }
-
-    /// Runs the async `body` on a current-thread runtime made on a thread inside this
-    /// namespace: every socket, child process (nft) and helper thread it starts is in
-    /// this namespace, the test's stand-in for the host.
-    pub fn block_on<T: Send + 'static, F: std::future::Future<Output = T>>(
-        &self,
-        body: impl FnOnce() -> F + Send + 'static,
-    ) -> T {
-        self.within(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(body())
-        })
-    }
-}
-
-impl Drop for NetNs {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
+#[path = "../common/netns.rs"]
+mod netns;
+pub use netns::TestNetns as NetNs;
 
 /// A TCP server in `ns` on `addr` (e.g. `[::]:80`, both families) answering every
 /// connection with the address it came from; it lives as long as the test process.
 pub fn tcp_who_am_i(ns: &NetNs, addr: &str) {
     let addr: SocketAddr = addr.parse().unwrap();
-    let listener = ns.within(move || TcpListener::bind(addr).unwrap());
+    let listener = ns.run(move || TcpListener::bind(addr).unwrap());
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
             let peer = stream
@@ -131,7 +41,7 @@ pub fn tcp_who_am_i(ns: &NetNs, addr: &str) {
 /// The same over UDP: every datagram is answered with its source address.
 pub fn udp_who_am_i(ns: &NetNs, addr: &str) {
     let addr: SocketAddr = addr.parse().unwrap();
-    let socket = ns.within(move || UdpSocket::bind(addr).unwrap());
+    let socket = ns.run(move || UdpSocket::bind(addr).unwrap());
     std::thread::spawn(move || {
         let mut buf = [0u8; 64];
         while let Ok((_, peer)) = socket.recv_from(&mut buf) {
@@ -142,7 +52,7 @@ pub fn udp_who_am_i(ns: &NetNs, addr: &str) {
 
 /// Connects from `ns` to `addr` over TCP; the server's answer (who it saw), or the error.
 pub fn tcp_ask(ns: &NetNs, addr: SocketAddr) -> Result<String, String> {
-    ns.within(move || {
+    ns.run(move || {
         let mut s = TcpStream::connect_timeout(&addr, TIMEOUT)
             .map_err(|e| format!("connect {addr}: {e}"))?;
         s.set_read_timeout(Some(TIMEOUT))
@@ -156,7 +66,7 @@ pub fn tcp_ask(ns: &NetNs, addr: SocketAddr) -> Result<String, String> {
 
 /// Sends a datagram from `ns` to `addr`; the server's answer, or the error.
 pub fn udp_ask(ns: &NetNs, addr: SocketAddr) -> Result<String, String> {
-    ns.within(move || {
+    ns.run(move || {
         let any: SocketAddr = if addr.is_ipv4() {
             "0.0.0.0:0"
         } else {
@@ -181,7 +91,7 @@ pub fn udp_ask(ns: &NetNs, addr: SocketAddr) -> Result<String, String> {
 /// (the host side gets .1/::1 and default routes through it), as another machine on
 /// the host's network.
 pub fn outside_of(host: &NetNs) -> NetNs {
-    let outside = NetNs::new("out");
+    let outside = NetNs::with_role("out");
     host.ip(&[
         "link",
         "add",

@@ -4,18 +4,10 @@
 
 #![allow(dead_code)]
 
-use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::path::Path;
 use std::time::Duration;
-
-use nix::sched::{CloneFlags, setns};
-
-/// Debian's containernetworking-plugins.
-pub const DEBIAN_CNI_BIN: &str = "/usr/lib/cni";
 
 pub fn require_root() {
     assert!(
@@ -28,159 +20,11 @@ pub fn require_root() {
     );
 }
 
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
-/// A named network namespace (`ip netns add`), deleted on drop.
-pub struct Netns {
-    pub name: String,
-}
-
-impl Netns {
-    pub fn new(tag: &str) -> Self {
-        let name = format!(
-            "phcni{}-{}-{tag}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        run("ip", &["netns", "add", &name]);
-        let ns = Self { name };
-        ns.ip(&["link", "set", "lo", "up"]);
-        ns
-    }
-
-    pub fn path(&self) -> PathBuf {
-        Path::new("/run/netns").join(&self.name)
-    }
-
-    /// `ip -n <ns> args…`, which must succeed.
-    pub fn ip(&self, args: &[&str]) -> String {
-        let mut all = vec!["-n", self.name.as_str()];
-        all.extend_from_slice(args);
-        run("ip", &all)
-    }
-
-    /// `ip netns exec <ns> cmd args…`, which must succeed.
-    pub fn exec(&self, cmd: &str, args: &[&str]) -> String {
-        let mut all = vec!["netns", "exec", self.name.as_str(), cmd];
-        all.extend_from_slice(args);
-        run("ip", &all)
-    }
-
-    /// The names of the namespace's links.
-    pub fn links(&self) -> Vec<String> {
-        let v: serde_json::Value = serde_json::from_str(&self.ip(&["-j", "link", "show"])).unwrap();
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["ifname"].as_str().unwrap().to_string())
-            .collect()
-    }
-
-    /// The global addresses on `dev`.
-    pub fn addresses(&self, dev: &str) -> Vec<IpAddr> {
-        let v: serde_json::Value =
-            serde_json::from_str(&self.ip(&["-j", "addr", "show", "dev", dev])).unwrap();
-        v[0]["addr_info"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|a| a["scope"] == "global")
-            .map(|a| a["local"].as_str().unwrap().parse().unwrap())
-            .collect()
-    }
-
-    /// Every packet-filter rule of the namespace, iptables (both families) and nft.
-    pub fn rules(&self) -> String {
-        format!(
-            "{}\n{}\n{}",
-            self.exec("iptables-save", &[]),
-            self.exec("ip6tables-save", &[]),
-            self.exec("nft", &["list", "ruleset"])
-        )
-    }
-
-    /// Runs `f` on a thread inside this namespace (children it spawns inherit it).
-    pub fn run_in<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        in_netns(&self.path(), f)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
-
-/// Runs `f` on a fresh thread that has joined the network namespace at `path`.
-pub fn in_netns<T: Send>(path: &Path, f: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let fd = File::open(path).unwrap();
-            setns(&fd, CloneFlags::CLONE_NEWNET).unwrap();
-            f()
-        })
-        .join()
-        .unwrap()
-    })
-}
-
-/// Runs `cmd args…`, panicking with its stderr when it fails; its stdout.
-pub fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A config list over Debian's plugins: loopback, bridge `bridge` with dual-stack
-/// host-local IPAM keeping its files in `ipam_dir`, portmap, firewall.
-pub fn conflist(bridge: &str, ipam_dir: &Path, v4: &str, v6: &str) -> serde_json::Value {
-    serde_json::json!({
-        "cniVersion": "1.0.0",
-        "name": "podhost-test",
-        "plugins": [
-            {"type": "loopback"},
-            {
-                "type": "bridge",
-                "bridge": bridge,
-                "isGateway": true,
-                "ipMasq": true,
-                "hairpinMode": true,
-                "ipam": {
-                    "type": "host-local",
-                    "dataDir": ipam_dir,
-                    "ranges": [[{"subnet": v4}], [{"subnet": v6}]],
-                    "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]
-                }
-            },
-            {"type": "portmap", "capabilities": {"portMappings": true}},
-            {"type": "firewall"}
-        ]
-    })
-}
-
-/// The addresses host-local holds under `ipam_dir` (one file per address).
-pub fn ipam_entries(ipam_dir: &Path) -> Vec<String> {
-    let Ok(nets) = std::fs::read_dir(ipam_dir) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    for net in nets {
-        for f in std::fs::read_dir(net.unwrap().path()).unwrap() {
-            let name = f.unwrap().file_name().into_string().unwrap();
-            if name.parse::<IpAddr>().is_ok() {
-                out.push(name);
-            }
-        }
-    }
-    out.sort();
-    out
-}
+#[path = "../common/netns.rs"]
+mod netns;
+mod plugins;
+pub use netns::{TestNetns as Netns, in_netns};
+pub use plugins::{DEBIAN_CNI_BIN, conflist, ipam_entries};
 
 const IO_LIMIT: Option<Duration> = Some(Duration::from_secs(10));
 
