@@ -512,6 +512,22 @@ pub enum ValueError {
         /// The limit as written.
         limit: String,
     },
+    /// A value that must be an IP address (dnsConfig nameservers, hostAliases).
+    #[error("must be a valid IP address")]
+    NotAnIp,
+    /// A list with more entries than the API server allows.
+    #[error("must not have more than {max} {what}")]
+    TooMany {
+        /// The limit.
+        max: usize,
+        /// What is counted.
+        what: &'static str,
+    },
+    /// A DNS search domain that is not a DNS subdomain (a trailing '.' and '_' allowed).
+    #[error(
+        "must be a DNS search domain: dot-separated labels of lowercase letters, digits, '-' or '_' (a trailing '.' allowed), at most 253 characters"
+    )]
+    SearchDomain,
     /// hostNetwork with a hostPort other than the containerPort.
     #[error("must match containerPort when hostNetwork is true")]
     HostPortMismatch,

@@ -9,6 +9,7 @@
 //! handlers), `volumes` (volumes and mounts), `downward` (downward API references).
 
 mod container;
+mod dns;
 mod downward;
 mod names;
 mod pod;
