@@ -116,7 +116,7 @@ fn a_users_mistakes_are_each_named_with_their_field_and_fail_the_run() {
         "  error     spec.containers[0].livenessProbe.httpGet.port: invalid value \"0\": must be between 1 and 65535, inclusive".to_string(),
         "  error     spec.containers[0].volumeMounts[0].name: invalid value \"htmll\": no volume of this name in spec.volumes; declare the volume or fix the name".to_string(),
         "  error     spec.ephemeralContainers: is not supported by podhost: ephemeral containers are added to a running pod (podhost debug), not written in a manifest".to_string(),
-        "  ignored   spec.containers[0].ports: informational: podhost publishes no ports (with hostNetwork the container listens on the host's)".to_string(),
+        "  honoured  spec.containers[0].ports".to_string(),
         "  rejected  spec.ephemeralContainers: ephemeral containers are added to a running pod (podhost debug), not written in a manifest".to_string(),
     ] {
         assert!(t.lines().any(|l| l == line), "no line {line:?} in:\n{t}");
