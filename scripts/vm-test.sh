@@ -45,7 +45,7 @@ fi
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = 'install ok installed' ]; }
 t=${EPOCHREALTIME/./}
 missing=()
-for p in qemu-system-x86 busybox-static cpio kmod xz-utils apparmor; do
+for p in qemu-system-x86 busybox-static cpio kmod xz-utils apparmor nftables; do
   installed "$p" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -159,8 +159,12 @@ cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"
   printf 'CHECK_TIMEOUT=%q\n' "${CHECK_TIMEOUT:-180}"
   printf 'DAEMON_CGROUP=%q\n' "${DAEMON_CGROUP:-system.slice/podhost}"
 } >"$SHARE/suite.env"
-# apparmor_parser (libc only) makes the guest an AppArmor host that can load profiles.
-LIBS_FOR="$PODHOST ${LIFECYCLE_TEST:-}" EXTRA_BINS=/sbin/apparmor_parser bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
+# apparmor_parser (libc only) makes the guest an AppArmor host that can load profiles;
+# nft and the nf_tables modules let the pod network publish hostPorts (85-pod-network).
+NFT_MODS="nf_tables nft_chain_nat nft_nat nft_masq nft_ct nft_fib_inet nft_fib_ipv4 nft_fib_ipv6"
+LIBS_FOR="$PODHOST ${LIFECYCLE_TEST:-}" EXTRA_BINS="/sbin/apparmor_parser /usr/sbin/nft" \
+  EXTRA_MODS="veth bridge br_netfilter dummy loop $NFT_MODS" \
+  bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
 step "image, initramfs and share ready ($(since "$t"))"
 
 # ---- 4. boot and run ----------------------------------------------------------------
