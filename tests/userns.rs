@@ -109,10 +109,11 @@ fn a_pod_without_host_users_runs_as_root_of_its_own_block() {
             "0:0",
             "the pod's shm is its root's"
         );
-        // sysfs mounts only for a net namespace the container's user namespace owns.
+        // sysfs mounts only for a net namespace the container's user namespace owns:
+        // its own, with the pod network's eth0 beside loopback.
         assert_eq!(
             field(logs, "netdevs"),
-            "lo",
+            "eth0 lo",
             "its own net namespace's sysfs"
         );
     }
