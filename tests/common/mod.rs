@@ -95,6 +95,11 @@ pub fn require_root() -> bool {
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
+/// Set (by the VM suite's 15-lifecycle, whose guest has no `ip netns` and is itself a
+/// throwaway machine): every test daemon runs on the machine's network with
+/// `--pod-network none`, as [`TestDaemon::start_on_machine_network`] does.
+pub const SHARED_NETWORK_ENV: &str = "PODHOST_TEST_SHARED_NETWORK";
+
 pub struct TestDaemon {
     pub dir: tempfile::TempDir,
     pub manifests: PathBuf,
@@ -137,7 +142,10 @@ impl TestDaemon {
     pub fn prepare_on_machine_network(extra_args: &[&str]) -> Self {
         let mut d = Self::prepare_with(extra_args);
         d.netns = None;
-        d.extra_args.push("--pod-network=none".into());
+        let none = "--pod-network=none".to_string();
+        if !d.extra_args.contains(&none) {
+            d.extra_args.push(none);
+        }
         d
     }
 
@@ -161,9 +169,15 @@ impl TestDaemon {
             cgroup_root,
             dir,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
-            netns: Some(netns::TestNetns::new()),
+            netns: None,
             child: None,
         };
+        let mut d = d;
+        if std::env::var_os(SHARED_NETWORK_ENV).is_some() {
+            d.extra_args.push("--pod-network=none".into());
+        } else {
+            d.netns = Some(netns::TestNetns::new());
+        }
         std::fs::create_dir_all(&d.manifests).unwrap();
         let out = Command::new(BIN)
             .args(["load", "--socket"])
