@@ -46,18 +46,6 @@ impl NodeDns {
     }
 }
 
-/// The node's IPs for a hostNetwork pod (its pod IPs, as the kubelet reports them),
-/// nothing for any other.
-pub fn host_network_ips(ctx: &Ctx, pod: &PodInfo) -> Vec<IpAddr> {
-    if !pod.host_network {
-        return Vec::new();
-    }
-    ctx.host_ips
-        .iter()
-        .filter_map(|ip| ip.parse().ok())
-        .collect()
-}
-
 /// Writes `<pod dir>/etc-hosts`, `resolv.conf` and `hostname` (each atomically, and only
 /// when its content changed, so that a restarted daemon leaves the files its running
 /// containers have mounted alone). Returns the warnings to emit as the pod's
