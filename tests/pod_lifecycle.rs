@@ -434,26 +434,37 @@ fn an_exec_probe_that_times_out_fails() {
 fn http_get_hooks_reach_the_pod() {
     require_root();
     let d = TestDaemon::start();
-    // busybox httpd -vv logs each request on stderr, that is in the container's log.
+    // The server is a sidecar whose startupProbe gates the app's start: the app's
+    // postStart then never races the server's listen (a refused hook would restart the
+    // app, which a loaded machine turned into a failure on every attempt).
+    // busybox httpd -vv logs each request on stderr, that is in the sidecar's log.
+    let web = container(
+        "web",
+        "mkdir -p /www && echo ok > /www/started && echo ok > /www/stopping && exec httpd -f -vv -p 18080 -h /www",
+        "    restartPolicy: Always\n    startupProbe:\n      tcpSocket: {port: 18080}\n      periodSeconds: 1\n      failureThreshold: 30\n",
+    );
     let app = container(
         "app",
-        "mkdir -p /www && echo ok > /www/started && echo ok > /www/stopping && exec httpd -f -vv -p 18080 -h /www",
+        "exec sleep 1000",
         "    lifecycle:\n      postStart:\n        httpGet: {path: /started, port: 18080}\n      preStop:\n        httpGet: {path: /stopping, port: 18080}\n",
     );
     d.write_manifest(
         "hooks.yaml",
-        &manifest("hooks", "  terminationGracePeriodSeconds: 5\n", &[], &[app]),
+        &manifest(
+            "hooks",
+            "  terminationGracePeriodSeconds: 2\n",
+            &[web],
+            &[app],
+        ),
     );
-    let pod = d.wait_pod("hooks", "running", 30, |p| {
+    let pod = d.wait_pod("hooks", "running", 60, |p| {
         container_status(p, "app")?["state"]["running"]
             .is_object()
             .then(|| p.clone())
     });
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
     let name = pod["metadata"]["name"].as_str().unwrap().to_string();
-    let log_dir = d.logs.join(format!("default_{name}_{uid}/app"));
-    // Every attempt's log: a postStart refused before httpd listens kills attempt 0,
-    // and the request that gets through lands in a later attempt's log.
+    let log_dir = d.logs.join(format!("default_{name}_{uid}/web"));
     let all_lines = || {
         let mut lines = Vec::new();
         for entry in std::fs::read_dir(&log_dir).into_iter().flatten().flatten() {
@@ -466,10 +477,10 @@ fn http_get_hooks_reach_the_pod() {
             .iter()
             .any(|l| l.2.contains(&format!("GET {path}")) || l.2.contains(&format!("url:{path}")))
     };
-    // postStart retried until the server listens: the container is Running only after
-    // a request got through. (A refused connection fails the hook: restarts are fine.)
+    // The container is Running only after its postStart returned: the request is in
+    // the server's log (written a moment after it answered).
     let started = wait_until(
-        std::time::Duration::from_secs(20),
+        std::time::Duration::from_secs(10),
         "postStart request",
         || logged("/started").then_some(()),
     );
@@ -478,7 +489,17 @@ fn http_get_hooks_reach_the_pod() {
         "no postStart request in {:?}",
         all_lines()
     );
+    let app_status = container_status(&pod, "app").unwrap();
+    assert_eq!(
+        app_status["restartCount"], 0,
+        "the postStart hook failed although the server was up: {pod}"
+    );
     d.remove_manifest("hooks.yaml");
     d.wait_gone("hooks", 30);
-    assert!(logged("/stopping"), "no preStop request logged");
+    // The sidecar stops after the app, so the app's preStop reached it.
+    assert!(
+        logged("/stopping"),
+        "no preStop request logged: {:?}",
+        all_lines()
+    );
 }
