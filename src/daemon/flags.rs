@@ -153,6 +153,63 @@ pub struct DaemonFlags {
     /// pods get; "" for none (the pods get the node's loopback as nameserver).
     #[arg(long, default_value = crate::model::dns::DEFAULT_RESOLV_CONF)]
     pub resolv_conf: String,
+    // ---- operability (issue 12) ----
+    /// A KubeletConfiguration (kubelet.config.k8s.io/v1beta1) file; flags given on the
+    /// command line override its fields; SIGHUP re-reads it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Serve the read-only HTTP endpoints (/healthz /pods /metrics /metrics/cadvisor
+    /// /stats/summary) on this port; off unless this or --address is given (then 10255).
+    #[arg(long)]
+    pub read_only_port: Option<u16>,
+    /// The address of the read-only HTTP endpoints (default 127.0.0.1).
+    #[arg(long)]
+    pub address: Option<std::net::IpAddr>,
+    /// Log line format on stderr: `text` (journald-friendly, no colours when not a tty)
+    /// or `json` (one object per line).
+    #[arg(long, default_value = "text")]
+    pub log_format: String,
+    /// Run the manifests' pods, wait until they are Running or finished, print their
+    /// status and exit (non-zero if any failed).
+    #[arg(long)]
+    pub runonce: bool,
+    /// An http(s) URL serving a Pod, a PodList or nothing: a second static pod source.
+    #[arg(long)]
+    pub manifest_url: Option<String>,
+    /// Headers of the --manifest-url requests, `name:value,…`; repeatable (values of
+    /// one name accumulate).
+    #[arg(long)]
+    pub manifest_url_header: Vec<String>,
+    /// Seconds between polls of --manifest-url (kubelet: 20).
+    #[arg(long, default_value_t = 20.0)]
+    pub http_check_frequency: f64,
+    /// Hard eviction thresholds, `signal<quantity|percent,…` (kubelet's evictionHard);
+    /// setting it replaces all the defaults.
+    #[arg(
+        long,
+        default_value = "memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,nodefs.inodesFree<5%"
+    )]
+    pub eviction_hard: String,
+    /// Soft eviction thresholds (kubelet's evictionSoft), each needs a grace period.
+    #[arg(long, default_value = "")]
+    pub eviction_soft: String,
+    /// `signal=duration,…` grace periods of the soft thresholds.
+    #[arg(long, default_value = "")]
+    pub eviction_soft_grace_period: String,
+    /// Longest grace (seconds) given to a pod evicted for a soft threshold; 0 = the
+    /// pod's own terminationGracePeriodSeconds.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    pub eviction_max_pod_grace_period: i64,
+    /// Seconds a node condition stays after its signal went back under the threshold
+    /// (kubelet: 300).
+    #[arg(long, default_value_t = 300.0)]
+    pub eviction_pressure_transition_period: f64,
+    /// `signal=quantity|percent,…`: how much beyond a threshold an eviction reclaims.
+    #[arg(long, default_value = "")]
+    pub eviction_minimum_reclaim: String,
+    /// Seconds between eviction checks (kubelet's evictionMonitoringPeriod: 10).
+    #[arg(long, default_value_t = 10.0, hide = true)]
+    pub eviction_monitoring_period: f64,
 }
 
 fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
