@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# podhost against its peers, side by side in one run on the same image (the built-in
+# busybox), with a table of the figures, the goals of issue 12 and the ratios.
+#
+# usage: scripts/bench.sh [-n RUNS] [-p PODS] [-i IDLE_PODS] [-P] [-L]
+#   RUNS       timed runs of each peer measurement (default 30)
+#   PODS       pods for podhost's start latency and burst (default 100), and the
+#              podman pods whose conmons are measured (min(PODS, 20))
+#   IDLE_PODS  pods running while the daemon's idle CPU and RSS are taken (default 250)
+#   -P         skip the pull benchmark (scripts/bench-pull.sh)
+#   -L         skip the peers (runc, crun, podman)
+#
+# Installs the peers from Debian (runc, crun, podman, conmon, umoci, jq) with the
+# project's install-deps.sh. podhost runs as a release build with --pod-network none
+# (podman with --network none): the network's own cost is scripts/bench-network.sh's.
+# Raw figures go to $RESULTS (default /tmp/bench-results/bench-<UTC stamp>). Run it on
+# an idle machine (see /proc/loadavg): the figures are wall times.
+set -euo pipefail
+RUNS=30
+PODS=100
+IDLE=250
+PULL=1
+PEERS=1
+while getopts "n:p:i:PL" o; do
+  case $o in
+    n) RUNS=$OPTARG ;;
+    p) PODS=$OPTARG ;;
+    i) IDLE=$OPTARG ;;
+    P) PULL= ;;
+    L) PEERS= ;;
+    *) sed -n '2,18p' "$0"; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
+REPO=$PWD
+[ "$(id -u)" -eq 0 ] || { echo "scripts/bench.sh must run as root" >&2; exit 1; }
+bash scripts/install-deps.sh python3 runc crun podman conmon catatonit jq umoci
+cargo build --release --locked -q
+RESULTS=${RESULTS:-/tmp/bench-results/bench-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$RESULTS"
+echo "results: $RESULTS (load before: $(cut -d' ' -f1-3 /proc/loadavg))"
+
+work=$(mktemp -d /tmp/podhost-bench.XXXXXX)
+node=bench$$
+cleanup() {
+  if [ -n "${pid:-}" ]; then
+    # Stop the pods this run started (manifests gone), then the daemon.
+    rm -f "$work"/manifests/*.yaml
+    for _ in $(seq 300); do
+      "$REPO/target/release/podhost" --socket "$work/sock" get pods -o json 2>/dev/null \
+        | grep -q '"items": \[\]' && break
+      sleep 0.2
+    done
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
+  fi
+  umount -R "$work/root" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/manifests"
+bash oci/busybox/build.sh "$work/layout" >/dev/null 2>&1
+podhost=$REPO/target/release/podhost
+"$podhost" load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
+"$podhost" daemon --pod-manifest-path "$work/manifests" --root-dir "$work/root" \
+  --log-dir "$work/logs" --socket "$work/sock" --node-name "$node" --pod-network none \
+  --cgroup-root "podhost-bench-$$" >"$RESULTS/daemon.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -S "$work/sock" ] && break; sleep 0.05; done
+
+echo "== podhost ($PODS pods, $IDLE idle pods)"
+IDLE_PODS=$IDLE python3 scripts/bench_podhost.py "$work/sock" "$work/manifests" "$node" \
+  "$work/root" "$pid" "$PODS" "$RESULTS/podhost.json"
+echo "{}" >"$RESULTS/peers.json"
+if [ -n "$PEERS" ]; then
+  echo "== peers: runc, crun, podman"
+  mkdir -p "$work/peers"
+  conmon_pods=$(( PODS < 20 ? PODS : 20 ))
+  # The same image (same layer and config), named plainly "latest" for umoci and podman.
+  bash oci/busybox/build.sh --ref latest "$work/peer-layout" >/dev/null 2>&1
+  python3 scripts/bench_peers.py "$work/peers" "$work/peer-layout" "$RUNS" "$conmon_pods" \
+    "$RESULTS/peers.json"
+fi
+echo "{}" >"$RESULTS/pull.json"
+if [ -n "$PULL" ]; then
+  echo "== pull: podhost vs skopeo (scripts/bench-pull.sh)"
+  RESULTS="$RESULTS/pull" bash scripts/bench-pull.sh -n "$(( RUNS < 10 ? RUNS : 10 ))" \
+    | tee "$RESULTS/pull.txt"
+  python3 - "$RESULTS/pull.txt" "$RESULTS/pull.json" <<'EOF'
+import json, re, sys
+out = {}
+for line in open(sys.argv[1]):
+    # bench-pull.sh's summary: "<image> <tool>/skopeo wall ratio R (cpu C) ..."
+    m = re.search(r"^(small|big)\s+(podhost|daemon)/skopeo wall ratio ([0-9.]+)", line)
+    if m:
+        out["pull_%s_%s_vs_skopeo" % (m.group(2), m.group(1))] = float(m.group(3))
+json.dump(out, open(sys.argv[2], "w"), indent=1)
+EOF
+fi
+python3 scripts/bench_table.py "$RESULTS" | tee "$RESULTS/table.md"

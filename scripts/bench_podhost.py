@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""podhost's side of scripts/bench.sh, against a running daemon (release build).
+
+usage: bench_podhost.py SOCKET MANIFEST_DIR NODE ROOT_DIR DAEMON_PID PODS OUT.json
+
+Measures, each on pods of the built-in busybox image:
+- start: manifest written -> API shows the pod Running, PODS pods one after the other
+  (p50, p99), then PODS pods written at once -> all Running (wall time);
+- exit: the container's exit (the shim's exit.json `finished_at`, taken right after
+  waitpid) -> API shows it Terminated (p50, p99);
+- stop: manifest removed -> the container exited on the stop signal (its exit.json
+  `finished_at`; the container exits at once on SIGTERM, so this is the removal ->
+  stop signal reaction plus the signal's delivery);
+- churn: one-container pods running /bin/true (restartPolicy Never), 8 in flight,
+  created -> Succeeded -> manifest removed -> gone; pods per second sustained;
+- memory: RSS and PSS of every shim (per running container) and of the daemon, with
+  PODS pods running;
+- idle: the daemon's CPU (% of one core) over 30 s with IDLE_PODS (env, default 250)
+  pods running, and its RSS then.
+
+The API is polled on its unix socket; polling stops during the idle measurement.
+Writes the figures as JSON to OUT.json and prints them.
+"""
+import glob
+import http.client
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from datetime import datetime
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("podhost")
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.unix_path)
+
+
+SOCK, MANIFESTS, NODE, ROOT, DAEMON_PID = sys.argv[1:6]
+PODS = int(sys.argv[6])
+OUT = sys.argv[7]
+IDLE_PODS = int(os.environ.get("IDLE_PODS", "250"))
+
+
+def pods():
+    c = UnixConnection(SOCK)
+    c.request("GET", "/pods")
+    body = c.getresponse().read()
+    c.close()
+    return {p["metadata"]["name"]: p for p in json.loads(body)["items"]}
+
+
+def wait_for(pred, timeout=120, every=0.002):
+    end = time.time() + timeout
+    while time.time() < end:
+        got = pred(pods())
+        if got is not None:
+            return time.time(), got
+        time.sleep(every)
+    raise SystemExit("bench: timed out waiting for the daemon")
+
+
+def parse_time(s):
+    head, _, frac = s.rstrip("Z").partition(".")
+    t = datetime.fromisoformat(head + "+00:00").timestamp()
+    return t + (float("0." + frac) if frac else 0.0)
+
+
+def write(name, text):
+    path = os.path.join(MANIFESTS, name + ".yaml")
+    tmp = os.path.join(MANIFESTS, "." + name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def remove(name):
+    os.unlink(os.path.join(MANIFESTS, name + ".yaml"))
+
+
+def manifest(name, command, restart="Always", grace=2):
+    return (
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n"
+        "  restartPolicy: %s\n  terminationGracePeriodSeconds: %d\n  containers:\n"
+        "  - name: c\n    image: localhost/busybox:latest\n    imagePullPolicy: Never\n"
+        "    command: %s\n" % (name, restart, grace, json.dumps(command))
+    )
+
+
+def full(name):
+    return "%s-%s" % (name, NODE)
+
+
+def state(pod):
+    st = (pod.get("status") or {}).get("containerStatuses") or []
+    return st[0]["state"] if st else {}
+
+
+def running(name):
+    return lambda ps: True if full(name) in ps and "running" in state(ps[full(name)]) else None
+
+
+def gone(names):
+    return lambda ps: True if not any(full(n) in ps for n in names) else None
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def ms(x):
+    return round(x * 1000, 1)
+
+
+def exit_record(uid):
+    found = glob.glob(os.path.join(ROOT, "pods", uid, "containers", "c", "*", "exit.json"))
+    if not found:
+        return None
+    with open(sorted(found)[-1]) as f:
+        return json.load(f)
+
+
+SLEEP = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+
+
+def bench_start():
+    lat = []
+    names = ["start%d" % i for i in range(PODS)]
+    for n in names:
+        t0 = time.time()
+        write(n, manifest(n, SLEEP))
+        t1, _ = wait_for(running(n))
+        lat.append(t1 - t0)
+    for n in names:
+        remove(n)
+    wait_for(gone(names), every=0.05)
+    burst = ["burst%d" % i for i in range(PODS)]
+    t0 = time.time()
+    for n in burst:
+        write(n, manifest(n, SLEEP))
+    t1, _ = wait_for(
+        lambda ps: True
+        if all(full(n) in ps and "running" in state(ps[full(n)]) for n in burst)
+        else None,
+        every=0.01,
+    )
+    return {
+        "start_p50_ms": ms(statistics.median(lat)),
+        "start_p99_ms": ms(pct(lat, 99)),
+        "burst_all_running_ms": ms(t1 - t0),
+    }, burst
+
+
+def shim_pids():
+    pids = []
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(d + "/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 1 and argv[0].endswith(b"podhost") and argv[1] == b"shim":
+            pids.append(int(d[6:]))
+    return pids
+
+
+def rss_pss_kib(pid):
+    out = {}
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("Rss", "Pss"):
+                out[key] = int(rest.split()[0])
+    return out["Rss"], out["Pss"]
+
+
+def bench_memory():
+    shims = [rss_pss_kib(p) for p in shim_pids()]
+    rss, pss = rss_pss_kib(int(DAEMON_PID))
+    return {
+        "shims_counted": len(shims),
+        "shim_rss_mib": round(statistics.median(s[0] for s in shims) / 1024, 2),
+        "shim_pss_mib": round(statistics.median(s[1] for s in shims) / 1024, 2),
+        "daemon_rss_mib_%d_pods" % PODS: round(rss / 1024, 1),
+    }
+
+
+def bench_exit():
+    lat = []
+    for i in range(min(PODS, 30)):
+        n = "exit%d" % i
+        write(n, manifest(n, ["sh", "-c", "sleep 0.2"], restart="Never"))
+        t_seen, pod = wait_for(
+            lambda ps: ps[full(n)]
+            if full(n) in ps and "terminated" in state(ps[full(n)])
+            else None
+        )
+        rec = exit_record(pod["metadata"]["uid"])
+        if rec and rec.get("finished_at"):
+            lat.append(t_seen - parse_time(rec["finished_at"]))
+        remove(n)
+        wait_for(gone([n]), every=0.01)
+    return {"exit_seen_p50_ms": ms(statistics.median(lat)), "exit_seen_p99_ms": ms(pct(lat, 99))}
+
+
+def bench_stop():
+    lat = []
+    for i in range(min(PODS, 30)):
+        n = "stop%d" % i
+        write(n, manifest(n, SLEEP))
+        _, pod = wait_for(lambda ps: ps[full(n)] if running(n)(ps) else None)
+        uid = pod["metadata"]["uid"]
+        time.sleep(0.05)
+        t0 = time.time()
+        remove(n)
+        end = time.time() + 30
+        rec = None
+        while time.time() < end:
+            rec = exit_record(uid)
+            if rec and rec.get("finished_at"):
+                break
+            time.sleep(0.002)
+        if rec and rec.get("finished_at"):
+            lat.append(parse_time(rec["finished_at"]) - t0)
+        wait_for(gone([n]), every=0.01)
+    return {"removal_to_exit_p50_ms": ms(statistics.median(lat)), "removal_to_exit_p99_ms": ms(pct(lat, 99))}
+
+
+def bench_churn(total=300, in_flight=8):
+    t0 = time.time()
+    started, done, live = 0, 0, {}
+    while done < total:
+        while started < total and len(live) < in_flight:
+            n = "churn%d" % started
+            write(n, manifest(n, ["/bin/true"], restart="Never", grace=1))
+            live[n] = "created"
+            started += 1
+        ps = pods()
+        for n, st in list(live.items()):
+            p = ps.get(full(n))
+            if st == "created" and p and (p.get("status") or {}).get("phase") == "Succeeded":
+                remove(n)
+                live[n] = "removed"
+            elif st == "removed" and p is None:
+                del live[n]
+                done += 1
+        time.sleep(0.002)
+    wall = time.time() - t0
+    return {"churn_pods_per_s": round(total / wall, 1), "churn_ms_per_pod": ms(wall / total)}
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def bench_idle(burst):
+    names = ["idle%d" % i for i in range(IDLE_PODS)]
+    for n in burst:
+        remove(n)
+    wait_for(gone(burst), every=0.1)
+    for n in names:
+        write(n, manifest(n, SLEEP))
+    wait_for(
+        lambda ps: True
+        if all(full(n) in ps and "running" in state(ps[full(n)]) for n in names)
+        else None,
+        timeout=600,
+        every=0.5,
+    )
+    time.sleep(10)
+    pid = int(DAEMON_PID)
+    hz = os.sysconf("SC_CLK_TCK")
+    c0, t0 = cpu_ticks(pid), time.time()
+    time.sleep(30)
+    c1, t1 = cpu_ticks(pid), time.time()
+    rss, _ = rss_pss_kib(pid)
+    out = {
+        "idle_pods": IDLE_PODS,
+        "daemon_idle_cpu_pct": round((c1 - c0) / hz / (t1 - t0) * 100, 2),
+        "daemon_rss_mib_idle": round(rss / 1024, 1),
+    }
+    for n in names:
+        remove(n)
+    wait_for(gone(names), timeout=600, every=0.5)
+    return out
+
+
+def main():
+    results = {}
+    start, burst = bench_start()
+    results.update(start)
+    results.update(bench_memory())
+    results.update(bench_exit())
+    results.update(bench_stop())
+    results.update(bench_idle(burst))
+    results.update(bench_churn())
+    with open(OUT, "w") as f:
+        json.dump(results, f, indent=1)
+    for k, v in results.items():
+        print("%-32s %s" % (k, v))
+
+
+main()
