@@ -166,7 +166,7 @@ def shim_pids():
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if len(argv) > 1 and argv[0].endswith(b"podhost") and argv[1] == b"shim":
+        if len(argv) > 1 and os.path.basename(argv[0]) in (b"podhost", b"podhost-monitor") and argv[1] == b"shim":
             pids.append(int(d[6:]))
     return pids
 

@@ -88,6 +88,7 @@ fn run(cli: Cli) -> Result<i32> {
             node_name,
         } => validate::run(&paths, output.as_deref(), node_name.as_deref()),
         Command::Shim { config } => Ok(podhost::shim::run(&config)),
+        Command::ShimCleanup { config } => Ok(podhost::shim::cleanup_after_monitor(&config)),
         Command::Pause { .. } => Ok(podhost::runtime::pause::run()),
         Command::Sandbox(args) => helpers::sandbox(args),
         Command::ExecHelper {

@@ -128,6 +128,9 @@ pub enum Command {
     /// (internal) the per-container process.
     #[command(hide = true)]
     Shim { config: PathBuf },
+    /// (internal) libcontainer's delete after a monitored container exited.
+    #[command(hide = true)]
+    ShimCleanup { config: PathBuf },
     /// (internal) create a pod's shared namespaces.
     #[command(hide = true)]
     Sandbox(crate::cli::commands::helpers::SandboxArgs),
@@ -170,6 +173,7 @@ impl Command {
             self,
             Command::Daemon(_)
                 | Command::Shim { .. }
+                | Command::ShimCleanup { .. }
                 | Command::Sandbox(_)
                 | Command::Pause { .. }
                 | Command::ExecHelper { .. }

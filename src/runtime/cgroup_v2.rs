@@ -165,7 +165,7 @@ impl CgroupV2 {
 }
 
 /// The counters of `memory.events`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MemoryEvents {
     pub max: u64,
     pub oom: u64,

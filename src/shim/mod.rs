@@ -8,7 +8,8 @@
 
 mod error;
 mod kernel;
+pub mod monitor;
 mod process;
 
 pub use error::ShimError;
-pub use process::run;
+pub use process::{cleanup_after_monitor, run};

@@ -1,23 +1,20 @@
 //! The shim's whole life, from config to exit record.
 
 use std::fs::File;
-use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
-use std::time::Duration;
 
 use chrono::Utc;
 use libcontainer::container::Container;
 use libcontainer::container::builder::ContainerBuilder;
 use libcontainer::syscall::syscall::SyscallType;
 use nix::sys::signal::{SigHandler, Signal, signal};
-use nix::sys::wait::{WaitStatus, waitpid};
-use nix::unistd::Pid;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
 
 use super::error::ShimError;
 use super::kernel;
-use crate::disk::records::{EXIT_FILE, ExitRecord, SHIM_LOG_FILE, STARTED_FILE, StartedRecord};
+use super::monitor::report;
+use crate::disk::records::{SHIM_LOG_FILE, STARTED_FILE, StartedRecord};
 use crate::disk::{read_json, write_json_atomic};
 use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::not_applied::{self, NotApplied, RLIMIT_NOT_APPLIED};
@@ -51,63 +48,36 @@ pub fn run(config_path: &Path) -> i32 {
             }
             // stdout stays the report pipe: the daemon may be gone (EPIPE is ignored).
             report(&ShimReady::Started(started.clone()));
-            let log_path = cfg.log_path.clone();
-            let log_opts = crate::logs::WriterOptions {
-                rotation: cfg.log_rotation,
-                drop_record: Some(cfg.bundle.join(crate::logs::LOG_DROPS_FILE)),
-            };
-            let (done_tx, done_rx) = std::sync::mpsc::channel();
-            // The only thread the shim ever has (it may start one more to compress
-            // rotated logs); libcontainer is not called while it copies.
-            let log_thread = std::thread::spawn(move || {
-                let drained = done_tx.clone();
-                let copied = crate::logs::copy_streams(
-                    stdout_r,
-                    stderr_r,
-                    &log_path,
-                    &log_opts,
-                    None,
-                    move || {
-                        let _ = drained.send(());
-                    },
-                );
-                if let Err(e) = copied {
-                    tracing::error!(error = %e, "log copy failed");
-                }
-                // Second signal: queued compressions are done too.
-                let _ = done_tx.send(());
-            });
-            let (exit_code, sig) = reap_until(started.init_pid);
-            let finished_at = Utc::now();
-            // The pid namespace is gone, so the pipes close; don't wait forever if a
-            // stray process outside it kept them.
-            let drained = done_rx.recv_timeout(Duration::from_secs(5)).is_ok();
-            let (oom_killed, memory_peak, memory_max) =
-                kernel::oom_verdict(cfg.cgroup_dir.as_deref(), oom_baseline);
-            let record = ExitRecord {
-                exit_code,
-                signal: sig,
-                started_at: started.started_at,
-                finished_at,
-                oom_killed,
-                memory_peak,
-                memory_max,
-                unknown: None,
-            };
-            if let Err(e) = write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
-                tracing::error!(error = %e, "cannot record the exit");
-            }
-            report(&ShimReady::Exited(record));
-            tracing::info!(container = %cfg.container_id, exit_code, "container exited");
-            cleanup(&cfg);
-            // Let a compression of a rotated log finish (bounded), so no `.tmp` is left;
-            // not when a stray process still holds the pipes (the copy never ended).
-            if drained && done_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
-                let _ = log_thread.join();
-            }
-            0
+            // The container runs: the small monitor binary takes over this process (a
+            // fraction of this binary's memory for the container's whole life). Only
+            // returns when it cannot; this process then monitors the container itself.
+            let handed = super::monitor::exec_monitor(
+                config_path,
+                &super::monitor::MonitorState {
+                    started: started.clone(),
+                    stdout_fd: stdout_r.as_raw_fd(),
+                    stderr_fd: stderr_r.as_raw_fd(),
+                    oom_baseline,
+                },
+            );
+            tracing::warn!(container = %cfg.container_id, error = %handed, "the monitor cannot take over; the shim monitors the container itself");
+            super::monitor::watch(&cfg, started, stdout_r, stderr_r, oom_baseline, || {
+                cleanup(&cfg)
+            })
         }
     }
+}
+
+/// `podhost shim-cleanup CONFIG`: what the monitor leaves to the full binary once the
+/// container exited and its exit is reported: libcontainer's delete and the rootfs.
+pub fn cleanup_after_monitor(config_path: &Path) -> i32 {
+    let cfg: ShimConfig = match read_json(config_path) {
+        Ok(Some(c)) => c,
+        _ => return 1,
+    };
+    init_logging(&cfg);
+    cleanup(&cfg);
+    0
 }
 
 /// New session, subreaper, immune to the daemon's SIGHUP/SIGPIPE, own log file on stderr.
@@ -123,6 +93,11 @@ fn detach_from_daemon(cfg: &ShimConfig) {
         let _ = signal(Signal::SIGPIPE, SigHandler::SigIgn);
         let _ = signal(Signal::SIGHUP, SigHandler::SigIgn);
     }
+    init_logging(cfg);
+}
+
+/// The shim log on stderr and as the tracing writer.
+fn init_logging(cfg: &ShimConfig) {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -291,24 +266,7 @@ fn confine_devices(cfg: &ShimConfig) -> Result<(), ShimError> {
     Ok(())
 }
 
-/// Reaps every child (we are the subreaper) until the init process's status is known.
-fn reap_until(init_pid: i32) -> (i32, Option<i32>) {
-    loop {
-        match waitpid(Pid::from_raw(-1), None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid.as_raw() == init_pid => return (code, None),
-            Ok(WaitStatus::Signaled(pid, sig, _)) if pid.as_raw() == init_pid => {
-                return (128 + sig as i32, Some(sig as i32));
-            }
-            Ok(_) | Err(nix::Error::EINTR) => continue,
-            Err(e) => {
-                tracing::error!(error = %e, "waitpid failed; init status unknown");
-                return (137, None);
-            }
-        }
-    }
-}
-
-fn cleanup(cfg: &ShimConfig) {
+pub(super) fn cleanup(cfg: &ShimConfig) {
     let dir = cfg.libcontainer_root.join(&cfg.container_id);
     if dir.exists() {
         match Container::load(dir) {
@@ -323,13 +281,6 @@ fn cleanup(cfg: &ShimConfig) {
     if let Err(e) = overlay::unmount_rootfs(&cfg.rootfs) {
         tracing::warn!(error = %e, "rootfs unmount failed");
     }
-}
-
-fn report(ready: &ShimReady) {
-    let mut line = serde_json::to_vec(ready).unwrap_or_default();
-    line.push(b'\n');
-    let mut out = std::io::stdout();
-    let _ = out.write_all(&line).and_then(|_| out.flush());
 }
 
 /// Reports `error` to the daemon (its text becomes the container's start failure).
