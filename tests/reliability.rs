@@ -459,3 +459,52 @@ fn parent_pid(pid: i32) -> i32 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
 }
+
+/// Once its container runs, the shim is the small `podhost-monitor` binary (same pid,
+/// still the container's parent), and the full binary's `shim-cleanup` still deletes
+/// libcontainer's state and the rootfs mount after the exit.
+#[test]
+fn the_running_shim_is_the_small_monitor_and_cleans_up_after_the_exit() {
+    assert!(nix::unistd::geteuid().is_root(), "this test needs root");
+    let d = TestDaemon::start();
+    let marker = format!("monitor-{}", d.node);
+    let (first, before) = run_marked_sleeper(&d, &marker);
+    let shim = i32::try_from(first["shim_pid"].as_i64().unwrap()).unwrap();
+    let exe = std::fs::read_link(format!("/proc/{shim}/exe")).expect("the shim's exe");
+    assert_eq!(
+        exe.file_name().and_then(|n| n.to_str()),
+        Some("podhost-monitor"),
+        "{exe:?}"
+    );
+    let argv = std::fs::read(format!("/proc/{shim}/cmdline")).unwrap();
+    let argv: Vec<&[u8]> = argv.split(|b| *b == 0).collect();
+    assert_eq!(argv[1], b"shim", "{argv:?}");
+    assert!(
+        argv[2].ends_with(b"/containers/main/0/shim-config.json"),
+        "{argv:?}"
+    );
+    assert_eq!(parent_pid(before[0]), shim, "the monitor is the container's parent");
+    let config: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(std::str::from_utf8(argv[2]).unwrap()).unwrap(),
+    )
+    .unwrap();
+    let state_dir = std::path::Path::new(config["libcontainer_root"].as_str().unwrap())
+        .join(config["container_id"].as_str().unwrap());
+    assert!(state_dir.exists(), "{state_dir:?}");
+    d.remove_manifest("s.yaml");
+    d.wait_gone("s", 40);
+    assert!(container_pids(&marker).is_empty());
+    // The cleanup runs after the exit is reported: give it a moment.
+    assert!(
+        wait_until(Duration::from_secs(10), "libcontainer state deleted", || {
+            (!state_dir.exists()).then_some(())
+        })
+        .is_some(),
+        "libcontainer's state was not deleted: {state_dir:?}"
+    );
+    assert!(
+        !d.mounts().iter().any(|m| m.contains("/containers/main/0/")),
+        "the rootfs is unmounted: {:?}",
+        d.mounts()
+    );
+}
