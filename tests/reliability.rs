@@ -483,11 +483,14 @@ fn the_running_shim_is_the_small_monitor_and_cleans_up_after_the_exit() {
         argv[2].ends_with(b"/containers/main/0/shim-config.json"),
         "{argv:?}"
     );
-    assert_eq!(parent_pid(before[0]), shim, "the monitor is the container's parent");
-    let config: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(std::str::from_utf8(argv[2]).unwrap()).unwrap(),
-    )
-    .unwrap();
+    assert_eq!(
+        parent_pid(before[0]),
+        shim,
+        "the monitor is the container's parent"
+    );
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(std::str::from_utf8(argv[2]).unwrap()).unwrap())
+            .unwrap();
     let state_dir = std::path::Path::new(config["libcontainer_root"].as_str().unwrap())
         .join(config["container_id"].as_str().unwrap());
     assert!(state_dir.exists(), "{state_dir:?}");
@@ -496,9 +499,11 @@ fn the_running_shim_is_the_small_monitor_and_cleans_up_after_the_exit() {
     assert!(container_pids(&marker).is_empty());
     // The cleanup runs after the exit is reported: give it a moment.
     assert!(
-        wait_until(Duration::from_secs(10), "libcontainer state deleted", || {
-            (!state_dir.exists()).then_some(())
-        })
+        wait_until(
+            Duration::from_secs(10),
+            "libcontainer state deleted",
+            || { (!state_dir.exists()).then_some(()) }
+        )
         .is_some(),
         "libcontainer's state was not deleted: {state_dir:?}"
     );
