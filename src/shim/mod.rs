@@ -9,6 +9,7 @@
 mod error;
 mod kernel;
 pub mod monitor;
+mod monitor_log;
 mod process;
 
 pub use error::ShimError;

@@ -121,11 +121,7 @@ pub fn monitor_main(args: &[String]) -> i32 {
         let _ = signal(Signal::SIGHUP, SigHandler::SigIgn);
     }
     // fd 2 is the shim log (the shim set it up before the exec).
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .try_init();
+    let _ = tracing::subscriber::set_global_default(super::monitor_log::StderrLog);
     match monitor_setup(args) {
         Ok((config_path, cfg, state)) => {
             // SAFETY: the shim passed these fds to us open (CLOEXEC cleared) and owns
