@@ -57,7 +57,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pkg=$work/podhost
 mkdir -p "$pkg"/{DEBIAN,usr/bin,lib/systemd/system,etc/podhost/manifests} \
-  "$pkg"/usr/share/{doc/podhost/examples,podhost/oci/busybox}
+  "$pkg"/usr/share/{doc/podhost/examples,podhost/oci/busybox,man/man8,lintian/overrides}
 
 # ---- files ----------------------------------------------------------------------
 # Stripped as dh_strip does (debug info and symbols go; the 35 MB binary shrinks).
@@ -69,6 +69,8 @@ install -m 0644 contrib/deb/config.yaml "$pkg/etc/podhost/config.yaml"
 install -m 0644 contrib/deb/example-pod.yaml "$pkg/usr/share/doc/podhost/examples/hello.yaml"
 install -m 0644 contrib/deb/copyright "$pkg/usr/share/doc/podhost/copyright"
 install -m 0644 README.md "$pkg/usr/share/doc/podhost/README.md"
+gzip -9n <contrib/deb/podhost.8 >"$pkg/usr/share/man/man8/podhost.8.gz"
+install -m 0644 contrib/deb/lintian-overrides "$pkg/usr/share/lintian/overrides/podhost"
 # The built-in image's recipe (see contrib/deb/load-busybox-image for why a recipe).
 install -m 0755 contrib/deb/load-busybox-image "$pkg/usr/share/podhost/load-busybox-image"
 install -m 0755 oci/busybox/build.sh "$pkg/usr/share/podhost/oci/busybox/build.sh"
@@ -105,9 +107,9 @@ Description: Kubernetes static pods without a CRI
  kubelet's static-pod mode) and builds every container itself, with pod-shared
  namespaces, an overlay root filesystem, cgroups, seccomp and AppArmor.
  .
- The daemon runs as the systemd service podhost.service; stopping or upgrading it
- never stops a pod. /usr/share/podhost/load-busybox-image builds and loads the
- built-in image localhost/busybox:latest offline.
+ The daemon runs as the systemd service podhost.service; stopping or
+ upgrading it never stops a pod. /usr/share/podhost/load-busybox-image builds
+ and loads the built-in image localhost/busybox:latest offline.
 EOF
 printf '/etc/podhost/config.yaml\n' >"$pkg/DEBIAN/conffiles"
 for script in postinst prerm postrm; do
