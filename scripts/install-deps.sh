@@ -37,7 +37,7 @@ need=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 export PATH="$cargo_home/bin:$PATH"
 # The version of `cargo` on PATH (rustup's first), or nothing.
-cargo_version() { cargo --version 2>/dev/null | sed -n 's/^cargo \([0-9][0-9.]*\).*/\1/p'; }
+cargo_version() { { cargo --version 2>/dev/null || true; } | sed -n 's/^cargo \([0-9][0-9.]*\).*/\1/p'; }
 new_enough() { [ -n "$1" ] && [ "$(printf '%s\n%s\n' "$need" "$1" | sort -V | head -1)" = "$need" ]; }
 have=$(cargo_version)
 if new_enough "$have"; then

@@ -47,7 +47,7 @@ pids_with() {
 # /run/mount, util-linux's state dir that any umount(8) creates (a booted host has it).
 snapshot() {
   (
-    cd "$root"
+    cd "$root" || exit 1
     { find . -xdev -printf '%p %y %m\n'; find ./run -printf '%p %y %m\n'; } |
       grep -Ev '^\./(var/lib/dpkg/(status|status-old|available|lock[^ ]*|triggers/[^ ]*) |var/log/dpkg\.log |var/cache/debconf/[^ ]* |tmp/podhost\.deb |run/mount[ /])'
     find ./etc -xdev -type f -exec sha256sum {} +
