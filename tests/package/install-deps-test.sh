@@ -8,8 +8,10 @@
 #   bash tests/package/install-deps-test.sh                 # PODHOST_RUST=auto (rustup)
 #   PODHOST_RUST=debian bash tests/package/install-deps-test.sh   # Debian's rustc-web
 #
-# Uses package-test.sh's cached Debian 12 root (run that first). The last line is
-# `install-deps-test: ok`.
+# Uses package-test.sh's cached Debian 12 root (run that first). HOST_CA=1 copies the
+# host's own CAs (/usr/local/share/ca-certificates, e.g. a TLS-intercepting proxy's)
+# into the root, for a network that reaches static.rust-lang.org only through one.
+# The last line is `install-deps-test: ok`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -23,6 +25,10 @@ root=$(mktemp -d "$cache/deps-root.XXXXXX")
 trap 'rm -rf --one-file-system "$root"' EXIT
 tar -C "$root" -xf "$base"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+if [ -n "${HOST_CA:-}" ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 mkdir -p "$root/src"
 need=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
 
