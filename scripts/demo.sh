@@ -19,6 +19,8 @@ pidfile=/run/podhost/demo.pid
 daemon_log=/run/podhost/demo-daemon.log
 
 bash scripts/install-deps.sh
+# A toolchain install-deps.sh installed with rustup lives here.
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 echo "== building podhost (release)"
 cargo build --release --locked
 podhost=$(pwd)/target/release/podhost

@@ -8,6 +8,8 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 bash scripts/install-deps.sh
+# A toolchain install-deps.sh installed with rustup lives here.
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 if cargo fmt --version >/dev/null 2>&1; then
   cargo fmt --all -- --check
