@@ -109,6 +109,22 @@ pub enum Command {
     Rmi { reference: String },
     /// Run container GC and image GC now.
     Gc,
+    /// Show CPU and memory use of the pods or of the node, as `kubectl top`: CPU in
+    /// millicores, memory as the working set; --psi adds cpu/memory/io pressure (some,
+    /// avg10), which kubectl cannot show.
+    Top {
+        /// `pods` (or `pod`, `po`) or `node` (or `nodes`, `no`).
+        resource: String,
+        /// One row per container.
+        #[arg(long)]
+        containers: bool,
+        /// Sort by `cpu` or `memory`, highest first.
+        #[arg(long, value_name = "cpu|memory")]
+        sort_by: Option<String>,
+        /// Add the pressure stall columns (cpu, memory, io: some avg10).
+        #[arg(long)]
+        psi: bool,
+    },
     /// Check Pod manifests without running them (no daemon needed): every error with
     /// its field path, and for each field set whether podhost honours, ignores or
     /// rejects it. Exit status 1 when any manifest has an error.
