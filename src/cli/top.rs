@@ -118,8 +118,8 @@ fn pod_usage(p: &PodStats) -> Option<Usage> {
 
 fn sort<T>(rows: &mut [(T, Usage)], by: Option<SortBy>) {
     match by {
-        Some(SortBy::Cpu) => rows.sort_by(|a, b| b.1.nano_cores.cmp(&a.1.nano_cores)),
-        Some(SortBy::Memory) => rows.sort_by(|a, b| b.1.working_set.cmp(&a.1.working_set)),
+        Some(SortBy::Cpu) => rows.sort_by_key(|r| std::cmp::Reverse(r.1.nano_cores)),
+        Some(SortBy::Memory) => rows.sort_by_key(|r| std::cmp::Reverse(r.1.working_set)),
         None => {}
     }
 }

@@ -92,7 +92,7 @@ impl Collector {
         let snapshot = Arc::new(tokio::task::spawn_blocking(move || sampler.sample()).await?);
         tracing::debug!(
             pods = snapshot.summary.pods.len(),
-            took_ms = started.elapsed().as_millis() as u64,
+            took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
             "statistics sampled"
         );
         *latest = Some(snapshot.clone());
