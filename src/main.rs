@@ -87,13 +87,17 @@ fn run(cli: Cli) -> Result<i32> {
             containers,
             sort_by,
             psi,
+            output,
         } => {
             let opts = podhost::cli::top::TopOptions {
                 containers,
                 sort_by: sort_by.map(|s| s.parse()).transpose()?,
                 psi,
             };
-            podhost::cli::commands::top::run(&client(), &resource, &opts)
+            match output.as_deref() {
+                None => podhost::cli::commands::top::run(&client(), &resource, &opts),
+                Some(format) => podhost::cli::commands::top::raw(&client(), format),
+            }
         }
         Command::Validate {
             paths,

@@ -124,6 +124,10 @@ pub enum Command {
         /// Add the pressure stall columns (cpu, memory, io: some avg10).
         #[arg(long)]
         psi: bool,
+        /// Instead of the table: `json` prints the daemon's whole Summary (the kubelet's
+        /// /stats/summary), `prometheus` its /metrics/cadvisor text.
+        #[arg(short = 'o', long = "output", value_name = "json|prometheus")]
+        output: Option<String>,
     },
     /// Check Pod manifests without running them (no daemon needed): every error with
     /// its field path, and for each field set whether podhost honours, ignores or

@@ -25,6 +25,18 @@ pub fn run(client: &Client, resource: &str, opts: &TopOptions) -> Result<i32> {
     Ok(0)
 }
 
+/// `-o json|prometheus`: the daemon's statistics as it serves them.
+pub fn raw(client: &Client, format: &str) -> Result<i32> {
+    let path = match format {
+        "json" => "/stats/summary",
+        "prometheus" => "/metrics/cadvisor",
+        other => bail!("-o must be json or prometheus, not \"{other}\""),
+    };
+    let answer = client.request("GET", path, None)?;
+    std::io::Write::write_all(&mut std::io::stdout(), &answer.body)?;
+    Ok(0)
+}
+
 fn host_cpus() -> u64 {
     std::thread::available_parallelism()
         .map(|n| n.get() as u64)
