@@ -55,7 +55,7 @@ fn psi_text(p: Option<&PsiStats>) -> String {
         .unwrap_or_else(|| "<none>".into())
 }
 
-/// Columns padded as kubectl's tabwriter (3 spaces between columns).
+/// Columns padded as kubectl's tabwriter (minimum width 10, padding 3).
 fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
@@ -65,6 +65,8 @@ fn table(rows: &[Vec<String>]) -> String {
                 .map(|c| c.chars().count())
                 .max()
                 .unwrap_or(0)
+                .saturating_add(3)
+                .max(10)
         })
         .collect();
     let mut out = String::new();
@@ -74,7 +76,7 @@ fn table(rows: &[Vec<String>]) -> String {
             if i + 1 == r.len() {
                 line.push_str(cell);
             } else {
-                line.push_str(&format!("{cell:<w$}   ", w = widths[i]));
+                line.push_str(&format!("{cell:<w$}", w = widths[i]));
             }
         }
         out.push_str(line.trim_end());
@@ -320,9 +322,9 @@ mod tests {
         let text = render_pods(&s, &TopOptions::default()).unwrap();
         assert_eq!(
             text,
-            "NAME   CPU(cores)   MEMORY(bytes)\n\
-             db     250m         100Mi\n\
-             web    13m          34Mi\n"
+            "NAME      CPU(cores)   MEMORY(bytes)\n\
+             db        250m         100Mi\n\
+             web       13m          34Mi\n"
         );
         let sorted = render_pods(
             &s,
@@ -334,8 +336,8 @@ mod tests {
         )
         .unwrap();
         let lines: Vec<&str> = sorted.lines().collect();
-        assert!(lines[0].starts_with("POD   NAME   CPU(cores)   MEMORY(bytes)   CPU-PSI"));
-        assert!(lines[1].starts_with("db    m      250m         100Mi           1.50%"));
+        assert!(lines[0].starts_with("POD       NAME      CPU(cores)   MEMORY(bytes)   CPU-PSI"));
+        assert!(lines[1].starts_with("db        m         250m         100Mi           1.50%"));
         assert!(lines[3].contains("<none>"), "{sorted}");
     }
 
@@ -356,8 +358,8 @@ mod tests {
         let s = summary(vec![]);
         assert_eq!(
             render_node(&s, 2, false).unwrap(),
-            "NAME    CPU(cores)   CPU(%)   MEMORY(bytes)   MEMORY(%)\n\
-             node1   500m         25%      3072Mi          75%\n"
+            "NAME      CPU(cores)   CPU(%)    MEMORY(bytes)   MEMORY(%)\n\
+             node1     500m         25%       3072Mi          75%\n"
         );
         assert!(render_node(&s, 2, true).unwrap().contains("<none>"));
     }
