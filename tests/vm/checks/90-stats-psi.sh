@@ -28,6 +28,10 @@ YAML
 pod=stats-$NODE
 wait_running "$pod" spin 90
 wait_running "$pod" idle 90
+held() { podhost_cli logs "$pod" -c idle 2>/dev/null | grep -qx held; }
+wait_until 120 "idle to hold its 8 MiB" held
+# A sample is reused for a second: the ones below come after the allocation.
+sleep 1.1
 
 # flat: the Summary flattened; pod_index/container_index: where ours are in it.
 summary_flat() { podhost_cli top pods -o json | json_flat; }
