@@ -23,7 +23,8 @@
 //! | `network` | pod networks: built-in bridge + IPAM + nftables, CNI | model, disk, runtime                                          |
 //! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
-//! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
+//! | `stats`   | node/pod/container statistics: cgroups, /proc, netns, du | model, disk, runtime, status, volume (its emptyDir dir name) |
+//! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime, stats               |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
 //! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, source, status, runtime, api, daemon |
 //!
@@ -44,6 +45,7 @@ pub mod probe;
 pub mod runtime;
 pub mod shim;
 pub mod source;
+pub mod stats;
 pub mod status;
 pub mod volume;
 pub mod worker;

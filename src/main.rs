@@ -82,6 +82,23 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Pull { reference } => pull::run(&client(), &reference),
         Command::Rmi { reference } => images::remove(&client(), reference),
         Command::Gc => images::gc(&client()),
+        Command::Top {
+            resource,
+            containers,
+            sort_by,
+            psi,
+            output,
+        } => {
+            let opts = podhost::cli::top::TopOptions {
+                containers,
+                sort_by: sort_by.map(|s| s.parse()).transpose()?,
+                psi,
+            };
+            match output.as_deref() {
+                None => podhost::cli::commands::top::run(&client(), &resource, &opts),
+                Some(format) => podhost::cli::commands::top::raw(&client(), format),
+            }
+        }
         Command::Validate {
             paths,
             output,

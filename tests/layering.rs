@@ -51,9 +51,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "gc",
         &["model", "disk", "logs", "image", "status", "runtime"],
     ),
+    ("stats", &["model", "disk", "runtime", "status", "volume"]),
     (
         "api",
-        &["model", "disk", "logs", "image", "status", "runtime"],
+        &[
+            "model", "disk", "logs", "image", "status", "runtime", "stats",
+        ],
     ),
     (
         "daemon",
@@ -72,6 +75,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "gc",
             "api",
             "network",
+            "stats",
         ],
     ),
     (

@@ -15,6 +15,7 @@ mod request_error;
 mod routes;
 mod server;
 mod socket;
+pub mod stats_routes;
 pub mod types;
 
 pub use access::{AccessError, SocketAccess, SocketGroup, resolve_socket_group};
@@ -23,5 +24,5 @@ pub use gc_trigger::{GcOutcome, GcTrigger};
 pub use port_forward::{PORT_FORWARD_BUFFER, PORT_FORWARD_UPGRADE};
 pub use port_forward_target::{PortForwardRefused, PortForwardTarget};
 pub use query::{percent_decode, percent_encode};
-pub use server::{ApiServer, ApiState, serve};
+pub use server::{ApiServer, ApiState, Body, serve};
 pub use socket::{ClaimedSocket, SocketError};

@@ -34,6 +34,8 @@ pub struct ApiState {
     /// Connects into pods (`podhost port-forward`).
     pub port_forward: Arc<dyn super::PortForwardTarget>,
     pub leases: crate::image::gc::ImageLeases,
+    /// Node, pod and container statistics (`/stats/summary`, `/metrics/cadvisor`).
+    pub stats: Arc<crate::stats::Collector>,
 }
 
 pub type Body = BoxBody<Bytes, Infallible>;

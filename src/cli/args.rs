@@ -109,6 +109,26 @@ pub enum Command {
     Rmi { reference: String },
     /// Run container GC and image GC now.
     Gc,
+    /// Show CPU and memory use of the pods or of the node, as `kubectl top`: CPU in
+    /// millicores, memory as the working set; --psi adds cpu/memory/io pressure (some,
+    /// avg10), which kubectl cannot show.
+    Top {
+        /// `pods` (or `pod`, `po`) or `node` (or `nodes`, `no`).
+        resource: String,
+        /// One row per container.
+        #[arg(long)]
+        containers: bool,
+        /// Sort by `cpu` or `memory`, highest first.
+        #[arg(long, value_name = "cpu|memory")]
+        sort_by: Option<String>,
+        /// Add the pressure stall columns (cpu, memory, io: some avg10).
+        #[arg(long)]
+        psi: bool,
+        /// Instead of the table: `json` prints the daemon's whole Summary (the kubelet's
+        /// /stats/summary), `prometheus` its /metrics/cadvisor text.
+        #[arg(short = 'o', long = "output", value_name = "json|prometheus")]
+        output: Option<String>,
+    },
     /// Check Pod manifests without running them (no daemon needed): every error with
     /// its field path, and for each field set whether podhost honours, ignores or
     /// rejects it. Exit status 1 when any manifest has an error.

@@ -11,3 +11,4 @@ pub mod images;
 pub mod logs_query;
 pub mod port_forward_spec;
 pub mod table;
+pub mod top;

@@ -258,7 +258,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     for (name, loop_task) in gc.spawn_loops() {
         essential.watch(name, loop_task);
     }
+    // Node, pod and container statistics (/stats/summary, /metrics/cadvisor, `top`).
+    let stats = Arc::new(crate::stats::Collector::new(
+        cfg.node_name.clone(),
+        layout.clone(),
+        ctx.cgroups.clone(),
+        store.clone(),
+    ));
+    stats.spawn_housekeeping(crate::stats::HOUSEKEEPING_INTERVAL);
     let api = Arc::new(ApiState {
+        stats,
         ephemeral: Arc::new(ephemeral),
         port_forward: Arc::new(port_forward::PodPortForwarder::new(layout.clone())),
         store: store.clone(),

@@ -22,4 +22,5 @@ pub mod resources;
 pub mod restart;
 pub mod rlimits;
 pub mod security;
+pub mod stats;
 pub mod sysctl;

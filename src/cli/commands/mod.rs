@@ -13,4 +13,5 @@ pub mod load;
 pub mod logs;
 pub mod port_forward;
 pub mod pull;
+pub mod top;
 pub mod validate;

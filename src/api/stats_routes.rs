@@ -1,0 +1,27 @@
+//! The statistics routes, `GET /stats/summary` (the kubelet's Summary API JSON) and
+//! `GET /metrics/cadvisor` (Prometheus text), as plain functions of the state so the
+//! read-only TCP server can route to the same handlers.
+
+use hyper::Response;
+
+use super::server::{ApiState, Body, error, ok_json, respond};
+
+/// The Prometheus text exposition format's content type.
+pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// `GET /stats/summary`: the node and every pod, at most a second old.
+pub async fn stats_summary(state: &ApiState) -> Response<Body> {
+    match state.stats.summary().await {
+        Ok(summary) => ok_json(&summary),
+        Err(e) => error(500, e.to_string()),
+    }
+}
+
+/// `GET /metrics/cadvisor`: per-container and per-pod cpu, memory, io, network and
+/// pressure with cadvisor's names and labels.
+pub async fn metrics_cadvisor(state: &ApiState) -> Response<Body> {
+    match state.stats.cadvisor_text().await {
+        Ok(text) => respond(200, PROMETHEUS_TEXT, text.into_bytes()),
+        Err(e) => error(500, e.to_string()),
+    }
+}

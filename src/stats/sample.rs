@@ -1,0 +1,365 @@
+//! One pass over the node: every pod with a cgroup and its running containers, read into
+//! the Summary and the cadvisor series. Blocking (files, du, a netns thread): it runs on
+//! a blocking thread, never on the async workers.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+
+use super::cgroup::{CgroupReader, CgroupSample};
+use super::fs::{TreeUsage, filesystem, tree_usage, usage_stats};
+use super::{netns, node};
+use crate::disk::Layout;
+use crate::model::k8s_time::from_k8s;
+use crate::model::qos::{pod_resources, qos_class};
+use crate::model::stats::cadvisor::CgroupSeries;
+use crate::model::stats::nano_cores;
+use crate::model::stats::summary::{
+    ContainerStats, CpuStats, FsStats, IoStats, MemoryStats, NodeStats, PodReference, PodStats,
+    ProcessStats, RuntimeStats, Summary, VolumeStats,
+};
+use crate::runtime::node_cgroups::NodeCgroups;
+use crate::status::StatusStore;
+use crate::volume::plan::EMPTY_DIR_KIND;
+
+/// One sample of the node: the Summary and the same numbers as cadvisor series.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub summary: Summary,
+    pub series: Vec<CgroupSeries>,
+    pub taken: Instant,
+}
+
+/// What sampling reads, and the previous CPU counters (for the rates).
+#[derive(Debug)]
+pub struct Sampler {
+    pub node_name: String,
+    pub layout: Layout,
+    pub cgroups: Arc<NodeCgroups>,
+    pub store: Arc<StatusStore>,
+    pub reader: CgroupReader,
+    /// When the collector started: the origin of the counters' timestamps.
+    epoch: Instant,
+    /// `(usage_ns, at_ns)` by cgroup path (`/` for the node), from the last sample.
+    previous_cpu: Mutex<HashMap<String, (u64, u64)>>,
+}
+
+/// A running container as its status tells it.
+struct RunningContainer {
+    name: String,
+    started: DateTime<Utc>,
+    image: String,
+    id: String,
+    attempt: u32,
+}
+
+fn running_containers(pod: &Pod) -> Vec<RunningContainer> {
+    let Some(status) = pod.status.as_ref() else {
+        return vec![];
+    };
+    let all = status
+        .init_container_statuses
+        .iter()
+        .chain(&status.container_statuses)
+        .chain(&status.ephemeral_container_statuses)
+        .flatten();
+    all.filter_map(|c: &ContainerStatus| {
+        let running = c.state.as_ref()?.running.as_ref()?;
+        Some(RunningContainer {
+            name: c.name.clone(),
+            started: running
+                .started_at
+                .as_ref()
+                .map(from_k8s)
+                .unwrap_or_else(Utc::now),
+            image: c.image.clone(),
+            id: c
+                .container_id
+                .as_deref()
+                .map(|id| id.rsplit("://").next().unwrap_or(id).to_string())
+                .unwrap_or_default(),
+            attempt: crate::model::convert::non_negative_u32(c.restart_count),
+        })
+    })
+    .collect()
+}
+
+impl Sampler {
+    pub fn new(
+        node_name: String,
+        layout: Layout,
+        cgroups: Arc<NodeCgroups>,
+        store: Arc<StatusStore>,
+        reader: CgroupReader,
+    ) -> Self {
+        Self {
+            node_name,
+            layout,
+            cgroups,
+            store,
+            reader,
+            epoch: Instant::now(),
+            previous_cpu: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads everything once.
+    pub fn sample(&self) -> Snapshot {
+        let taken = Instant::now();
+        let at_ns = u64::try_from(taken.duration_since(self.epoch).as_nanos()).unwrap_or(0);
+        let now = Utc::now();
+        let mut cpu_now: HashMap<String, (u64, u64)> = HashMap::new();
+        let previous = self
+            .previous_cpu
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
+        let mut cpu = |key: &str, usage: Option<u64>, psi| {
+            let usage = usage?;
+            cpu_now.insert(key.to_string(), (usage, at_ns));
+            Some(CpuStats {
+                time: now,
+                usage_nano_cores: previous
+                    .get(key)
+                    .and_then(|p| nano_cores(*p, (usage, at_ns))),
+                usage_core_nano_seconds: Some(usage),
+                psi,
+            })
+        };
+
+        let nodefs = filesystem(&self.layout.root_dir, now);
+        let logfs = filesystem(&self.layout.log_dir, now);
+        let node_stats = NodeStats {
+            node_name: self.node_name.clone(),
+            system_containers: vec![],
+            start_time: node::boot_time().unwrap_or(now),
+            cpu: cpu("/", node::cpu_usage_ns(), node::pressure("cpu")),
+            memory: node::memory(now),
+            network: node::network(now),
+            fs: nodefs.clone(),
+            runtime: Some(RuntimeStats {
+                image_fs: self.image_fs(now),
+            }),
+            rlimit: Some(node::rlimit(now)),
+            io: node::pressure("io").map(|p| IoStats {
+                time: now,
+                psi: Some(p),
+            }),
+        };
+
+        let records = self.store.pods();
+        let mut netns_paths = Vec::new();
+        let mut pods = Vec::new();
+        let mut series = Vec::new();
+        let timestamp_ms = now.timestamp_millis();
+        for rec in &records {
+            let pod = &rec.pod;
+            let uid = rec.uid().to_string();
+            let qos = qos_class(&pod_resources(pod));
+            let pod_rel = self.cgroups.pod_path(qos, &uid);
+            if !self.reader.exists(&pod_rel) {
+                continue;
+            }
+            let namespace = pod
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into());
+            let host_network = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.host_network)
+                .unwrap_or(false);
+            let net = self.layout.pod_ns_dir(&uid).join("net");
+            if !host_network && net.exists() {
+                netns_paths.push((uid.clone(), net));
+            }
+            let pod_sample = self.reader.sample(&pod_rel);
+            let mut containers = Vec::new();
+            let mut ephemeral = TreeUsage::default();
+            for c in running_containers(pod) {
+                let rel = self.cgroups.container_path(qos, &uid, &c.name);
+                if !self.reader.exists(&rel) {
+                    continue;
+                }
+                let s = self.reader.sample(&rel);
+                let upper = self
+                    .layout
+                    .attempt_dir(&uid, &c.name, c.attempt)
+                    .join("upper");
+                let rootfs = tree_usage(&upper);
+                let logs = self.container_log_dir(&namespace, rec.name(), &uid, &c.name);
+                let logs = tree_usage(&logs);
+                ephemeral = ephemeral + rootfs.unwrap_or_default() + logs.unwrap_or_default();
+                series.push(with_numbers(
+                    &s,
+                    CgroupSeries {
+                        id: rel.clone(),
+                        pod: rec.name().to_string(),
+                        namespace: namespace.clone(),
+                        container: c.name.clone(),
+                        image: c.image.clone(),
+                        name: c.id.clone(),
+                        timestamp_ms,
+                        ..Default::default()
+                    },
+                ));
+                containers.push(ContainerStats {
+                    name: c.name.clone(),
+                    start_time: c.started,
+                    cpu: cpu(&rel, s.cpu_usage_ns, s.cpu_psi),
+                    memory: Some(memory_stats(&s, now)),
+                    rootfs: rootfs.map(|u| usage_stats(u, nodefs.as_ref(), now)),
+                    logs: logs.map(|u| usage_stats(u, logfs.as_ref(), now)),
+                    io: io_stats(&s, now),
+                });
+            }
+            let volumes = self.empty_dirs(&uid, nodefs.as_ref(), now);
+            for v in &volumes {
+                ephemeral.bytes = ephemeral.bytes.saturating_add(v.fs.used_bytes.unwrap_or(0));
+                ephemeral.inodes = ephemeral
+                    .inodes
+                    .saturating_add(v.fs.inodes_used.unwrap_or(0));
+            }
+            series.push(with_numbers(
+                &pod_sample,
+                CgroupSeries {
+                    id: pod_rel.clone(),
+                    pod: rec.name().to_string(),
+                    namespace: namespace.clone(),
+                    timestamp_ms,
+                    ..Default::default()
+                },
+            ));
+            pods.push(PodStats {
+                pod_ref: PodReference {
+                    name: rec.name().to_string(),
+                    namespace,
+                    uid,
+                },
+                start_time: pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.start_time.as_ref())
+                    .map(from_k8s)
+                    .unwrap_or(now),
+                containers,
+                cpu: cpu(&pod_rel, pod_sample.cpu_usage_ns, pod_sample.cpu_psi),
+                memory: Some(memory_stats(&pod_sample, now)),
+                network: None,
+                volumes,
+                ephemeral_storage: Some(usage_stats(ephemeral, nodefs.as_ref(), now)),
+                process_stats: Some(ProcessStats {
+                    process_count: pod_sample.processes,
+                }),
+                io: io_stats(&pod_sample, now),
+            });
+        }
+        let mut networks = netns::read_pods(netns_paths);
+        for (pod, s) in pods
+            .iter_mut()
+            .zip(series.iter_mut().filter(|s| s.container.is_empty()))
+        {
+            if let Some(interfaces) = networks.remove(&pod.pod_ref.uid) {
+                s.network = interfaces.clone();
+                pod.network = node::network_stats(interfaces, now);
+            }
+        }
+        if let Ok(mut p) = self.previous_cpu.lock() {
+            *p = cpu_now;
+        }
+        Snapshot {
+            summary: Summary {
+                node: node_stats,
+                pods,
+            },
+            series,
+            taken,
+        }
+    }
+
+    fn container_log_dir(&self, ns: &str, pod: &str, uid: &str, container: &str) -> PathBuf {
+        self.layout.pod_log_dir(ns, pod, uid).join(container)
+    }
+
+    /// The image store's filesystem, with the store's own usage (blobs and snapshots).
+    fn image_fs(&self, now: DateTime<Utc>) -> Option<FsStats> {
+        let images = self.layout.root_dir.join("images");
+        let fs = filesystem(&images, now).or_else(|| filesystem(&self.layout.root_dir, now))?;
+        let used = tree_usage(&images).unwrap_or_default()
+            + tree_usage(&self.layout.root_dir.join("snapshots")).unwrap_or_default();
+        Some(FsStats {
+            used_bytes: Some(used.bytes),
+            inodes_used: Some(used.inodes),
+            ..fs
+        })
+    }
+
+    /// The pod's disk emptyDirs (a memory emptyDir is a tmpfs: its own filesystem).
+    fn empty_dirs(
+        &self,
+        uid: &str,
+        nodefs: Option<&FsStats>,
+        now: DateTime<Utc>,
+    ) -> Vec<VolumeStats> {
+        let dir = self.layout.pod_volumes_dir(uid).join(EMPTY_DIR_KIND);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return vec![];
+        };
+        let mut out: Vec<VolumeStats> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let usage = tree_usage(&e.path())?;
+                Some(VolumeStats {
+                    fs: usage_stats(usage, nodefs, now),
+                    name,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+}
+
+fn memory_stats(s: &CgroupSample, now: DateTime<Utc>) -> MemoryStats {
+    MemoryStats {
+        time: now,
+        available_bytes: s
+            .memory_limit
+            .zip(s.memory_working_set)
+            .map(|(limit, ws)| limit.saturating_sub(ws)),
+        usage_bytes: s.memory_usage,
+        working_set_bytes: s.memory_working_set,
+        rss_bytes: s.memory_rss,
+        page_faults: s.page_faults,
+        major_page_faults: s.major_page_faults,
+        psi: s.memory_psi,
+    }
+}
+
+fn io_stats(s: &CgroupSample, now: DateTime<Utc>) -> Option<IoStats> {
+    s.io_psi.map(|p| IoStats {
+        time: now,
+        psi: Some(p),
+    })
+}
+
+/// `labels` (identity) with the numbers of `s`.
+fn with_numbers(s: &CgroupSample, labels: CgroupSeries) -> CgroupSeries {
+    CgroupSeries {
+        cpu_usage_seconds: s.cpu_usage_ns.map(|ns| ns as f64 / 1e9),
+        memory_usage_bytes: s.memory_usage,
+        memory_working_set_bytes: s.memory_working_set,
+        memory_rss: s.memory_rss,
+        io: s.io,
+        cpu_psi: s.cpu_psi,
+        memory_psi: s.memory_psi,
+        io_psi: s.io_psi,
+        ..labels
+    }
+}
