@@ -64,12 +64,14 @@ mkdir -p "$pkg"/{DEBIAN,usr/bin,lib/systemd/system,etc/podhost/manifests} \
 strip --remove-section=.comment --remove-section=.note --strip-unneeded \
   -o "$pkg/usr/bin/podhost" "$binary"
 chmod 0755 "$pkg/usr/bin/podhost"
-# The per-container monitor the shim execs (next to podhost, where the shim looks).
+# The per-container monitor the shim execs: a helper, not a command, so in
+# /usr/lib/podhost/ (where the shim looks after its own directory).
 monitor=$(dirname "$binary")/podhost-monitor
 [ -x "$monitor" ] || { echo "package-deb: $monitor missing (cargo builds it beside podhost)" >&2; exit 1; }
+mkdir -p "$pkg/usr/lib/podhost"
 strip --remove-section=.comment --remove-section=.note --strip-unneeded \
-  -o "$pkg/usr/bin/podhost-monitor" "$monitor"
-chmod 0755 "$pkg/usr/bin/podhost-monitor"
+  -o "$pkg/usr/lib/podhost/podhost-monitor" "$monitor"
+chmod 0755 "$pkg/usr/lib/podhost/podhost-monitor"
 install -m 0644 contrib/podhost.service "$pkg/lib/systemd/system/podhost.service"
 install -m 0644 contrib/deb/config.yaml "$pkg/etc/podhost/config.yaml"
 install -m 0644 contrib/deb/example-pod.yaml "$pkg/usr/share/doc/podhost/examples/hello.yaml"
@@ -92,7 +94,7 @@ install -m 0644 oci/layout.sh "$pkg/usr/share/podhost/oci/layout.sh"
 # plus what podhost runs: nft for the pod bridge's NAT and hostPorts.
 mkdir -p "$work/shlibs/debian"
 printf 'Source: podhost\n\nPackage: podhost\nArchitecture: any\n' >"$work/shlibs/debian/control"
-shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$pkg/usr/bin/podhost" "$pkg/usr/bin/podhost-monitor" 2>/dev/null |
+shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$pkg/usr/bin/podhost" "$pkg/usr/lib/podhost/podhost-monitor" 2>/dev/null |
   sed -n 's/^shlibs:Depends=//p')
 [ -n "$shlibs" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 installed_size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)

@@ -41,6 +41,8 @@ pub struct MonitorState {
     pub stdout_fd: RawFd,
     pub stderr_fd: RawFd,
     pub oom_baseline: Option<MemoryEvents>,
+    /// The full binary, for `podhost shim-cleanup` after the exit.
+    pub podhost_exe: PathBuf,
 }
 
 /// Why the monitor could not take over (the shim then watches the container itself).
@@ -72,19 +74,34 @@ pub enum MonitorError {
     Decode(#[source] serde_json::Error),
 }
 
-fn sibling(name: &str) -> Result<PathBuf, MonitorError> {
+/// Where the monitor is looked for: beside podhost (a build tree, /usr/local/bin), then
+/// in `../lib/podhost/` (a package: a helper binary is not a command of /usr/bin).
+fn find_monitor() -> Result<PathBuf, MonitorError> {
     let exe = std::env::current_exe().map_err(MonitorError::OwnExe)?;
-    Ok(exe.with_file_name(name))
+    let beside = exe.with_file_name(MONITOR_EXE);
+    if beside.is_file() {
+        return Ok(beside);
+    }
+    let packaged = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|prefix| prefix.join("lib/podhost").join(MONITOR_EXE));
+    match packaged {
+        Some(p) if p.is_file() => Ok(p),
+        _ => Err(MonitorError::Missing(beside)),
+    }
+}
+
+/// The podhost binary this shim runs (for the monitor's cleanup exec).
+pub fn own_exe() -> Result<PathBuf, MonitorError> {
+    std::env::current_exe().map_err(MonitorError::OwnExe)
 }
 
 /// Replaces this process (the shim, single-threaded at this point) with the monitor.
 /// Returns only on failure.
 pub fn exec_monitor(config_path: &Path, state: &MonitorState) -> MonitorError {
     let run = || -> Result<std::convert::Infallible, MonitorError> {
-        let monitor = sibling(MONITOR_EXE)?;
-        if !monitor.is_file() {
-            return Err(MonitorError::Missing(monitor));
-        }
+        let monitor = find_monitor()?;
         for fd in [state.stdout_fd, state.stderr_fd] {
             // SAFETY: the fds are the shim's own open pipe ends, alive for this call.
             let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
@@ -138,7 +155,7 @@ pub fn monitor_main(args: &[String]) -> i32 {
                 stdout_r,
                 stderr_r,
                 state.oom_baseline,
-                || exec_cleanup(&config_path),
+                || exec_cleanup(&state.podhost_exe, &config_path),
             )
         }
         Err(e) => {
@@ -178,15 +195,8 @@ fn monitor_setup(args: &[String]) -> Result<(PathBuf, ShimConfig, MonitorState),
 }
 
 /// libcontainer's delete and the rootfs unmount need the full binary: exec it.
-fn exec_cleanup(config_path: &Path) {
-    let podhost = match sibling("podhost") {
-        Ok(p) => p,
-        Err(e) => {
-            tracing::error!(error = %e, "no cleanup after the container's exit");
-            return;
-        }
-    };
-    let error = std::process::Command::new(&podhost)
+fn exec_cleanup(podhost: &Path, config_path: &Path) {
+    let error = std::process::Command::new(podhost)
         .arg("shim-cleanup")
         .arg(config_path)
         .exec();

@@ -51,15 +51,19 @@ pub fn run(config_path: &Path) -> i32 {
             // The container runs: the small monitor binary takes over this process (a
             // fraction of this binary's memory for the container's whole life). Only
             // returns when it cannot; this process then monitors the container itself.
-            let handed = super::monitor::exec_monitor(
-                config_path,
-                &super::monitor::MonitorState {
-                    started: started.clone(),
-                    stdout_fd: stdout_r.as_raw_fd(),
-                    stderr_fd: stderr_r.as_raw_fd(),
-                    oom_baseline,
-                },
-            );
+            let handed = match super::monitor::own_exe() {
+                Ok(podhost_exe) => super::monitor::exec_monitor(
+                    config_path,
+                    &super::monitor::MonitorState {
+                        started: started.clone(),
+                        stdout_fd: stdout_r.as_raw_fd(),
+                        stderr_fd: stderr_r.as_raw_fd(),
+                        oom_baseline,
+                        podhost_exe,
+                    },
+                ),
+                Err(e) => e,
+            };
             tracing::warn!(container = %cfg.container_id, error = %handed, "the monitor cannot take over; the shim monitors the container itself");
             super::monitor::watch(&cfg, started, stdout_r, stderr_r, oom_baseline, || {
                 cleanup(&cfg)

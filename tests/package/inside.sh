@@ -69,7 +69,7 @@ snapshot >"$root.before"
 in_root dpkg -i /tmp/podhost.deb >&2 || fail "dpkg -i failed"
 [ "$(in_root dpkg-query -W -f='${Status}' podhost)" = "install ok installed" ] ||
   fail "podhost is not 'install ok installed'"
-for f in usr/bin/podhost lib/systemd/system/podhost.service etc/podhost/config.yaml \
+for f in usr/bin/podhost usr/lib/podhost/podhost-monitor lib/systemd/system/podhost.service etc/podhost/config.yaml \
   usr/share/doc/podhost/examples/hello.yaml usr/share/doc/podhost/copyright \
   usr/share/podhost/load-busybox-image usr/share/podhost/oci/busybox/build.sh \
   usr/share/podhost/oci/layout.sh usr/share/man/man8/podhost.8.gz; do
@@ -114,6 +114,12 @@ wait_for "the example pod did not log its greeting" greeted
 workload=$(pids_with 'SIGTERM: shutting down' | head -1)
 [ -n "$workload" ] || fail "no process of the example pod found"
 ip link show podhost0 >/dev/null 2>&1 || fail "the daemon made no bridge podhost0"
+# The container's parent, its shim, is the packaged small monitor once the container runs.
+monitor=$(readlink "/proc/$(awk '{print $4}' "/proc/$workload/stat")/exe")
+case "$monitor" in
+  */usr/lib/podhost/podhost-monitor) ;;
+  *) fail "the example pod's shim runs $monitor, not /usr/lib/podhost/podhost-monitor" ;;
+esac
 say "running: the example pod (pid $workload) on localhost/busybox:latest"
 
 # ---- stop, remove, purge ----------------------------------------------------------
