@@ -27,6 +27,8 @@ pub enum FlagError {
     Sysctls(#[from] crate::model::sysctl::SysctlError),
     #[error(transparent)]
     Network(#[from] crate::network::NetworkError),
+    #[error(transparent)]
+    ManifestUrl(#[from] crate::source::ManifestUrlError),
     /// A duration flag that is negative, NaN or too large.
     #[error("--{flag} must be a positive number of seconds")]
     Seconds {
@@ -173,6 +175,10 @@ pub struct DaemonFlags {
     /// status and exit (non-zero if any failed).
     #[arg(long)]
     pub runonce: bool,
+    /// With --runonce: seconds to wait for the pods to be Running or finished before
+    /// counting the others as failed (image pulls included).
+    #[arg(long, default_value_t = 300.0)]
+    pub runonce_timeout: f64,
     /// An http(s) URL serving a Pod, a PodList or nothing: a second static pod source.
     #[arg(long)]
     pub manifest_url: Option<String>,
@@ -227,7 +233,25 @@ impl DaemonFlags {
                 .map(crate::api::resolve_socket_group)
                 .transpose()?,
         };
+        let manifest_url = self
+            .manifest_url
+            .as_deref()
+            .map(|url| {
+                crate::source::UrlSource::new(
+                    url,
+                    &self.manifest_url_header,
+                    secs(self.http_check_frequency, "http-check-frequency")?,
+                )
+                .map_err(FlagError::from)
+            })
+            .transpose()?;
+        let runonce = self
+            .runonce
+            .then(|| secs(self.runonce_timeout, "runonce-timeout"))
+            .transpose()?;
         Ok(DaemonConfig {
+            manifest_url,
+            runonce,
             manifest_dir: self.pod_manifest_path,
             config_dir: self.config_dir,
             root_dir: self.root_dir,

@@ -105,10 +105,13 @@ mod tests {
     #[test]
     fn the_directory_wins_a_name_clash_and_errors_of_both_are_kept() {
         let (_d, dir) = dir_with(&["a", "b"]);
-        let body = format!("{}", serde_json::json!({"apiVersion": "v1", "kind": "PodList", "items": [
-            serde_yaml_ng::from_str::<serde_json::Value>(&pod("b")).unwrap(),
-            serde_yaml_ng::from_str::<serde_json::Value>(&pod("c")).unwrap(),
-        ]}));
+        let body = format!(
+            "{}",
+            serde_json::json!({"apiVersion": "v1", "kind": "PodList", "items": [
+                serde_yaml_ng::from_str::<serde_json::Value>(&pod("b")).unwrap(),
+                serde_yaml_ng::from_str::<serde_json::Value>(&pod("c")).unwrap(),
+            ]})
+        );
         let mut url = pods_from_body("http://h/p", body.as_bytes(), "node").unwrap();
         url.errors.push(ManifestError::UrlStatus {
             url: "http://h/p".into(),
@@ -118,7 +121,11 @@ mod tests {
         let names: Vec<_> = merged.pods.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["a-node", "b-node", "c-node"]);
         assert_eq!(merged.errors.len(), 2, "{:?}", merged.errors);
-        assert!(merged.errors[0].to_string().contains("b-node is already defined by"));
+        assert!(
+            merged.errors[0]
+                .to_string()
+                .contains("b-node is already defined by")
+        );
         assert!(merged.errors[1].to_string().contains("answered 500"));
     }
 

@@ -75,7 +75,10 @@ mod tests {
             ("a:x\u{7}y", "cannot carry"),
         ] {
             let err = parse_headers(&[given.into()]).unwrap_err().to_string();
-            assert!(err.contains(&format!("{given:?}")) && err.contains(why), "{err}");
+            assert!(
+                err.contains(&format!("{given:?}")) && err.contains(why),
+                "{err}"
+            );
             assert!(err.starts_with("--manifest-url-header"), "{err}");
         }
     }

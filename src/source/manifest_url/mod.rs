@@ -49,14 +49,21 @@ pub struct UrlSource {
 
 impl UrlSource {
     /// Checks the URL (absolute, http or https) and parses the header flag values.
-    pub fn new(url: &str, header_flags: &[String], period: Duration) -> Result<Self, ManifestUrlError> {
+    pub fn new(
+        url: &str,
+        header_flags: &[String],
+        period: Duration,
+    ) -> Result<Self, ManifestUrlError> {
         let bad = |why: String| ManifestUrlError::Url {
             url: url.to_string(),
             why,
         };
         let parsed = reqwest::Url::parse(url).map_err(|e| bad(e.to_string()))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(bad(format!("scheme {:?} is not http or https", parsed.scheme())));
+            return Err(bad(format!(
+                "scheme {:?} is not http or https",
+                parsed.scheme()
+            )));
         }
         Ok(Self {
             url: url.to_string(),

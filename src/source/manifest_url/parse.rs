@@ -171,7 +171,12 @@ mod tests {
         assert_ne!(scan.pods[0].uid, scan.pods[1].uid);
         assert_eq!(scan.pods[1].path, Path::new(&format!("{URL} items[1]")));
         let empty = r#"{"apiVersion":"v1","kind":"PodList","items":[]}"#;
-        assert!(pods_from_body(URL, empty.as_bytes(), "n").unwrap().pods.is_empty());
+        assert!(
+            pods_from_body(URL, empty.as_bytes(), "n")
+                .unwrap()
+                .pods
+                .is_empty()
+        );
     }
 
     #[test]
@@ -218,8 +223,16 @@ mod tests {
         );
         let list = "apiVersion: v2\nkind: PodList\nitems: []\n";
         let errors = pods_from_body(URL, list.as_bytes(), "n").unwrap_err();
-        assert!(errors[0].to_string().contains("apiVersion"), "{}", errors[0]);
+        assert!(
+            errors[0].to_string().contains("apiVersion"),
+            "{}",
+            errors[0]
+        );
         let errors = pods_from_body(URL, b"kind: Pod\nmetadata: [", "n").unwrap_err();
-        assert!(errors[0].to_string().contains("invalid YAML"), "{}", errors[0]);
+        assert!(
+            errors[0].to_string().contains("invalid YAML"),
+            "{}",
+            errors[0]
+        );
     }
 }
