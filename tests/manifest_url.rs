@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
-#[path = "common_manifest_url.rs"]
 mod common_manifest_url;
 
 use std::time::Duration;
