@@ -394,6 +394,35 @@ mod tests {
     }
 
     #[test]
+    fn manifest_url_and_runonce_map_to_the_settings() {
+        let cfg = config(&[]).unwrap();
+        assert!(cfg.manifest_url.is_none() && cfg.runonce.is_none());
+        let cfg = config(&[
+            "--manifest-url=https://h/p",
+            "--manifest-url-header=a:1,b:2",
+            "--manifest-url-header=a:3",
+            "--http-check-frequency=5",
+            "--runonce",
+        ])
+        .unwrap();
+        let url = cfg.manifest_url.unwrap();
+        assert_eq!(url.url, "https://h/p");
+        assert_eq!(url.period, Duration::from_secs(5));
+        assert_eq!(url.headers.get_all("a").iter().count(), 2);
+        assert_eq!(cfg.runonce, Some(Duration::from_secs(300)));
+        let err = config(&["--manifest-url=ftp://h/p"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--manifest-url ftp://h/p: scheme"), "{err}");
+        let err = config(&["--manifest-url=http://h", "--manifest-url-header=x"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--manifest-url-header \"x\""), "{err}");
+        let err = config(&["--runonce", "--runonce-timeout=-1"]).unwrap_err();
+        assert!(err.to_string().starts_with("--runonce-timeout"), "{err}");
+    }
+
+    #[test]
     fn a_bad_flag_is_named_in_the_error() {
         let err = config(&["--rescan-interval=-1"]).unwrap_err();
         assert!(

@@ -147,10 +147,12 @@ impl Poller {
                 errors: vec![e],
             },
             // Unchanged bytes that gave pods: nothing to parse again (as the kubelet).
-            Ok(body) if self.last_body.as_ref() == Some(&(body.clone(), true)) => ScanResult {
-                pods: self.kept.clone(),
-                errors: Vec::new(),
-            },
+            Ok(body) if matches!(&self.last_body, Some((last, true)) if *last == body) => {
+                ScanResult {
+                    pods: self.kept.clone(),
+                    errors: Vec::new(),
+                }
+            }
             Ok(body) => {
                 let answer = pods_from_body(&self.source.url, &body, &self.node_name);
                 let usable = answer.is_ok();
