@@ -27,6 +27,8 @@ pub enum FlagError {
     Sysctls(#[from] crate::model::sysctl::SysctlError),
     #[error(transparent)]
     Network(#[from] crate::network::NetworkError),
+    #[error(transparent)]
+    ManifestUrl(#[from] crate::source::ManifestUrlError),
     /// A duration flag that is negative, NaN or too large.
     #[error("--{flag} must be a positive number of seconds")]
     Seconds {
@@ -173,6 +175,10 @@ pub struct DaemonFlags {
     /// status and exit (non-zero if any failed).
     #[arg(long)]
     pub runonce: bool,
+    /// With --runonce: seconds to wait for the pods to be Running or finished before
+    /// counting the others as failed (image pulls included).
+    #[arg(long, default_value_t = 300.0)]
+    pub runonce_timeout: f64,
     /// An http(s) URL serving a Pod, a PodList or nothing: a second static pod source.
     #[arg(long)]
     pub manifest_url: Option<String>,
@@ -227,7 +233,25 @@ impl DaemonFlags {
                 .map(crate::api::resolve_socket_group)
                 .transpose()?,
         };
+        let manifest_url = self
+            .manifest_url
+            .as_deref()
+            .map(|url| {
+                crate::source::UrlSource::new(
+                    url,
+                    &self.manifest_url_header,
+                    secs(self.http_check_frequency, "http-check-frequency")?,
+                )
+                .map_err(FlagError::from)
+            })
+            .transpose()?;
+        let runonce = self
+            .runonce
+            .then(|| secs(self.runonce_timeout, "runonce-timeout"))
+            .transpose()?;
         Ok(DaemonConfig {
+            manifest_url,
+            runonce,
             manifest_dir: self.pod_manifest_path,
             config_dir: self.config_dir,
             root_dir: self.root_dir,
@@ -367,6 +391,35 @@ mod tests {
         assert_eq!(cfg.pod_pids_limit, Some(100));
         assert_eq!(cfg.gc.image.max_age, Some(Duration::from_secs(60)));
         assert_eq!(cfg.gc.container.max_containers, Some(3));
+    }
+
+    #[test]
+    fn manifest_url_and_runonce_map_to_the_settings() {
+        let cfg = config(&[]).unwrap();
+        assert!(cfg.manifest_url.is_none() && cfg.runonce.is_none());
+        let cfg = config(&[
+            "--manifest-url=https://h/p",
+            "--manifest-url-header=a:1,b:2",
+            "--manifest-url-header=a:3",
+            "--http-check-frequency=5",
+            "--runonce",
+        ])
+        .unwrap();
+        let url = cfg.manifest_url.unwrap();
+        assert_eq!(url.url, "https://h/p");
+        assert_eq!(url.period, Duration::from_secs(5));
+        assert_eq!(url.headers.get_all("a").iter().count(), 2);
+        assert_eq!(cfg.runonce, Some(Duration::from_secs(300)));
+        let err = config(&["--manifest-url=ftp://h/p"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--manifest-url ftp://h/p: scheme"), "{err}");
+        let err = config(&["--manifest-url=http://h", "--manifest-url-header=x"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("--manifest-url-header \"x\""), "{err}");
+        let err = config(&["--runonce", "--runonce-timeout=-1"]).unwrap_err();
+        assert!(err.to_string().starts_with("--runonce-timeout"), "{err}");
     }
 
     #[test]

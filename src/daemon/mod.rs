@@ -9,7 +9,9 @@ mod log_drops;
 mod manager;
 mod node_name;
 mod oom;
+mod pod_sources;
 mod port_forward;
+mod runonce;
 mod supervise;
 mod temp_sweep;
 
@@ -67,6 +69,10 @@ pub struct DaemonConfig {
     pub network: crate::network::NetworkSettings,
     /// The pods' DNS (`--cluster-dns`, `--cluster-domain`, `--resolv-conf`).
     pub dns: crate::model::dns::DnsSettings,
+    /// The http static pod source beside the manifest dir (`--manifest-url`).
+    pub manifest_url: Option<crate::source::UrlSource>,
+    /// `--runonce`: run the sources' pods once, waiting at most this long for them.
+    pub runonce: Option<Duration>,
 }
 
 /// Daemon start-up failures.
@@ -107,6 +113,15 @@ pub enum DaemonError {
          new daemon adopts them"
     )]
     TaskEnded { task: &'static str, how: String },
+    /// `--runonce`: a pod failed or did not come up, or a manifest was unusable.
+    #[error(
+        "runonce: {failed} of {pods} pods failed or did not come up, {manifest_errors} manifests could not be used (see the table above); the pods are left as they are"
+    )]
+    RunOnceFailed {
+        failed: usize,
+        pods: usize,
+        manifest_errors: usize,
+    },
 }
 
 impl DaemonError {
@@ -155,7 +170,14 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     temp_sweep::sweep_stale_temps(&layout, &cfg.socket);
     crate::volume::sweep_orphan_volumes(&layout);
     // Before anything with side effects: a second daemon on this socket stops here.
-    let socket = ClaimedSocket::claim(&cfg.socket, cfg.socket_access.clone())?;
+    // A --runonce run serves no API, so it never competes for a daemon's socket.
+    let socket = match cfg.runonce {
+        None => Some(ClaimedSocket::claim(
+            &cfg.socket,
+            cfg.socket_access.clone(),
+        )?),
+        Some(_) => None,
+    };
     host::tune_daemon_process();
     let cgroups = Arc::new(host::node_cgroups(
         cfg.cgroup_root.clone(),
@@ -278,11 +300,14 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         gc,
         leases,
     });
-    let mut server = serve(socket, api).map_err(|source| DaemonError::Socket {
-        path: cfg.socket.clone(),
-        source,
-    })?;
-    if let Some(accept_loop) = server.take_task() {
+    let mut server = socket
+        .map(|socket| serve(socket, api))
+        .transpose()
+        .map_err(|source| DaemonError::Socket {
+            path: cfg.socket.clone(),
+            source,
+        })?;
+    if let Some(accept_loop) = server.as_mut().and_then(|s| s.take_task()) {
         essential.watch("API server", accept_loop);
     }
     tracing::info!(
@@ -304,11 +329,15 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         "log drop reporter",
         log_drops::start(store.clone(), ctx.layout.clone()),
     );
-    let scans = crate::source::watch(
-        cfg.manifest_dir.clone(),
-        cfg.node_name.clone(),
-        cfg.rescan_every,
-    );
+    let (scans, mut runonce) = match cfg.runonce {
+        None => (pod_sources::watch_sources(&cfg), None),
+        Some(bound) => {
+            let scan = pod_sources::read_sources_once(&cfg).await;
+            let plan = runonce::Plan::of(&scan);
+            let wait = runonce::wait_and_report(store.clone(), plan, bound);
+            (pod_sources::hold(scan), Some(tokio::spawn(wait)))
+        }
+    };
     // The manager also ends when the manifest watcher dies (its scans stop).
     essential.watch("pod manager", tokio::spawn(manager::run(ctx, scans)));
     let outcome = tokio::select! {
@@ -316,13 +345,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             tracing::info!("stopping the daemon; containers keep running");
             Ok(())
         }
+        run = runonce::finished(&mut runonce) => run,
         end = essential.first_end() => {
             tracing::error!(task = end.task, how = %end.how, "an essential task of the daemon ended: exiting so that the service manager restarts the daemon; containers keep running");
             Err(DaemonError::TaskEnded { task: end.task, how: end.how })
         }
     };
     essential.abort_all();
-    server.stop();
+    if let Some(server) = server {
+        server.stop();
+    }
     // What the workers reported last reaches the disk before the process ends.
     let _ = tokio::task::spawn_blocking(move || store.flush()).await;
     outcome

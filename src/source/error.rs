@@ -208,6 +208,51 @@ pub enum ManifestError {
         /// The pod's name as it runs (`<metadata.name>-<node>`).
         name: String,
     },
+
+    /// The manifest URL could not be fetched (connection, TLS, timeout, body read).
+    /// The pods it gave before keep running; it is polled again.
+    #[error(
+        "manifest URL {url}: cannot be fetched: {reason}; check that the server is up and that --manifest-url is right (the pods it served before keep running)"
+    )]
+    UrlFetch {
+        /// The URL.
+        url: String,
+        /// The client's error with its causes.
+        reason: String,
+    },
+
+    /// The manifest URL answered something else than 200 OK.
+    #[error(
+        "manifest URL {url}: the server answered {status}, not 200 OK; fix the server or the URL (the pods it served before keep running)"
+    )]
+    UrlStatus {
+        /// The URL.
+        url: String,
+        /// The HTTP status, e.g. `500 Internal Server Error`.
+        status: String,
+    },
+
+    /// The manifest URL's body is larger than [`MAX_MANIFEST_BYTES`].
+    #[error(
+        "manifest URL {url}: the body is larger than the limit of {limit} bytes; serve one Pod or a PodList of reasonable size"
+    )]
+    UrlTooLarge {
+        /// The URL.
+        url: String,
+        /// The limit in bytes.
+        limit: u64,
+    },
+
+    /// The manifest URL served an object that is neither a Pod nor a PodList.
+    #[error(
+        "manifest URL {url}: expected kind Pod or PodList, found {found}; serve one `kind: Pod` or a `kind: PodList` with the pods in `items`"
+    )]
+    UrlWrongKind {
+        /// The URL.
+        url: String,
+        /// What was found instead.
+        found: String,
+    },
 }
 
 impl ManifestError {
@@ -284,6 +329,10 @@ impl ManifestError {
             | Self::MissingContainerField { path, .. }
             | Self::Invalid { path, .. }
             | Self::DuplicatePod { path, .. } => path,
+            Self::UrlFetch { url, .. }
+            | Self::UrlStatus { url, .. }
+            | Self::UrlTooLarge { url, .. }
+            | Self::UrlWrongKind { url, .. } => Path::new(url.as_str()),
         }
     }
 }

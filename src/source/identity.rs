@@ -1,7 +1,8 @@
 //! Static-pod identity, as the kubelet's `applyDefaults` (`pkg/kubelet/config/common.go`):
-//! UID = FNV-128a over the decoded pod ‖ `host:<node>` ‖ `file:<path>`, name suffixed
-//! with the node name, namespace `default`, config annotations, the NoExecute
-//! toleration and phase Pending.
+//! UID = FNV-128a over the decoded pod ‖ `host:<node>` ‖ `file:<path>` (a pod of the
+//! http source: the pod ‖ `url:<url>`), name suffixed with the node name, namespace
+//! `default`, config annotations, the NoExecute toleration (file pods only, as the
+//! kubelet) and phase Pending.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -15,7 +16,7 @@ pub const FNV128_PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013B;
 
 /// Annotation holding the pod's config hash (= its UID), as the kubelet.
 pub const ANNOTATION_CONFIG_HASH: &str = "kubernetes.io/config.hash";
-/// Annotation naming the config source (`file`), as the kubelet.
+/// Annotation naming the config source (`file` or `http`), as the kubelet.
 pub const ANNOTATION_CONFIG_SOURCE: &str = "kubernetes.io/config.source";
 /// Annotation holding when the pod was read (RFC 3339 with nanoseconds), as the kubelet.
 pub const ANNOTATION_CONFIG_SEEN: &str = "kubernetes.io/config.seen";
@@ -73,6 +74,45 @@ pub fn static_pod_uid(decoded: &Pod, node_name: &str, path: &Path) -> String {
     format!("{:032x}", h.finish())
 }
 
+/// Where a static pod was read from: it is part of the pod's UID and annotations.
+#[derive(Debug, Clone, Copy)]
+pub enum PodOrigin<'a> {
+    /// A manifest file (`--pod-manifest-path`).
+    File(&'a Path),
+    /// The http source (`--manifest-url`), with the URL as given on the command line.
+    Url(&'a str),
+}
+
+impl PodOrigin<'_> {
+    /// The `kubernetes.io/config.source` value: `file` or `http`.
+    pub fn source_name(&self) -> &'static str {
+        match self {
+            PodOrigin::File(_) => "file",
+            PodOrigin::Url(_) => "http",
+        }
+    }
+}
+
+/// The UID of a pod from the http source: 32 lowercase hex digits of FNV-128a over the
+/// canonical serialization of the decoded pod, then `url:<url>`. The kubelet writes no
+/// `host:` for URL pods, so every node reading the same URL gives a pod the same UID.
+pub fn http_pod_uid(decoded: &Pod, url: &str) -> String {
+    let canonical = serde_json::to_vec(decoded).unwrap_or_default();
+    let mut h = Fnv128a::new();
+    h.write(&canonical);
+    h.write(b"url:");
+    h.write(url.as_bytes());
+    format!("{:032x}", h.finish())
+}
+
+/// The UID of a pod read from `origin` (see [`static_pod_uid`], [`http_pod_uid`]).
+pub fn pod_uid(decoded: &Pod, node_name: &str, origin: PodOrigin<'_>) -> String {
+    match origin {
+        PodOrigin::File(path) => static_pod_uid(decoded, node_name, path),
+        PodOrigin::Url(url) => http_pod_uid(decoded, url),
+    }
+}
+
 /// The name a static pod runs under: `<metadata.name>-<lowercase(node_name)>`.
 pub fn static_pod_name(name: &str, node_name: &str) -> String {
     format!("{name}-{}", node_name.to_lowercase())
@@ -80,9 +120,15 @@ pub fn static_pod_name(name: &str, node_name: &str) -> String {
 
 /// Applies the kubelet's static-pod identity to `pod` (which must already carry
 /// `metadata.name`): name, namespace, node name, UID, config annotations, the
-/// NoExecute toleration and phase Pending. `seen` is the RFC 3339 time the file was
-/// read; it is not part of the UID.
-pub fn apply_identity(pod: &mut Pod, uid: &str, node_name: &str, seen: &str) {
+/// NoExecute toleration (pods of files only, as the kubelet) and phase Pending. `seen`
+/// is the RFC 3339 time the file was read; it is not part of the UID.
+pub fn apply_identity(
+    pod: &mut Pod,
+    uid: &str,
+    node_name: &str,
+    seen: &str,
+    origin: PodOrigin<'_>,
+) {
     let meta = &mut pod.metadata;
     let name = meta.name.as_deref().unwrap_or_default();
     meta.name = Some(static_pod_name(name, node_name));
@@ -92,18 +138,23 @@ pub fn apply_identity(pod: &mut Pod, uid: &str, node_name: &str, seen: &str) {
     meta.uid = Some(uid.to_string());
     let annotations = meta.annotations.get_or_insert_with(Default::default);
     annotations.insert(ANNOTATION_CONFIG_HASH.to_string(), uid.to_string());
-    annotations.insert(ANNOTATION_CONFIG_SOURCE.to_string(), "file".to_string());
+    annotations.insert(
+        ANNOTATION_CONFIG_SOURCE.to_string(),
+        origin.source_name().to_string(),
+    );
     annotations.insert(ANNOTATION_CONFIG_SEEN.to_string(), seen.to_string());
 
     let spec = pod.spec.get_or_insert_with(Default::default);
     spec.node_name = Some(node_name.to_string());
-    spec.tolerations
-        .get_or_insert_with(Vec::new)
-        .push(Toleration {
-            operator: Some("Exists".to_string()),
-            effect: Some("NoExecute".to_string()),
-            ..Default::default()
-        });
+    if let PodOrigin::File(_) = origin {
+        spec.tolerations
+            .get_or_insert_with(Vec::new)
+            .push(Toleration {
+                operator: Some("Exists".to_string()),
+                effect: Some("NoExecute".to_string()),
+                ..Default::default()
+            });
+    }
 
     // A status written in the file means nothing; the pod starts Pending.
     pod.status = Some(PodStatus {
@@ -191,7 +242,13 @@ mod tests {
     #[test]
     fn identity_fields() {
         let mut p = pod("web", "nginx:1");
-        apply_identity(&mut p, "0123", "Node-A", "2024-01-01T00:00:00Z");
+        apply_identity(
+            &mut p,
+            "0123",
+            "Node-A",
+            "2024-01-01T00:00:00Z",
+            PodOrigin::File(Path::new("/m/web.yaml")),
+        );
         assert_eq!(p.metadata.name.as_deref(), Some("web-node-a"));
         assert_eq!(p.metadata.namespace.as_deref(), Some("default"));
         assert_eq!(p.metadata.uid.as_deref(), Some("0123"));
@@ -206,5 +263,41 @@ mod tests {
         assert_eq!(tol[0].operator.as_deref(), Some("Exists"));
         assert_eq!(tol[0].effect.as_deref(), Some("NoExecute"));
         assert_eq!(p.status.as_ref().unwrap().phase.as_deref(), Some("Pending"));
+    }
+
+    /// The http source's UID: the pod ‖ `url:<url>`, no node name (as the kubelet's
+    /// `applyDefaults` with isFile=false). The expected value was computed
+    /// independently (Python FNV-128a over the same bytes).
+    #[test]
+    fn http_uid_golden_value_and_node_independence() {
+        let p = pod("web", "nginx:1");
+        let url = "http://10.0.0.1/pods";
+        let uid = http_pod_uid(&p, url);
+        assert_eq!(uid, "1ed50f5733a81080d2be8087c5a56510");
+        assert_eq!(pod_uid(&p, "node1", PodOrigin::Url(url)), uid);
+        assert_eq!(pod_uid(&p, "node2", PodOrigin::Url(url)), uid);
+        assert_ne!(http_pod_uid(&p, "http://10.0.0.1/other"), uid);
+        assert_ne!(
+            pod_uid(&p, "node1", PodOrigin::File(Path::new(url))),
+            uid,
+            "a file and a URL of the same name are different origins"
+        );
+    }
+
+    #[test]
+    fn http_pods_get_source_http_and_no_toleration() {
+        let mut p = pod("web", "nginx:1");
+        apply_identity(
+            &mut p,
+            "0123",
+            "node-a",
+            "2024-01-01T00:00:00Z",
+            PodOrigin::Url("http://h/p"),
+        );
+        let ann = p.metadata.annotations.as_ref().unwrap();
+        assert_eq!(ann[ANNOTATION_CONFIG_SOURCE], "http");
+        assert_eq!(ann[ANNOTATION_CONFIG_HASH], "0123");
+        assert_eq!(p.spec.as_ref().unwrap().tolerations, None);
+        assert_eq!(p.metadata.name.as_deref(), Some("web-node-a"));
     }
 }

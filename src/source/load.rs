@@ -14,7 +14,7 @@ use super::defaults::apply_api_defaults;
 use super::error::{FieldError, ManifestError, ValueError};
 use super::field_report::{FieldReport, field_report};
 use super::fields::FieldStatus;
-use super::identity::{apply_identity, static_pod_uid};
+use super::identity::{PodOrigin, apply_identity, pod_uid};
 use super::validate::{check_required, dns1123_subdomain, validate_pod};
 
 /// Everything known about one manifest: the pod (or why not) and, once it parsed as a
@@ -57,14 +57,28 @@ fn load(
 ) -> Result<StaticPod, ManifestError> {
     let bytes = read_manifest(path)?;
     let doc = parse_document(path, &bytes)?;
-    check_kind(path, &doc)?;
-    *fields = field_report(&doc);
+    load_document(path, PodOrigin::File(path), node_name, &doc, fields, name)
+}
+
+/// One parsed Pod document → the pod podhost runs. `label` names the document in
+/// errors (the file, or the URL and list item); `origin` gives its identity.
+pub(crate) fn load_document(
+    label: &Path,
+    origin: PodOrigin<'_>,
+    node_name: &str,
+    doc: &Value,
+    fields: &mut Vec<FieldReport>,
+    name: &mut Option<String>,
+) -> Result<StaticPod, ManifestError> {
+    let path = label;
+    check_kind(path, doc)?;
+    *fields = field_report(doc);
     *name = doc
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .map(String::from);
-    check_required(path, &doc)?;
-    let decoded = decode_pod(path, &doc)?;
+    check_required(path, doc)?;
+    let decoded = decode_pod(path, doc)?;
     let mut errors = validate_pod(&decoded);
     errors.extend(rejected(fields, &errors));
     if !errors.is_empty() {
@@ -73,7 +87,7 @@ fn load(
             errors,
         });
     }
-    admit(path, node_name, decoded, fields)
+    admit(path, origin, node_name, decoded, fields)
 }
 
 /// The fields the table rejects, unless validation already refused them.
@@ -92,12 +106,13 @@ fn rejected(fields: &[FieldReport], errors: &[FieldError]) -> Vec<FieldError> {
 /// A valid pod → the static pod the daemon runs.
 fn admit(
     path: &Path,
+    origin: PodOrigin<'_>,
     node_name: &str,
     decoded: Pod,
     fields: &[FieldReport],
 ) -> Result<StaticPod, ManifestError> {
     let mut warnings: Vec<String> = fields.iter().filter_map(FieldReport::warning).collect();
-    let uid = static_pod_uid(&decoded, node_name, path);
+    let uid = pod_uid(&decoded, node_name, origin);
     if let Some(given) = decoded.metadata.uid.as_deref()
         && !given.is_empty()
         && given != uid
@@ -110,7 +125,7 @@ fn admit(
     let mut pod = decoded;
     apply_api_defaults(&mut pod);
     let seen = chrono::Utc::now().to_rfc3339_opts(SecondsFormat::Nanos, true);
-    apply_identity(&mut pod, &uid, node_name, &seen);
+    apply_identity(&mut pod, &uid, node_name, &seen, origin);
     // As the kubelet, which validates the pod under its final name: a manifest name
     // that is valid alone can be too long once the node name is appended.
     let full_name = pod.metadata.name.clone().unwrap_or_default();

@@ -7,6 +7,8 @@
 //! - [`scan_dir`]: the whole directory → [`ScanResult`] (authoritative: a pod absent
 //!   from it was removed).
 //! - [`watch`]: inotify + periodic rescans → a stream of changed [`ScanResult`]s.
+//! - [`poll_url`]: the http source (`--manifest-url`), the same stream from a URL;
+//!   [`merge_sources`] puts both side by side.
 //!
 //! Identity is the UID: any edit of a manifest gives a new UID, so the consumer sees
 //! the old pod removed and a new one added.
@@ -14,10 +16,13 @@
 mod decode;
 mod defaults;
 mod error;
+mod error_clone;
 mod field_report;
 mod fields;
 mod identity;
 mod load;
+mod manifest_url;
+mod merge;
 mod scan;
 mod validate;
 mod watch;
@@ -36,10 +41,15 @@ pub use error::{FieldError, MAX_MANIFEST_BYTES, ManifestError, ValueError};
 pub use field_report::{FieldReport, field_report, unhonoured_fields};
 pub use fields::{FIELDS, FieldStatus, NOT_YET, honoured_fields};
 pub use identity::{
-    ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, fnv128a,
-    static_pod_name, static_pod_uid,
+    ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, PodOrigin,
+    fnv128a, http_pod_uid, pod_uid, static_pod_name, static_pod_uid,
 };
 pub use load::{ManifestCheck, check_manifest, load_manifest};
+pub use manifest_url::{
+    HTTP_TIMEOUT, ManifestUrlError, UrlSource, parse_headers, pods_from_body, poll_url,
+    read_url_once,
+};
+pub use merge::{combine, merge_sources};
 pub use scan::scan_dir;
 pub use watch::watch;
 
@@ -58,14 +68,15 @@ pub struct StaticPod {
     pub name: String,
     /// `metadata.namespace`, `default` when not set.
     pub namespace: String,
-    /// The manifest file.
+    /// The manifest file; for a pod of the manifest URL, the URL (`<url> items[i]` for
+    /// the items of a PodList).
     pub path: PathBuf,
     /// Fields set in the manifest that podhost ignores, one sentence each.
     pub warnings: Vec<String>,
 }
 
-/// One full read of the manifest directory.
-#[derive(Debug, Default)]
+/// One full read of the manifest directory (or the manifest URL, or both merged).
+#[derive(Debug, Default, Clone)]
 pub struct ScanResult {
     /// The pods, in manifest file name order, unique by namespace and name.
     pub pods: Vec<StaticPod>,

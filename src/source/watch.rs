@@ -151,13 +151,13 @@ async fn debounce(events: &mut Option<Events>) -> bool {
 
 /// What decides whether a scan is worth sending: pods by UID and path, and errors.
 #[derive(PartialEq, Eq)]
-struct Fingerprint {
+pub(super) struct Fingerprint {
     pods: Vec<(String, PathBuf)>,
     errors: Vec<String>,
 }
 
 impl Fingerprint {
-    fn of(scan: &ScanResult) -> Self {
+    pub(super) fn of(scan: &ScanResult) -> Self {
         Self {
             pods: scan
                 .pods
