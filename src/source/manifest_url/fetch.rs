@@ -8,12 +8,15 @@ use super::{HTTP_TIMEOUT, UrlSource};
 use crate::source::{MAX_MANIFEST_BYTES, ManifestError};
 
 /// The client every poll uses (redirects followed, as Go's http.Client: up to 10).
-pub(super) fn client() -> Result<reqwest::Client, String> {
+pub(super) fn client(url: &str) -> Result<reqwest::Client, ManifestError> {
     reqwest::Client::builder()
         .timeout(HTTP_TIMEOUT)
         .user_agent(concat!("podhost/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| chain(&e))
+        .map_err(|e| ManifestError::UrlFetch {
+            url: url.to_string(),
+            reason: chain(&e),
+        })
 }
 
 pub(super) async fn fetch(

@@ -113,7 +113,7 @@ async fn run(source: UrlSource, node_name: String, tx: mpsc::Sender<ScanResult>)
 struct Poller {
     source: UrlSource,
     node_name: String,
-    client: Result<reqwest::Client, String>,
+    client: Result<reqwest::Client, super::ManifestError>,
     /// The last body fetched with 200 OK, and whether it gave pods.
     last_body: Option<(Vec<u8>, bool)>,
     /// The pods of the last good answer: kept while the URL fails.
@@ -124,7 +124,7 @@ struct Poller {
 impl Poller {
     fn new(source: UrlSource, node_name: String) -> Self {
         Self {
-            client: fetch::client(),
+            client: fetch::client(&source.url),
             source,
             node_name,
             last_body: None,
@@ -136,10 +136,7 @@ impl Poller {
     async fn poll(&mut self) -> ScanResult {
         let body = match &self.client {
             Ok(client) => fetch::fetch(client, &self.source).await,
-            Err(reason) => Err(super::ManifestError::UrlFetch {
-                url: self.source.url.clone(),
-                reason: reason.clone(),
-            }),
+            Err(e) => Err(e.clone()),
         };
         let scan = match body {
             Err(e) => ScanResult {
