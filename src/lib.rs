@@ -24,6 +24,7 @@
 //! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime                      |
+//! | `eviction` | node pressure: signals, conditions, reclaim, evicting one pod | model, disk, status, runtime, volume, gc            |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
 //! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, source, status, runtime, api, daemon |
 //!
@@ -34,6 +35,7 @@ pub mod cli;
 pub mod configdir;
 pub mod daemon;
 pub mod disk;
+pub mod eviction;
 pub mod gc;
 pub mod image;
 pub mod logs;

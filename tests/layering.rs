@@ -56,6 +56,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &["model", "disk", "logs", "image", "status", "runtime"],
     ),
     (
+        "eviction",
+        &["model", "disk", "status", "runtime", "volume", "gc"],
+    ),
+    (
         "daemon",
         &[
             "model",
@@ -72,6 +76,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "gc",
             "api",
             "network",
+            "eviction",
         ],
     ),
     (

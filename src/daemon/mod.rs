@@ -67,6 +67,8 @@ pub struct DaemonConfig {
     pub network: crate::network::NetworkSettings,
     /// The pods' DNS (`--cluster-dns`, `--cluster-domain`, `--resolv-conf`).
     pub dns: crate::model::dns::DnsSettings,
+    /// The eviction manager's thresholds and periods (`--eviction-*`).
+    pub eviction: crate::eviction::EvictionSettings,
 }
 
 /// Daemon start-up failures.
@@ -266,7 +268,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         layout,
         images_changed: images_tx,
         puller,
-        gc,
+        gc: gc.clone(),
         leases,
     });
     let mut server = serve(socket, api).map_err(|source| DaemonError::Socket {
@@ -295,13 +297,35 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         "log drop reporter",
         log_drops::start(store.clone(), ctx.layout.clone()),
     );
+    // The eviction manager's orders reach the pod workers through the pod manager.
+    let (evictions_tx, evictions) = tokio::sync::mpsc::unbounded_channel();
+    essential.watch(
+        "eviction manager",
+        crate::eviction::spawn(
+            cfg.eviction.clone(),
+            crate::eviction::EvictionTargets {
+                layout: ctx.layout.clone(),
+                store: store.clone(),
+                cgroups: ctx.cgroups.clone(),
+                gc,
+                sources: crate::eviction::signals::SignalSources {
+                    root_dir: cfg.root_dir.clone(),
+                    image_dir: cfg.root_dir.join("images"),
+                },
+            },
+            evictions_tx,
+        ),
+    );
     let scans = crate::source::watch(
         cfg.manifest_dir.clone(),
         cfg.node_name.clone(),
         cfg.rescan_every,
     );
     // The manager also ends when the manifest watcher dies (its scans stop).
-    essential.watch("pod manager", tokio::spawn(manager::run(ctx, scans)));
+    essential.watch(
+        "pod manager",
+        tokio::spawn(manager::run(ctx, scans, evictions)),
+    );
     let outcome = tokio::select! {
         () = host::wait_for_stop_signal() => {
             tracing::info!("stopping the daemon; containers keep running");
