@@ -65,11 +65,51 @@ pub async fn run(
             tracing::warn!(pod = %order.name, uid = %order.uid, grace = ?order.grace, message = %order.message, "eviction manager: evicting pod");
             // metrics: crate::metrics::eviction(threshold.signal.name())
             evicted.insert(order.uid.clone());
+            let uid = order.uid.clone();
             if orders.send(order).is_err() {
                 return;
             }
+            wait_for_cleanup(&targets, &uid).await;
         }
     }
+}
+
+/// The kubelet's `podCleanupTimeout` and poll period: after an eviction, the next
+/// round waits (at most this long) until the pod's containers are all dead, so that
+/// the round measures what the eviction freed and its reclaim can remove their layers,
+/// instead of evicting a second pod for the pressure the first one still holds.
+const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const CLEANUP_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+async fn wait_for_cleanup(targets: &Arc<EvictionTargets>, uid: &str) {
+    let deadline = tokio::time::Instant::now() + CLEANUP_TIMEOUT;
+    while tokio::time::Instant::now() < deadline {
+        let (layout, pod) = (targets.layout.clone(), uid.to_string());
+        let done = tokio::task::spawn_blocking(move || containers_all_dead(&layout, &pod))
+            .await
+            .unwrap_or(true);
+        if done {
+            return;
+        }
+        tokio::time::sleep(CLEANUP_POLL).await;
+    }
+    tracing::warn!(%uid, timeout = ?CLEANUP_TIMEOUT, "eviction manager: the evicted pod's containers are not all gone yet");
+}
+
+/// Whether every container start of the pod has exited and its shim is gone.
+fn containers_all_dead(layout: &crate::disk::Layout, uid: &str) -> bool {
+    let dead = crate::gc::scan(layout)
+        .iter()
+        .filter(|d| d.pod_uid == uid)
+        .count();
+    let started: usize = std::fs::read_dir(layout.pod_dir(uid).join("containers"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| crate::disk::attempts(&e.path()).len())
+        .sum();
+    dead >= started
 }
 
 async fn observe_blocking(targets: &Arc<EvictionTargets>) -> Observations {

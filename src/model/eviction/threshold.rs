@@ -149,7 +149,10 @@ impl ThresholdValue {
         match self {
             ThresholdValue::Quantity(q) => q,
             // Rounded as the kubelet's `int64(float64(capacity) * percentage)`.
-            ThresholdValue::Fraction(f) => (capacity as f64 * f) as i64,
+            ThresholdValue::Fraction(f) => {
+                let q = crate::model::convert::f64_to_u64_saturating(capacity as f64 * f);
+                i64::try_from(q).unwrap_or(i64::MAX)
+            }
         }
     }
 }
