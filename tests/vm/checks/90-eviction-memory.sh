@@ -47,9 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-podhost load --root-dir "$PODHOST_ROOT" "$SHARE_DIR/busybox-oci" >"$CHECK_OUT/load.log" 2>&1 ||
-  fail "podhost load into $PODHOST_ROOT failed: $(tail -3 "$CHECK_OUT/load.log")"
-
 avail=$(available_mib)
 threshold=$((avail - 150))
 info "memory.available now: ${avail} MiB; threshold: ${threshold} MiB (MemTotal $(sed -n 's/^MemTotal: *//p' /proc/meminfo))"
@@ -66,6 +63,8 @@ NO_COLOR=1 RUST_LOG=info podhost daemon --pod-manifest-path "$PODHOST_MANIFESTS"
 evict_daemon=$!
 daemon_up() { podhost_cli get pods >/dev/null; }
 wait_until 60 "the eviction daemon's API" daemon_up
+podhost_cli load "$SHARE_DIR/busybox-oci" >"$CHECK_OUT/load.log" 2>&1 ||
+  fail "podhost load through $PODHOST_SOCKET failed: $(tail -3 "$CHECK_OUT/load.log")"
 
 apply_manifest small.yaml <<'YAML'
 apiVersion: v1
