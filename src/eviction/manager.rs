@@ -49,7 +49,7 @@ pub async fn run(
             continue;
         };
         let resource = threshold.signal.resource();
-        tracing::warn!(signal = %threshold.signal, ?resource, "eviction manager: attempting to reclaim");
+        tracing::info!(signal = %threshold.signal, ?resource, "eviction manager: attempting to reclaim");
         let observations = match resource {
             Resource::EphemeralStorage | Resource::Inodes => {
                 match reclaim_node_level(&targets, &settings, &threshold).await {
