@@ -391,7 +391,13 @@ mod tests {
         );
         assert_eq!(cfg.eviction.monitoring_period, Duration::from_secs(1));
         // An empty --eviction-hard turns hard eviction off (and no soft set is given).
-        assert!(config(&["--eviction-hard="]).unwrap().eviction.thresholds.is_empty());
+        assert!(
+            config(&["--eviction-hard="])
+                .unwrap()
+                .eviction
+                .thresholds
+                .is_empty()
+        );
         let err = config(&["--eviction-hard=memory.available>1"]).unwrap_err();
         assert!(err.to_string().starts_with("--eviction-hard: "), "{err}");
     }
