@@ -63,7 +63,7 @@ podhost=$REPO/target/release/podhost
 "$podhost" load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
 "$podhost" daemon --pod-manifest-path "$work/manifests" --root-dir "$work/root" \
   --log-dir "$work/logs" --socket "$work/sock" --node-name "$node" --pod-network none \
-  --cgroup-root "podhost-bench-$$" >"$RESULTS/daemon.log" 2>&1 &
+  --cgroup-root "podhost-bench-$$" --eviction-hard= >"$RESULTS/daemon.log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do [ -S "$work/sock" ] && break; sleep 0.05; done
 

@@ -88,7 +88,10 @@ class Daemon:
              "--node-name", self.a.node, "--cgroup-root", self.a.cgroup_root,
              "--crashloop-initial-backoff", "1", "--crashloop-max-backoff", "2",
              "--rescan-interval", "2", "--container-gc-period", "100000",
-             "--maximum-dead-containers-per-container", "100000"],
+             "--maximum-dead-containers-per-container", "100000",
+             # No node-pressure eviction: a build host's disk may be under the kubelet's
+             # defaults, and an evicted pod is not what this run checks.
+             "--eviction-hard="],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             env=dict(os.environ, RUST_LOG="info"))
         for _ in range(400):

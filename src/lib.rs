@@ -25,6 +25,7 @@
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
 //! | `stats`   | node/pod/container statistics: cgroups, /proc, netns, du | model, disk, runtime, status, volume (its emptyDir dir name) |
 //! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime, stats               |
+//! | `eviction` | node pressure: signals, conditions, reclaim, evicting one pod | model, disk, status, runtime, volume, gc            |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
 //! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, source, status, runtime, api, daemon |
 //!
@@ -35,6 +36,7 @@ pub mod cli;
 pub mod configdir;
 pub mod daemon;
 pub mod disk;
+pub mod eviction;
 pub mod gc;
 pub mod image;
 pub mod logs;

@@ -59,6 +59,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "eviction",
+        &["model", "disk", "status", "runtime", "volume", "gc"],
+    ),
+    (
         "daemon",
         &[
             "model",
@@ -76,6 +80,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "api",
             "network",
             "stats",
+            "eviction",
         ],
     ),
     (

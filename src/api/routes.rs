@@ -43,6 +43,7 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             super::port_forward::port_forward(&state, name, &query, req).await
         }
         (Method::GET, ["events"]) => ok_json(&all_events(&state)),
+        (Method::GET, ["node", "conditions"]) => ok_json(&state.store.node_conditions()),
         (Method::GET, ["images"]) => match state.images.list() {
             Ok(list) => ok_json(&list),
             Err(e) => error(500, e.to_string()),

@@ -29,6 +29,8 @@ pub enum FlagError {
     Network(#[from] crate::network::NetworkError),
     #[error(transparent)]
     ManifestUrl(#[from] crate::source::ManifestUrlError),
+    #[error(transparent)]
+    Eviction(#[from] crate::eviction::EvictionConfigError),
     /// A duration flag that is negative, NaN or too large.
     #[error("--{flag} must be a positive number of seconds")]
     Seconds {
@@ -307,6 +309,21 @@ impl DaemonFlags {
                 resolv_conf: (!self.resolv_conf.is_empty())
                     .then(|| PathBuf::from(self.resolv_conf)),
             },
+            eviction: crate::eviction::EvictionSettings::from_flags(
+                &self.eviction_hard,
+                &self.eviction_soft,
+                &self.eviction_soft_grace_period,
+                &self.eviction_minimum_reclaim,
+                self.eviction_max_pod_grace_period,
+                secs(
+                    self.eviction_pressure_transition_period,
+                    "eviction-pressure-transition-period",
+                )?,
+                secs(
+                    self.eviction_monitoring_period,
+                    "eviction-monitoring-period",
+                )?,
+            )?,
         })
     }
 }
@@ -356,6 +373,57 @@ mod tests {
             cfg.dns.resolv_conf.as_deref(),
             Some(std::path::Path::new("/etc/resolv.conf"))
         );
+    }
+
+    #[test]
+    fn eviction_flags_map_to_the_settings_and_hard_replaces_the_defaults() {
+        use crate::model::eviction::{Signal, ThresholdValue};
+        let cfg = config(&[]).unwrap();
+        assert_eq!(cfg.eviction.thresholds.len(), 4);
+        assert_eq!(cfg.eviction.monitoring_period, Duration::from_secs(10));
+        assert_eq!(
+            cfg.eviction.pressure_transition_period,
+            Duration::from_secs(300)
+        );
+        let cfg = config(&[
+            "--eviction-hard=nodefs.available<30%",
+            "--eviction-soft=memory.available<1Gi",
+            "--eviction-soft-grace-period=memory.available=30s",
+            "--eviction-monitoring-period=1",
+        ])
+        .unwrap();
+        let got: Vec<_> = cfg
+            .eviction
+            .thresholds
+            .iter()
+            .map(|t| (t.signal, t.value, t.grace))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    Signal::NodeFsAvailable,
+                    ThresholdValue::Fraction(0.3),
+                    Duration::ZERO
+                ),
+                (
+                    Signal::MemoryAvailable,
+                    ThresholdValue::Quantity(1 << 30),
+                    Duration::from_secs(30)
+                ),
+            ]
+        );
+        assert_eq!(cfg.eviction.monitoring_period, Duration::from_secs(1));
+        // An empty --eviction-hard turns hard eviction off (and no soft set is given).
+        assert!(
+            config(&["--eviction-hard="])
+                .unwrap()
+                .eviction
+                .thresholds
+                .is_empty()
+        );
+        let err = config(&["--eviction-hard=memory.available>1"]).unwrap_err();
+        assert!(err.to_string().starts_with("--eviction-hard: "), "{err}");
     }
 
     #[test]

@@ -26,7 +26,11 @@ struct Manager {
     kept_reported: BTreeSet<String>,
 }
 
-pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
+pub async fn run(
+    ctx: Arc<Ctx>,
+    mut scans: mpsc::Receiver<ScanResult>,
+    mut evictions: mpsc::UnboundedReceiver<crate::eviction::EvictionOrder>,
+) {
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
     let mut m = Manager {
         ctx,
@@ -54,6 +58,12 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
                     return;
                 }
             },
+            Some(order) = evictions.recv() => {
+                match m.workers.get(&order.uid) {
+                    Some(h) => h.evict(order.message, order.grace),
+                    None => tracing::info!(uid = %order.uid, "eviction of a pod that is gone: ignored"),
+                }
+            }
             Some(end) = finished_rx.recv() => {
                 if let Some(panic) = end.panic {
                     // The daemon's supervision ends the process on this; the containers

@@ -73,6 +73,8 @@ pub struct DaemonConfig {
     pub manifest_url: Option<crate::source::UrlSource>,
     /// `--runonce`: run the sources' pods once, waiting at most this long for them.
     pub runonce: Option<Duration>,
+    /// The eviction manager's thresholds and periods (`--eviction-*`).
+    pub eviction: crate::eviction::EvictionSettings,
 }
 
 /// Daemon start-up failures.
@@ -297,7 +299,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         layout,
         images_changed: images_tx,
         puller,
-        gc,
+        gc: gc.clone(),
         leases,
     });
     let mut server = socket
@@ -329,6 +331,25 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         "log drop reporter",
         log_drops::start(store.clone(), ctx.layout.clone()),
     );
+    // The eviction manager's orders reach the pod workers through the pod manager.
+    let (evictions_tx, evictions) = tokio::sync::mpsc::unbounded_channel();
+    essential.watch(
+        "eviction manager",
+        crate::eviction::spawn(
+            cfg.eviction.clone(),
+            crate::eviction::EvictionTargets {
+                layout: ctx.layout.clone(),
+                store: store.clone(),
+                cgroups: ctx.cgroups.clone(),
+                gc,
+                sources: crate::eviction::signals::SignalSources {
+                    root_dir: cfg.root_dir.clone(),
+                    image_dir: cfg.root_dir.join("images"),
+                },
+            },
+            evictions_tx,
+        ),
+    );
     let (scans, mut runonce) = match cfg.runonce {
         None => (pod_sources::watch_sources(&cfg), None),
         Some(bound) => {
@@ -339,7 +360,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         }
     };
     // The manager also ends when the manifest watcher dies (its scans stop).
-    essential.watch("pod manager", tokio::spawn(manager::run(ctx, scans)));
+    essential.watch(
+        "pod manager",
+        tokio::spawn(manager::run(ctx, scans, evictions)),
+    );
     let outcome = tokio::select! {
         () = host::wait_for_stop_signal() => {
             tracing::info!("stopping the daemon; containers keep running");

@@ -94,9 +94,23 @@ pub fn collect(
     policy: &ContainerGcPolicy,
     now: DateTime<Utc>,
 ) -> ContainerGcReport {
+    collect_removing(layout, live_pods, &HashSet::new(), policy, now)
+}
+
+/// [`collect`], where the dead containers of the pods in `content_removable` (live
+/// pods that will not run again, e.g. evicted ones: the kubelet's
+/// `ShouldPodContentBeRemoved`) all go, their newest attempt too; their pod dirs stay.
+pub fn collect_removing(
+    layout: &Layout,
+    live_pods: &HashSet<String>,
+    content_removable: &HashSet<String>,
+    policy: &ContainerGcPolicy,
+    now: DateTime<Utc>,
+) -> ContainerGcReport {
     sweep_all_trash(layout);
     let dead = scan(layout);
-    let doomed = plan(&dead, live_pods, policy, now);
+    let keeping: HashSet<String> = live_pods.difference(content_removable).cloned().collect();
+    let doomed = plan(&dead, &keeping, policy, now);
     let mut report = ContainerGcReport::default();
     for d in doomed {
         match remove(&d) {

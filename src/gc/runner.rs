@@ -111,15 +111,29 @@ impl GcRunner {
 
     /// One image GC pass; reports what was freed and any shortfall as node events.
     pub async fn images(&self) -> Result<GcReport, GcError> {
+        self.image_pass(self.settings.image.clone(), false).await
+    }
+
+    /// Every unused image past its minimum age, whatever the thresholds: the eviction
+    /// manager's node-level reclaim under disk pressure (the kubelet's
+    /// `DeleteUnusedImages`).
+    pub async fn unused_images(&self) -> Result<GcReport, GcError> {
+        let policy = crate::image::gc::ImageGcPolicy {
+            low_threshold_percent: 0,
+            ..self.settings.image.clone()
+        };
+        self.image_pass(policy, true).await
+    }
+
+    async fn image_pass(&self, policy: ImageGcPolicy, force: bool) -> Result<GcReport, GcError> {
         let ctx = self.ctx.clone();
-        let policy = self.settings.image.clone();
         let report = tokio::task::spawn_blocking(move || {
             image_gc(
                 &ctx.images,
                 &policy,
                 &ContainersOnDisk { ctx: &ctx },
                 chrono::Utc::now(),
-                false,
+                force,
             )
         })
         .await
@@ -137,7 +151,9 @@ impl GcRunner {
                 ),
             );
         }
-        if report.shortfall_bytes > 0 {
+        // The eviction manager's pass asks for everything unused; what it could not
+        // free is no failure (the kubelet's DeleteUnusedImages reports none either).
+        if report.shortfall_bytes > 0 && !force {
             self.ctx.store.node_event(
                 EventKind::Warning,
                 "FreeDiskSpaceFailed",
@@ -150,18 +166,26 @@ impl GcRunner {
         Ok(report)
     }
 
-    /// One container GC pass over the pods the daemon knows.
+    /// One container GC pass over the pods the daemon knows. An evicted pod's dead
+    /// containers all go (as the kubelet removes an evicted pod's content): it will not
+    /// run again, and under disk pressure its writable layers are what must be freed.
     pub async fn containers(&self) -> ContainerGcReport {
         let ctx = self.ctx.clone();
         let policy = self.settings.container.clone();
-        let live: HashSet<String> = ctx
-            .store
-            .pods()
+        let pods = ctx.store.pods();
+        let live: HashSet<String> = pods.iter().map(|r| r.uid().to_string()).collect();
+        let evicted: HashSet<String> = pods
             .iter()
+            .filter(|r| {
+                r.pod.status.as_ref().is_some_and(|s| {
+                    s.phase.as_deref() == Some("Failed") && s.reason.as_deref() == Some("Evicted")
+                })
+            })
             .map(|r| r.uid().to_string())
             .collect();
         tokio::task::spawn_blocking(move || {
-            let report = super::collect(&ctx.layout, &live, &policy, chrono::Utc::now());
+            let report =
+                super::collect_removing(&ctx.layout, &live, &evicted, &policy, chrono::Utc::now());
             release_userns_blocks(&ctx, &live);
             report
         })

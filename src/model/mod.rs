@@ -8,6 +8,7 @@ pub mod convert;
 pub mod dns;
 pub mod downward;
 pub mod env;
+pub mod eviction;
 pub mod grace;
 pub mod host_ports;
 pub mod image_ref;

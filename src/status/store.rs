@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{NodeCondition, Pod, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +64,8 @@ pub struct StatusStore {
 pub(super) struct Inner {
     pub(super) pods: BTreeMap<String, PodRecord>,
     node_events: Vec<Event>,
+    /// The node's conditions (the eviction manager's pressure conditions).
+    node_conditions: Vec<NodeCondition>,
     last_version: u64,
 }
 
@@ -316,6 +318,16 @@ impl StatusStore {
 
     pub fn node_events(&self) -> Vec<Event> {
         self.lock().node_events.clone()
+    }
+
+    /// Replaces the node's conditions (in memory only: they are re-observed after a
+    /// restart).
+    pub fn set_node_conditions(&self, conditions: Vec<NodeCondition>) {
+        self.lock().node_conditions = conditions;
+    }
+
+    pub fn node_conditions(&self) -> Vec<NodeCondition> {
+        self.lock().node_conditions.clone()
     }
 }
 

@@ -44,6 +44,15 @@ pub async fn adopt_pod(
         observed.phase = status.phase.as_deref().and_then(phase_of);
         observed.conditions = status.conditions.unwrap_or_default();
         observed.start_time = status.start_time.as_ref().map(from_k8s);
+        // An evicted pod stays evicted across daemon restarts (its containers may be
+        // gone already: nothing may start them again until its manifest changes).
+        if observed.phase == Some(PodPhase::Failed) && status.reason.as_deref() == Some("Evicted") {
+            observed.on_evicted(
+                chrono::Utc::now(),
+                status.message.unwrap_or_default(),
+                crate::model::podsync::EVICTION_GRACE,
+            );
+        }
     }
     let mut running = Vec::new();
     for c in observed

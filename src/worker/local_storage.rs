@@ -46,7 +46,10 @@ pub fn spawn_watch(
             })
             .await;
             if let Ok(Some(message)) = exceeded {
-                let _ = reports.send(Report::Evict { message });
+                let _ = reports.send(Report::Evict {
+                    message,
+                    grace: crate::model::podsync::EVICTION_GRACE,
+                });
                 return;
             }
         }

@@ -23,6 +23,7 @@ pub struct PodHandle {
     pub uid: String,
     pub name: String,
     term_tx: watch::Sender<Option<Duration>>,
+    evict_tx: watch::Sender<Option<super::sync_loop::EvictOrder>>,
     /// Becomes `true` once the pod is fully terminated and cleaned up.
     pub done: watch::Receiver<bool>,
 }
@@ -37,6 +38,19 @@ impl PodHandle {
                 *cur = Some(grace);
                 true
             }
+        });
+    }
+
+    /// The node evicts the pod (node pressure): it fails with reason Evicted and this
+    /// message, its containers stopped with `grace`. The first eviction stands; a pod
+    /// whose containers have not started yet ignores it.
+    pub fn evict(&self, message: String, grace: Duration) {
+        self.evict_tx.send_if_modified(|cur| {
+            if cur.is_some() {
+                return false;
+            }
+            *cur = Some(super::sync_loop::EvictOrder { message, grace });
+            true
         });
     }
 
@@ -55,17 +69,19 @@ pub fn spawn_pod(
     finished: mpsc::UnboundedSender<WorkerEnd>,
 ) -> PodHandle {
     let (term_tx, term_rx) = watch::channel(None);
+    let (evict_tx, evict_rx) = watch::channel(None);
     let (done_tx, done_rx) = watch::channel(false);
     let handle = PodHandle {
         uid: pod.uid.clone(),
         name: pod.name.clone(),
         term_tx,
+        evict_tx,
         done: done_rx,
     };
     let pod = Arc::new(pod);
     tokio::spawn(async move {
         let uid = pod.uid.clone();
-        let worker = tokio::spawn(run(ctx, pod, warnings, predecessor, term_rx)).await;
+        let worker = tokio::spawn(run(ctx, pod, warnings, predecessor, term_rx, evict_rx)).await;
         let panic = match worker {
             Ok(()) => {
                 let _ = done_tx.send(true);
@@ -93,6 +109,7 @@ async fn run(
     warnings: Vec<String>,
     predecessor: Option<watch::Receiver<bool>>,
     mut term: watch::Receiver<Option<Duration>>,
+    evict: watch::Receiver<Option<super::sync_loop::EvictOrder>>,
 ) {
     if let Some(mut prev) = predecessor {
         tracing::info!(pod = %pod.name, "waiting for the previous version of the pod to terminate");
@@ -151,7 +168,12 @@ async fn run(
     // and stop whatever a previous daemon left running.
     let pod = allocate_userns(&ctx, pod, &mut term).await;
     let _sandbox_ready = ensure_sandbox(&ctx, &pod, &mut term).await;
-    let mut containers = tokio::spawn(run_containers(ctx.clone(), pod.clone(), term.clone()));
+    let mut containers = tokio::spawn(run_containers(
+        ctx.clone(),
+        pod.clone(),
+        term.clone(),
+        evict,
+    ));
     let ended_early = tokio::select! {
         _ = term.wait_for(|t| t.is_some()) => None,
         ended = &mut containers => Some(ended),

@@ -46,8 +46,12 @@ pub enum Report {
     },
     /// The exited instance's shim is gone: cgroup and rootfs are released.
     Released { container: String },
-    /// The pod must be evicted (an emptyDir over its sizeLimit), for this reason.
-    Evict { message: String },
+    /// The pod must be evicted (an emptyDir over its sizeLimit, node pressure), for this
+    /// reason, its containers stopped with this grace.
+    Evict {
+        message: String,
+        grace: std::time::Duration,
+    },
     /// The postStart hook ended.
     PostStartEnded {
         container: String,

@@ -33,8 +33,20 @@ use crate::status::EventKind;
 /// The pod worker's order: `Some(grace)` once the pod terminates.
 pub type TermRx = watch::Receiver<Option<Duration>>;
 
+/// An eviction ordered by the node's eviction manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvictOrder {
+    pub message: String,
+    pub grace: Duration,
+}
+
 /// Runs the pod's containers until the pod has terminated and none of them runs.
-pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
+pub async fn run_containers(
+    ctx: Arc<Ctx>,
+    pod: Arc<PodInfo>,
+    term: TermRx,
+    mut evict: watch::Receiver<Option<EvictOrder>>,
+) {
     let requests = ctx.ephemeral.register(&pod.uid);
     let mut facts = pod_facts(&pod, ctx.backoff);
     let spec = pod.pod.spec.clone().unwrap_or_default();
@@ -77,6 +89,14 @@ pub async fn run_containers(ctx: Arc<Ctx>, pod: Arc<PodInfo>, term: TermRx) {
     };
     super::content::spawn_refresher(&exec.ctx, &exec.pod, &mut exec.tasks);
     super::local_storage::spawn_watch(&exec.ctx, &exec.pod, &mut exec.tasks, &exec.reports_tx);
+    let evictions = exec.reports_tx.clone();
+    exec.tasks.spawn(async move {
+        if let Ok(order) = evict.wait_for(Option::is_some).await
+            && let Some(EvictOrder { message, grace }) = order.clone()
+        {
+            let _ = evictions.send(Report::Evict { message, grace });
+        }
+    });
     for a in adopted {
         exec.watch_exit(a.container, a.run, a.exit);
     }
@@ -372,7 +392,7 @@ impl Executor {
                     obs.on_released();
                 }
             }
-            Report::Evict { message } => self.observed.on_evicted(now, message),
+            Report::Evict { message, grace } => self.observed.on_evicted(now, message, grace),
             Report::PostStartEnded { container, failure } => {
                 if let Some(obs) = self.observed.container_mut(&container) {
                     obs.on_post_start_ended(now, failure);

@@ -238,6 +238,14 @@ impl TestDaemon {
                 "4",
             ])
             .args(["--rescan-interval", "2"])
+            // The kubelet's default eviction thresholds may be met on a build host (the
+            // dev machine's root fs: f_bavail is 9.6% of f_blocks, under
+            // nodefs.available<10%): test daemons run without eviction unless the test
+            // sets its own thresholds (tests/eviction.rs).
+            .args(
+                (!self.extra_args.iter().any(|a| a.starts_with("--eviction-hard")))
+                    .then_some("--eviction-hard="),
+            )
             .args(&self.extra_args)
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())

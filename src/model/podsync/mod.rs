@@ -50,7 +50,7 @@ pub(crate) enum StopCause {
     InitFailed,
     /// Every regular container finished for good: the sidecars go too.
     Completed,
-    /// The node evicted the pod (local storage over a limit): it failed.
+    /// The node evicted the pod (local storage over a limit, node pressure): it failed.
     Evicted,
 }
 
@@ -177,13 +177,13 @@ fn stop_order(
     if let Some(order) = observed.terminating {
         return Some((order, StopCause::Ordered));
     }
-    if let Some((at, message)) = &observed.evicted {
+    if let Some((at, message, grace)) = &observed.evicted {
         if observed.phase != Some(phase::PodPhase::Failed) {
             out.event(true, "Evicted", "", message.clone());
         }
         let order = TerminationOrder {
             since: *at,
-            grace: EVICTION_GRACE,
+            grace: *grace,
         };
         return Some((order, StopCause::Evicted));
     }

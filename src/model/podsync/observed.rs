@@ -333,8 +333,9 @@ pub struct PodObserved {
     pub conditions: Vec<PodCondition>,
     /// When the first container status was published (`status.startTime`).
     pub start_time: Option<DateTime<Utc>>,
-    /// The pod was evicted (an emptyDir over its sizeLimit): when, and the message.
-    pub evicted: Option<(DateTime<Utc>, String)>,
+    /// The pod was evicted (an emptyDir over its sizeLimit, node pressure): when, the
+    /// message, and the grace its containers get.
+    pub evicted: Option<(DateTime<Utc>, String, Duration)>,
 }
 
 impl PodObserved {
@@ -387,8 +388,8 @@ impl PodObserved {
     }
 
     /// The node evicts the pod (the first eviction stands).
-    pub fn on_evicted(&mut self, now: DateTime<Utc>, message: String) {
-        self.evicted.get_or_insert((now, message));
+    pub fn on_evicted(&mut self, now: DateTime<Utc>, message: String, grace: Duration) {
+        self.evicted.get_or_insert((now, message, grace));
     }
 
     /// An image was loaded into the store.

@@ -193,7 +193,7 @@ pub(super) fn pod_status(
         ),
         Some(StopCause::Evicted) => (
             Some("Evicted".to_string()),
-            observed.evicted.as_ref().map(|(_, m)| m.clone()),
+            observed.evicted.as_ref().map(|(_, m, _)| m.clone()),
         ),
         _ => (None, None),
     };
@@ -220,9 +220,23 @@ pub(super) fn pod_status(
         // The kubelet's mark of a pod it terminated itself.
         values.push(("DisruptionTarget", true));
     }
+    let mut conditions = conditions(&observed.conditions, &values, now);
+    if let Some((_, message, _)) = observed
+        .evicted
+        .as_ref()
+        .filter(|_| cause == Some(StopCause::Evicted))
+    {
+        if let Some(c) = conditions
+            .iter_mut()
+            .find(|c| c.type_ == "DisruptionTarget")
+        {
+            c.reason = Some("TerminationByKubelet".to_string());
+            c.message = Some(message.clone());
+        }
+    }
     PodStatusView {
         phase,
-        conditions: conditions(&observed.conditions, &values, now),
+        conditions,
         container_statuses,
         init_container_statuses,
         ephemeral_container_statuses,

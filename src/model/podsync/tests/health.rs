@@ -264,7 +264,11 @@ fn an_evicted_pod_fails_and_its_containers_stop_with_the_eviction_grace() {
     let pod = one(RestartPolicy::Always);
     let mut obs = running(&pod);
     let message = "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\".";
-    obs.on_evicted(t(20.0), message.to_string());
+    obs.on_evicted(
+        t(20.0),
+        message.to_string(),
+        crate::model::podsync::EVICTION_GRACE,
+    );
     let d = step(&pod, &mut obs, t(20.0));
     assert_eq!(d.status.phase, PodPhase::Failed);
     assert_eq!(d.status.reason.as_deref(), Some("Evicted"));
@@ -273,7 +277,10 @@ fn an_evicted_pod_fails_and_its_containers_stop_with_the_eviction_grace() {
         d.status
             .conditions
             .iter()
-            .any(|c| c.type_ == "DisruptionTarget" && c.status == "True")
+            .any(|c| c.type_ == "DisruptionTarget"
+                && c.status == "True"
+                && c.reason.as_deref() == Some("TerminationByKubelet")
+                && c.message.as_deref() == Some(message))
     );
     let reasons: Vec<_> = d.events.iter().map(|e| e.reason).collect();
     assert_eq!(reasons, vec!["Evicted", "Killing"]);
@@ -291,4 +298,20 @@ fn an_evicted_pod_fails_and_its_containers_stop_with_the_eviction_grace() {
         "no restart, one event"
     );
     assert_eq!(d.status.phase, PodPhase::Failed);
+}
+
+#[test]
+fn a_soft_eviction_stops_the_containers_with_its_own_grace() {
+    let pod = one(RestartPolicy::Always);
+    let mut obs = running(&pod);
+    obs.on_evicted(t(20.0), "low on memory".to_string(), secs(7));
+    let d = step(&pod, &mut obs, t(20.0));
+    assert_eq!(d.status.phase, PodPhase::Failed);
+    assert_eq!(
+        d.actions,
+        vec![Action::Signal {
+            container: "app".into(),
+            signal: SignalKind::Stop { grace: secs(7) }
+        }]
+    );
 }

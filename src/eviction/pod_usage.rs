@@ -1,0 +1,182 @@
+//! What each active pod uses, for the ranking and the message: the pod's and its
+//! containers' memory working set (their cgroups), their writable layers and logs, the
+//! pod's disk emptyDirs, its processes. Blocking reads: call from `spawn_blocking`.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::signals::stat_value;
+use crate::disk::Layout;
+use crate::model::eviction::{CRITICAL_ANNOTATION, ContainerUsage, PodUsage};
+use crate::model::qos::{pod_resources, qos_class};
+use crate::runtime::node_cgroups::NodeCgroups;
+
+const CGROUP_MOUNT: &str = "/sys/fs/cgroup";
+
+/// Whether the pod opted out of eviction.
+pub fn is_critical(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CRITICAL_ANNOTATION))
+        .is_some_and(|v| v == "true")
+}
+
+/// The usage of `pod` (one the daemon runs) now.
+pub fn pod_usage(pod: &Pod, layout: &Layout, cgroups: &NodeCgroups) -> PodUsage {
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let spec = pod.spec.clone().unwrap_or_default();
+    let qos = qos_class(&pod_resources(pod));
+    let pod_cgroup = cgroups.pod_path(qos, &uid);
+    let log_dir = layout.pod_log_dir(namespace, &name, &uid);
+    let containers: Vec<ContainerUsage> = spec
+        .containers
+        .iter()
+        .map(|c| {
+            let (layer, _) = du(&layout.container_dir(&uid, &c.name));
+            let (logs, _) = du(&log_dir.join(&c.name));
+            ContainerUsage {
+                name: c.name.clone(),
+                memory: working_set(&format!("{pod_cgroup}/{}", c.name)).unwrap_or(0),
+                memory_request: request(c, "memory"),
+                disk: layer + logs,
+                disk_request: request(c, "ephemeral-storage"),
+            }
+        })
+        .collect();
+    // Init containers' layers and logs count for the pod, not in the message.
+    let (all_layers, layer_inodes) = du(&layout.pod_dir(&uid).join("containers"));
+    let (all_logs, log_inodes) = du(&log_dir);
+    let (volumes, volume_inodes) = du(&layout
+        .pod_volumes_dir(&uid)
+        .join(crate::volume::plan::EMPTY_DIR_KIND));
+    let memory =
+        working_set(&pod_cgroup).unwrap_or_else(|| containers.iter().map(|c| c.memory).sum());
+    PodUsage {
+        priority: spec.priority.unwrap_or(0),
+        critical: is_critical(pod),
+        memory,
+        disk: all_layers + all_logs + volumes,
+        inodes: layer_inodes + log_inodes + volume_inodes,
+        processes: processes(&pod_cgroup),
+        containers,
+        uid,
+        name,
+    }
+}
+
+/// A request (`requests`, else `limits` as the API server defaults it), in bytes.
+fn request(c: &Container, resource: &str) -> i64 {
+    let r = c.resources.as_ref();
+    let pick = |m: Option<&std::collections::BTreeMap<String, _>>| {
+        m.and_then(|m| m.get(resource)).and_then(
+            |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
+                crate::model::quantity::bytes(&q.0)
+            },
+        )
+    };
+    pick(r.and_then(|r| r.requests.as_ref()))
+        .or_else(|| pick(r.and_then(|r| r.limits.as_ref())))
+        .unwrap_or(0)
+}
+
+/// usage − inactive_file of the cgroup `rel` (v2; else the v1 memory hierarchy).
+fn working_set(rel: &str) -> Option<i64> {
+    let rel = rel.trim_start_matches('/');
+    let v2 = Path::new(CGROUP_MOUNT).join(rel);
+    let read = |p: &Path| std::fs::read_to_string(p).ok();
+    let (usage, inactive) = match read(&v2.join("memory.current")) {
+        Some(current) => (
+            current.trim().parse::<i64>().ok()?,
+            read(&v2.join("memory.stat")).and_then(|s| stat_value(&s, "inactive_file"))?,
+        ),
+        None => {
+            let v1 = Path::new(CGROUP_MOUNT).join("memory").join(rel);
+            (
+                read(&v1.join("memory.usage_in_bytes"))?
+                    .trim()
+                    .parse()
+                    .ok()?,
+                read(&v1.join("memory.stat"))
+                    .and_then(|s| stat_value(&s, "total_inactive_file"))?,
+            )
+        }
+    };
+    Some((usage - inactive).max(0))
+}
+
+/// The tasks of the pod cgroup (v2 `pids.current`, else the v1 pids hierarchy).
+fn processes(rel: &str) -> i64 {
+    let rel = rel.trim_start_matches('/');
+    [
+        Path::new(CGROUP_MOUNT).join(rel).join("pids.current"),
+        Path::new(CGROUP_MOUNT)
+            .join("pids")
+            .join(rel)
+            .join("pids.current"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse().ok())
+    .unwrap_or(0)
+}
+
+/// Bytes allocated (blocks, as du counts) and inodes under `dir`, staying on its
+/// filesystem (a container's mounted rootfs is an overlay: not counted twice).
+pub fn du(dir: &Path) -> (i64, i64) {
+    let Ok(root) = std::fs::symlink_metadata(dir) else {
+        return (0, 0);
+    };
+    let dev = root.dev();
+    let (mut bytes, mut inodes) = (0u64, 0i64);
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.dev() != dev {
+                continue;
+            }
+            bytes = bytes.saturating_add(meta.blocks().saturating_mul(512));
+            inodes += 1;
+            if meta.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    (i64::try_from(bytes).unwrap_or(i64::MAX), inodes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn du_counts_blocks_and_inodes() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a"), vec![1u8; 64 * 1024]).unwrap();
+        std::fs::write(dir.path().join("b"), b"x").unwrap();
+        let (bytes, inodes) = du(dir.path());
+        assert_eq!(inodes, 3);
+        assert!(bytes >= 64 * 1024, "{bytes}");
+        assert_eq!(du(&dir.path().join("missing")), (0, 0));
+    }
+
+    #[test]
+    fn requests_default_to_limits() {
+        let c: Container = serde_json::from_value(serde_json::json!({
+            "name": "c",
+            "resources": {"limits": {"memory": "64Mi"}, "requests": {"ephemeral-storage": "1Gi"}}
+        }))
+        .unwrap();
+        assert_eq!(request(&c, "memory"), 64 << 20);
+        assert_eq!(request(&c, "ephemeral-storage"), 1 << 30);
+        assert_eq!(request(&c, "cpu-less"), 0);
+    }
+}
