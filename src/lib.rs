@@ -9,6 +9,7 @@
 //! | module    | what it is                                          | may use                                                        |
 //! |-----------|-----------------------------------------------------|----------------------------------------------------------------|
 //! | `model`   | pure types and functions (no I/O, no clock)         | nothing of the crate                                           |
+//! | `metrics` | the Prometheus registry and the health registry     | model                                                          |
 //! | `disk`    | on-disk layout, shim records, the atomic-write helper | model                                                        |
 //! | `logs`    | CRI log files: write, rotate, read                  | model, disk                                                    |
 //! | `image`   | content store, pull, load, unpack, image GC         | model, disk                                                    |
@@ -37,6 +38,7 @@ pub mod disk;
 pub mod gc;
 pub mod image;
 pub mod logs;
+pub mod metrics;
 pub mod model;
 pub mod network;
 pub mod oom;

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 /// A module missing from this table is an error too: a new module states its place.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("model", &[]),
+    ("metrics", &["model"]),
     ("disk", &["model"]),
     ("logs", &["model", "disk"]),
     ("image", &["model", "disk"]),
