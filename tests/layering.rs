@@ -21,20 +21,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("metrics", &["model"]),
     ("disk", &["model"]),
     ("logs", &["model", "disk"]),
-    ("image", &["model", "disk"]),
-    ("source", &["model", "disk"]),
-    ("status", &["model", "disk"]),
+    ("image", &["model", "metrics", "disk"]),
+    ("source", &["model", "metrics", "disk"]),
+    ("status", &["model", "metrics", "disk"]),
     ("configdir", &["model", "disk"]),
     ("runtime", &["model", "disk", "logs"]),
     ("oom", &["model", "disk", "runtime"]),
     ("shim", &["model", "disk", "logs", "runtime"]),
     ("volume", &["model", "disk", "runtime"]),
-    ("probe", &["model", "disk", "runtime"]),
+    ("probe", &["model", "metrics", "disk", "runtime"]),
     ("network", &["model", "disk", "runtime"]),
     (
         "worker",
         &[
             "model",
+            "metrics",
             "disk",
             "logs",
             "oom",
@@ -50,16 +51,21 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "gc",
-        &["model", "disk", "logs", "image", "status", "runtime"],
+        &[
+            "model", "metrics", "disk", "logs", "image", "status", "runtime",
+        ],
     ),
     (
         "api",
-        &["model", "disk", "logs", "image", "status", "runtime"],
+        &[
+            "model", "metrics", "disk", "logs", "image", "status", "runtime",
+        ],
     ),
     (
         "daemon",
         &[
             "model",
+            "metrics",
             "disk",
             "logs",
             "oom",

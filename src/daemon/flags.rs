@@ -283,6 +283,7 @@ impl DaemonFlags {
                 resolv_conf: (!self.resolv_conf.is_empty())
                     .then(|| PathBuf::from(self.resolv_conf)),
             },
+            read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
         })
     }
 }

@@ -38,6 +38,8 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
         kept_reported: BTreeSet::new(),
     };
     let mut first = true;
+    let health =
+        crate::metrics::health().on_demand("pod manager", crate::metrics::health::BUSY_LIMIT);
     loop {
         tokio::select! {
             scan = scans.recv() => match scan {
@@ -46,7 +48,9 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
                     if first {
                         injected_panic();
                     }
+                    health.busy();
                     m.apply(scan, first);
+                    health.idle();
                     first = false;
                 }
                 None => {
@@ -61,7 +65,9 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
                     tracing::error!(uid = %end.uid, %panic, "a pod worker panicked");
                     return;
                 }
+                health.busy();
                 m.finished(&end.uid);
+                health.idle();
             }
         }
     }

@@ -67,6 +67,9 @@ pub struct DaemonConfig {
     pub network: crate::network::NetworkSettings,
     /// The pods' DNS (`--cluster-dns`, `--cluster-domain`, `--resolv-conf`).
     pub dns: crate::model::dns::DnsSettings,
+    /// Where the read-only HTTP endpoint listens (`--address`, `--read-only-port`);
+    /// `None`: off.
+    pub read_only: Option<std::net::SocketAddr>,
 }
 
 /// Daemon start-up failures.
@@ -100,6 +103,9 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+    /// The read-only HTTP endpoint cannot listen.
+    #[error(transparent)]
+    ReadOnly(#[from] crate::api::readonly::ReadOnlyError),
     /// A task the daemon cannot run without panicked or ended.
     #[error(
         "the daemon's {task} task {how}; the daemon exits (status {EXIT_TASK_ENDED}) so that \
@@ -275,6 +281,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     })?;
     if let Some(accept_loop) = server.take_task() {
         essential.watch("API server", accept_loop);
+    }
+    if let Some(addr) = cfg.read_only {
+        let state = crate::api::readonly::ReadOnlyState {
+            store: store.clone(),
+            health: crate::metrics::health().clone(),
+        };
+        essential.watch(
+            "read-only HTTP endpoint",
+            crate::api::readonly::serve(addr, state).await?,
+        );
     }
     tracing::info!(
         manifests = %cfg.manifest_dir.display(),
