@@ -186,14 +186,16 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - name: app
-    image: busybox
+    image: localhost/busybox:latest
+    imagePullPolicy: Never
     command: [sh, -c, 'sleep 100']
     readinessProbe:
       exec:
         command: ['true']
       periodSeconds: 1
   - name: crash
-    image: busybox
+    image: localhost/busybox:latest
+    imagePullPolicy: Never
     command: [sh, -c, 'sleep 1; exit 3']
 ";
 
@@ -406,7 +408,10 @@ fn a_taken_port_fails_the_start_and_names_the_flag() {
 fn an_image_pull_moves_the_pull_metrics() {
     common::require_root();
     let registry = common_registry::Registry::start();
-    registry.push_busybox("v1", &[]);
+    // A layer the daemon's store does not have yet (busybox's own is loaded).
+    let layout = tempfile::tempdir().unwrap();
+    common_registry::busybox_plus_big_layer(layout.path(), 1);
+    registry.push(layout.path(), "localhost/busybox:big", "busybox:big", &[]);
     // The registry listens on the machine's loopback.
     let (d, addr) = daemon_with_endpoint(true, &["--insecure-registry", &registry.addr]);
     let before = metrics(&d, addr);
@@ -416,7 +421,7 @@ fn an_image_pull_moves_the_pull_metrics() {
             .any(|k| k.starts_with("kubelet_image_pull_duration_seconds_count")),
         "{before:#?}"
     );
-    let image = format!("{}/busybox:v1", registry.addr);
+    let image = format!("{}/busybox:big", registry.addr);
     d.write_manifest(
         "pulled.yaml",
         &format!(
@@ -434,7 +439,10 @@ fn an_image_pull_moves_the_pull_metrics() {
     );
     assert_eq!(pulls, 1.0);
     let bytes = sample(&m, "podhost_image_pulled_bytes_total", &[]);
-    assert!(bytes > 100_000.0, "busybox's layer was downloaded: {bytes}");
+    assert!(
+        (1_048_576.0..1_200_000.0).contains(&bytes),
+        "the new 1 MiB layer, and only it, was downloaded: {bytes}"
+    );
 }
 
 /// SIGKILLs the daemon when dropped (declared after the daemon, so it runs first): a
@@ -461,7 +469,7 @@ fn a_blocked_status_writer_fails_healthz_with_its_name() {
     let _kill = KillOnDrop(i32::try_from(pid).unwrap());
     d.write_manifest(
         "crash.yaml",
-        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: crash\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: busybox\n    command: [sh, -c, 'sleep 1; exit 1']\n",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: crash\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    imagePullPolicy: Never\n    command: [sh, -c, 'sleep 1; exit 1']\n",
     );
     let pod = d.wait_pod("crash", "crash Running", 60, |p| {
         (phase(p) == "Running").then(|| p.clone())
