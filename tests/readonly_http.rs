@@ -231,7 +231,7 @@ fn the_endpoint_serves_health_pods_and_metrics_that_move() {
         .iter()
         .filter_map(|p| p.metadata.name.clone())
         .collect();
-    assert_eq!(names, [name.clone()]);
+    assert_eq!(names, std::slice::from_ref(&name));
     assert_eq!(
         list.items[0]
             .status
