@@ -9,23 +9,24 @@
 //! | module    | what it is                                          | may use                                                        |
 //! |-----------|-----------------------------------------------------|----------------------------------------------------------------|
 //! | `model`   | pure types and functions (no I/O, no clock)         | nothing of the crate                                           |
+//! | `metrics` | the Prometheus registry and the health registry     | model                                                          |
 //! | `disk`    | on-disk layout, shim records, the atomic-write helper | model                                                        |
 //! | `logs`    | CRI log files: write, rotate, read                  | model, disk                                                    |
-//! | `image`   | content store, pull, load, unpack, image GC         | model, disk                                                    |
-//! | `source`  | manifests → validated pods                          | model, disk                                                    |
+//! | `image`   | content store, pull, load, unpack, image GC         | model, metrics, disk                                                    |
+//! | `source`  | manifests → validated pods                          | model, metrics, disk                                                    |
 //! | `configdir` | ConfigMap/Secret objects from `--config-dir`      | model, disk                                                    |
-//! | `status`  | pod status and the pods' and node's Events          | model, disk                                                    |
+//! | `status`  | pod status and the pods' and node's Events          | model, metrics, disk                                                    |
 //! | `runtime` | the kernel: rootfs, spec, namespaces, cgroups, shims | model, disk, logs                                             |
 //! | `oom`     | kernel OOM reports from /dev/kmsg, recent victims   | model, disk, runtime (its fd registration)                     |
 //! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, content (configMap…), release | model, disk, runtime (its spec's mount type) |
 //! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
-//! | `probe`   | probe and hook handlers, the per-container prober   | model, disk, runtime                                           |
+//! | `probe`   | probe and hook handlers, the per-container prober   | model, metrics, disk, runtime                                           |
 //! | `network` | pod networks: built-in bridge + IPAM + nftables, CNI | model, disk, runtime                                          |
-//! | `worker`  | one task per pod: observe, decide, act              | model, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
-//! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, disk, logs, image, status, runtime                      |
+//! | `worker`  | one task per pod: observe, decide, act              | model, metrics, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
+//! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, metrics, disk, logs, image, status, runtime             |
 //! | `stats`   | node/pod/container statistics: cgroups, /proc, netns, du | model, disk, runtime, status, volume (its emptyDir dir name) |
-//! | `api`     | the unix-socket HTTP API and its client             | model, disk, logs, image, status, runtime, stats               |
-//! | `eviction` | node pressure: signals, conditions, reclaim, evicting one pod | model, disk, status, runtime, volume, gc            |
+//! | `api`     | the unix-socket HTTP API and its client; the read-only TCP endpoint | model, metrics, disk, logs, image, status, runtime, stats |
+//! | `eviction` | node pressure: signals, conditions, reclaim, evicting one pod | model, metrics, disk, status, runtime, volume, gc |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
 //! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, source, status, runtime, api, daemon |
 //!
@@ -40,6 +41,7 @@ pub mod eviction;
 pub mod gc;
 pub mod image;
 pub mod logs;
+pub mod metrics;
 pub mod model;
 pub mod network;
 pub mod oom;

@@ -18,22 +18,24 @@ use std::path::{Path, PathBuf};
 /// A module missing from this table is an error too: a new module states its place.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("model", &[]),
+    ("metrics", &["model"]),
     ("disk", &["model"]),
     ("logs", &["model", "disk"]),
-    ("image", &["model", "disk"]),
-    ("source", &["model", "disk"]),
-    ("status", &["model", "disk"]),
+    ("image", &["model", "metrics", "disk"]),
+    ("source", &["model", "metrics", "disk"]),
+    ("status", &["model", "metrics", "disk"]),
     ("configdir", &["model", "disk"]),
     ("runtime", &["model", "disk", "logs"]),
     ("oom", &["model", "disk", "runtime"]),
     ("shim", &["model", "disk", "logs", "runtime"]),
     ("volume", &["model", "disk", "runtime"]),
-    ("probe", &["model", "disk", "runtime"]),
+    ("probe", &["model", "metrics", "disk", "runtime"]),
     ("network", &["model", "disk", "runtime"]),
     (
         "worker",
         &[
             "model",
+            "metrics",
             "disk",
             "logs",
             "oom",
@@ -49,23 +51,28 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "gc",
-        &["model", "disk", "logs", "image", "status", "runtime"],
+        &[
+            "model", "metrics", "disk", "logs", "image", "status", "runtime",
+        ],
     ),
     ("stats", &["model", "disk", "runtime", "status", "volume"]),
     (
         "api",
         &[
-            "model", "disk", "logs", "image", "status", "runtime", "stats",
+            "model", "metrics", "disk", "logs", "image", "status", "runtime", "stats",
         ],
     ),
     (
         "eviction",
-        &["model", "disk", "status", "runtime", "volume", "gc"],
+        &[
+            "model", "metrics", "disk", "status", "runtime", "volume", "gc",
+        ],
     ),
     (
         "daemon",
         &[
             "model",
+            "metrics",
             "disk",
             "logs",
             "oom",

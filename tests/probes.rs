@@ -296,6 +296,7 @@ fn the_prober_reports_changes_waits_for_startup_and_holds() {
         container: "web".into(),
         started_at: Utc::now(),
         target: s.target(),
+        series: Default::default(),
     };
     let reports: Vec<ProbeReport> = rt().block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -357,6 +358,7 @@ fn a_failing_startup_probe_keeps_liveness_and_readiness_from_running() {
         container: "web".into(),
         started_at: Utc::now(),
         target: s.target(),
+        series: Default::default(),
     };
     rt().block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

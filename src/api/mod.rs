@@ -11,6 +11,7 @@ mod port_forward;
 pub mod port_forward_client;
 mod port_forward_target;
 mod query;
+pub mod readonly;
 mod request_error;
 mod routes;
 mod server;

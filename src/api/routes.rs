@@ -52,9 +52,11 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
         (Method::POST, ["images", "pull"]) => pull(&state, req).await,
         (Method::POST, ["images", "remove"]) => remove_image(&state, req).await,
         (Method::POST, ["gc"]) => gc(&state).await,
-        (Method::GET, ["stats", "summary"]) => super::stats_routes::stats_summary(&state).await,
+        (Method::GET, ["stats", "summary"]) => {
+            super::stats_routes::stats_summary(&state.stats).await
+        }
         (Method::GET, ["metrics", "cadvisor"]) => {
-            super::stats_routes::metrics_cadvisor(&state).await
+            super::stats_routes::metrics_cadvisor(&state.stats).await
         }
         (_, _) => error(404, format!("no such API path: {path}")),
     }

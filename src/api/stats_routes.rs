@@ -4,14 +4,15 @@
 
 use hyper::Response;
 
-use super::server::{ApiState, Body, error, ok_json, respond};
+use super::server::{Body, error, ok_json, respond};
+use crate::stats::Collector;
 
 /// The Prometheus text exposition format's content type.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// `GET /stats/summary`: the node and every pod, at most a second old.
-pub async fn stats_summary(state: &ApiState) -> Response<Body> {
-    match state.stats.summary().await {
+pub async fn stats_summary(stats: &Collector) -> Response<Body> {
+    match stats.summary().await {
         Ok(summary) => ok_json(&summary),
         Err(e) => error(500, e.to_string()),
     }
@@ -19,8 +20,8 @@ pub async fn stats_summary(state: &ApiState) -> Response<Body> {
 
 /// `GET /metrics/cadvisor`: per-container and per-pod cpu, memory, io, network and
 /// pressure with cadvisor's names and labels.
-pub async fn metrics_cadvisor(state: &ApiState) -> Response<Body> {
-    match state.stats.cadvisor_text().await {
+pub async fn metrics_cadvisor(stats: &Collector) -> Response<Body> {
+    match stats.cadvisor_text().await {
         Ok(text) => respond(200, PROMETHEUS_TEXT, text.into_bytes()),
         Err(e) => error(500, e.to_string()),
     }

@@ -324,6 +324,7 @@ impl DaemonFlags {
                     "eviction-monitoring-period",
                 )?,
             )?,
+            read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
         })
     }
 }

@@ -42,6 +42,8 @@ pub async fn run(
         kept_reported: BTreeSet::new(),
     };
     let mut first = true;
+    let health =
+        crate::metrics::health().on_demand("pod manager", crate::metrics::health::BUSY_LIMIT);
     loop {
         tokio::select! {
             scan = scans.recv() => match scan {
@@ -50,7 +52,9 @@ pub async fn run(
                     if first {
                         injected_panic();
                     }
+                    health.busy();
                     m.apply(scan, first);
+                    health.idle();
                     first = false;
                 }
                 None => {
@@ -71,7 +75,9 @@ pub async fn run(
                     tracing::error!(uid = %end.uid, %panic, "a pod worker panicked");
                     return;
                 }
+                health.busy();
                 m.finished(&end.uid);
+                health.idle();
             }
         }
     }

@@ -75,6 +75,9 @@ pub struct DaemonConfig {
     pub runonce: Option<Duration>,
     /// The eviction manager's thresholds and periods (`--eviction-*`).
     pub eviction: crate::eviction::EvictionSettings,
+    /// Where the read-only HTTP endpoint listens (`--address`, `--read-only-port`);
+    /// `None`: off.
+    pub read_only: Option<std::net::SocketAddr>,
 }
 
 /// Daemon start-up failures.
@@ -108,6 +111,9 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+    /// The read-only HTTP endpoint cannot listen.
+    #[error(transparent)]
+    ReadOnly(#[from] crate::api::readonly::ReadOnlyError),
     /// A task the daemon cannot run without panicked or ended.
     #[error(
         "the daemon's {task} task {how}; the daemon exits (status {EXIT_TASK_ENDED}) so that \
@@ -289,9 +295,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         ctx.cgroups.clone(),
         store.clone(),
     ));
-    stats.spawn_housekeeping(crate::stats::HOUSEKEEPING_INTERVAL);
+    essential.watch(
+        "stats housekeeping",
+        stats.spawn_housekeeping(crate::stats::HOUSEKEEPING_INTERVAL),
+    );
     let api = Arc::new(ApiState {
-        stats,
+        stats: stats.clone(),
         ephemeral: Arc::new(ephemeral),
         port_forward: Arc::new(port_forward::PodPortForwarder::new(layout.clone())),
         store: store.clone(),
@@ -311,6 +320,17 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         })?;
     if let Some(accept_loop) = server.as_mut().and_then(|s| s.take_task()) {
         essential.watch("API server", accept_loop);
+    }
+    if let Some(addr) = cfg.read_only {
+        let state = crate::api::readonly::ReadOnlyState {
+            store: store.clone(),
+            health: crate::metrics::health().clone(),
+            stats,
+        };
+        essential.watch(
+            "read-only HTTP endpoint",
+            crate::api::readonly::serve(addr, state).await?,
+        );
     }
     tracing::info!(
         manifests = %cfg.manifest_dir.display(),

@@ -22,6 +22,10 @@ pub fn start(
     }
     Some(tokio::spawn(async move {
         while let Some(ev) = rx.recv().await {
+            crate::metrics::oom_kill(
+                ev.system,
+                !ev.system && attribute(&ev, &cgroup_root).is_some(),
+            );
             if ev.system {
                 store.node_event(
                     EventKind::Warning,

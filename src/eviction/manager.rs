@@ -63,7 +63,7 @@ pub async fn run(
         if let Some(order) = choose(&targets, &settings, &threshold, &observations, &evicted).await
         {
             tracing::warn!(pod = %order.name, uid = %order.uid, grace = ?order.grace, message = %order.message, "eviction manager: evicting pod");
-            // metrics: crate::metrics::eviction(threshold.signal.name())
+            crate::metrics::eviction(threshold.signal.name());
             evicted.insert(order.uid.clone());
             let uid = order.uid.clone();
             if orders.send(order).is_err() {

@@ -139,6 +139,7 @@ impl GcRunner {
         .await
         .map_err(GcError::ImageTask)?
         .map_err(GcError::Image)?;
+        crate::metrics::image_gc_freed(report.freed_bytes, report.deleted.len());
         if !report.deleted.is_empty() {
             self.ctx.store.node_event(
                 EventKind::Normal,
@@ -187,6 +188,7 @@ impl GcRunner {
             let report =
                 super::collect_removing(&ctx.layout, &live, &evicted, &policy, chrono::Utc::now());
             release_userns_blocks(&ctx, &live);
+            crate::metrics::containers_collected(report.removed.len());
             report
         })
         .await
@@ -197,11 +199,14 @@ impl GcRunner {
     pub fn spawn_loops(self: &Arc<Self>) -> [(&'static str, tokio::task::JoinHandle<()>); 2] {
         let me = self.clone();
         let containers = tokio::spawn(async move {
+            let health =
+                crate::metrics::health().periodic("container GC", me.settings.container_period);
             let mut tick = tokio::time::interval(me.settings.container_period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
                 let r = me.containers().await;
+                health.beat();
                 if !r.removed.is_empty() {
                     tracing::info!(removed = r.removed.len(), "container GC");
                 }
@@ -209,11 +214,14 @@ impl GcRunner {
         });
         let me = self.clone();
         let images = tokio::spawn(async move {
+            let health = crate::metrics::health().periodic("image GC", me.settings.image_period);
             let mut tick = tokio::time::interval(me.settings.image_period);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                if let Err(e) = me.images().await {
+                let pass = me.images().await;
+                health.beat();
+                if let Err(e) = pass {
                     tracing::warn!(error = %e, "image GC failed");
                 }
             }

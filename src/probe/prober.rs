@@ -68,6 +68,8 @@ pub struct ProbedInstance {
     /// When the instance started (initial delays count from here).
     pub started_at: DateTime<Utc>,
     pub target: HandlerTarget,
+    /// Its labels on the probe counter.
+    pub series: crate::metrics::ProbeSeries,
 }
 
 /// A changed result of one probe of one container instance.
@@ -136,6 +138,7 @@ async fn probe_loop(
         tokio::time::sleep(until(due)).await;
         let probed_at = Utc::now();
         let outcome = run_handler(&instance.target, &spec.action, Some(spec.timing.timeout)).await;
+        crate::metrics::probe_ran(&instance.series, kind_label(kind), outcome_label(&outcome));
         if let crate::model::probe::Outcome::Unknown(why) = &outcome {
             tracing::warn!(container = %instance.container, probe = kind.field(), error = %why, "probe could not run");
         }
@@ -161,5 +164,23 @@ async fn probe_loop(
         if reports.send(report).is_err() {
             return;
         }
+    }
+}
+
+/// The kubelet's `probe_type` label.
+fn kind_label(kind: ProbeKind) -> &'static str {
+    match kind {
+        ProbeKind::Startup => "Startup",
+        ProbeKind::Liveness => "Liveness",
+        ProbeKind::Readiness => "Readiness",
+    }
+}
+
+/// The kubelet's `result` label.
+fn outcome_label(outcome: &crate::model::probe::Outcome) -> &'static str {
+    match outcome {
+        crate::model::probe::Outcome::Success => "successful",
+        crate::model::probe::Outcome::Failure(_) => "failed",
+        crate::model::probe::Outcome::Unknown(_) => "unknown",
     }
 }

@@ -60,9 +60,11 @@ async fn run(
     let rescan_every = rescan_every.max(Duration::from_millis(10));
     let mut events = add_watch(&dir);
     let mut last = None;
+    let health = crate::metrics::health().periodic("manifest source", rescan_every);
     if !send_scan(&dir, &node_name, &tx, &mut last).await {
         return;
     }
+    health.beat();
 
     let mut rescan = interval_at(Instant::now() + rescan_every, rescan_every);
     rescan.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -93,6 +95,7 @@ async fn run(
         if !send_scan(&dir, &node_name, &tx, &mut last).await {
             return;
         }
+        health.beat();
     }
 }
 

@@ -137,7 +137,10 @@ pub(super) fn start(shared: Arc<Shared>) -> (Sender<Job>, std::thread::JoinHandl
 
 fn run(shared: &Shared, rx: Receiver<Job>) {
     let mut written: HashMap<String, u64> = HashMap::new();
+    let health =
+        crate::metrics::health().on_demand("status writer", crate::metrics::health::BUSY_LIMIT);
     while let Ok(first) = rx.recv() {
+        health.busy();
         let mut dirty = BTreeSet::new();
         let mut flushes = Vec::new();
         for job in std::iter::once(first).chain(rx.try_iter()) {
@@ -150,7 +153,9 @@ fn run(shared: &Shared, rx: Receiver<Job>) {
         }
         for uid in &dirty {
             shared.write_one(uid, &mut written);
+            health.beat();
         }
+        health.idle();
         shared
             .stats
             .lock()

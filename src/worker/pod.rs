@@ -79,9 +79,11 @@ pub fn spawn_pod(
         done: done_rx,
     };
     let pod = Arc::new(pod);
+    crate::metrics::pod_seen(&pod.uid);
     tokio::spawn(async move {
         let uid = pod.uid.clone();
         let worker = tokio::spawn(run(ctx, pod, warnings, predecessor, term_rx, evict_rx)).await;
+        crate::metrics::pod_forgotten(&uid);
         let panic = match worker {
             Ok(()) => {
                 let _ = done_tx.send(true);

@@ -43,15 +43,18 @@ async fn start_report(
     target_pid: Option<i32>,
 ) -> Report {
     let name = c.name.clone();
+    let container_type = container_type(pod, &name);
+    crate::metrics::container_started(container_type);
     let image = match ensure_image(ctx, pod, c).await {
         Ok(image) => image,
         Err(e) => {
-            let kind = match e {
+            let (kind, code) = match e {
                 WorkerError::ImageNotPresent { .. } | WorkerError::LocalImageNotPresent { .. } => {
-                    BlockKind::ImageNeverPull
+                    (BlockKind::ImageNeverPull, "ErrImageNeverPull")
                 }
-                _ => BlockKind::Image,
+                _ => (BlockKind::Image, "ErrImagePull"),
             };
+            crate::metrics::container_start_failed(container_type, code);
             let message = e.to_string();
             event(ctx, pod, c, EventKind::Warning, "Failed", message.clone());
             return Report::Blocked {
@@ -74,18 +77,25 @@ async fn start_report(
     };
     let prepared = match prepared {
         Ok(Ok(p)) => p,
-        Ok(Err(e)) => return config_error(ctx, pod, c, attempt, e.to_string()),
+        Ok(Err(e)) => {
+            crate::metrics::container_start_failed(container_type, "CreateContainerConfigError");
+            return config_error(ctx, pod, c, attempt, e.to_string());
+        }
         Err(source) => {
             let e = WorkerError::Task {
                 what: "preparing the bundle",
                 container: name.clone(),
                 source,
             };
+            crate::metrics::container_start_failed(container_type, "CreateContainerConfigError");
             return config_error(ctx, pod, c, attempt, e.to_string());
         }
     };
     match shim_client::spawn(&ctx.exe, &prepared.shim).await {
         Ok(handle) => {
+            if attempt > 0 {
+                crate::metrics::container_restarted(&pod.namespace, &pod.name, &name);
+            }
             event(
                 ctx,
                 pod,
@@ -112,6 +122,7 @@ async fn start_report(
             }
         }
         Err(e) => {
+            crate::metrics::container_start_failed(container_type, "StartError");
             event(
                 ctx,
                 pod,
@@ -127,6 +138,21 @@ async fn start_report(
                 released: true,
             }
         }
+    }
+}
+
+/// Which list of the pod's spec `container` is in (an added ephemeral container is in
+/// neither of the others).
+fn container_type(pod: &PodInfo, container: &str) -> crate::metrics::ContainerType {
+    let spec = pod.pod.spec.as_ref();
+    let named =
+        |list: Option<&Vec<Container>>| list.is_some_and(|l| l.iter().any(|c| c.name == container));
+    if named(spec.map(|s| &s.containers)) {
+        crate::metrics::ContainerType::Container
+    } else if named(spec.and_then(|s| s.init_containers.as_ref())) {
+        crate::metrics::ContainerType::Init
+    } else {
+        crate::metrics::ContainerType::Ephemeral
     }
 }
 

@@ -22,6 +22,7 @@ use super::facts::{container_facts, pod_facts};
 use super::hook::{HookPoint, handler_target, run_hook};
 use super::report::{Report, Running};
 use crate::image::gc::ImageLease;
+use crate::model::phase::PodPhase;
 use crate::model::podsync::{
     Action, ContainerKind, ContainerObserved, Decision, PodFacts, PodObserved, PodStatusView,
     SignalKind, sync_pod,
@@ -144,8 +145,10 @@ impl Executor {
             #[cfg(debug_assertions)]
             injected_panic(&self.pod.name);
             let now = Utc::now();
+            let pass = std::time::Instant::now();
             let decision = sync_pod(&self.facts, &self.observed, now);
             self.publish(&decision);
+            crate::metrics::pod_sync(pass.elapsed());
             if decision.pod_done {
                 break;
             }
@@ -201,6 +204,15 @@ impl Executor {
                 .pod_event(&self.pod.uid, kind, e.reason, &object, e.message.clone());
         }
         if self.published.as_ref() != Some(&decision.status) {
+            // Start latency counts pods this worker saw start, not adopted running ones.
+            if decision.status.phase == PodPhase::Running
+                && self
+                    .published
+                    .as_ref()
+                    .is_some_and(|p| p.phase != PodPhase::Running)
+            {
+                crate::metrics::pod_running(&self.pod.uid);
+            }
             self.ctx.store.publish_sync(&self.pod.uid, &decision.status);
             self.published = Some(decision.status.clone());
         }
@@ -438,6 +450,12 @@ impl Executor {
             container: container.to_string(),
             started_at: run.started.started_at,
             target: handler_target(&self.ctx, &self.pod, &run.container_id),
+            series: crate::metrics::ProbeSeries {
+                namespace: self.pod.namespace.clone(),
+                pod: self.pod.name.clone(),
+                pod_uid: self.pod.uid.clone(),
+                container: container.to_string(),
+            },
         };
         let handle = self
             .tasks

@@ -243,8 +243,11 @@ impl TestDaemon {
             // nodefs.available<10%): test daemons run without eviction unless the test
             // sets its own thresholds (tests/eviction.rs).
             .args(
-                (!self.extra_args.iter().any(|a| a.starts_with("--eviction-hard")))
-                    .then_some("--eviction-hard="),
+                (!self
+                    .extra_args
+                    .iter()
+                    .any(|a| a.starts_with("--eviction-hard")))
+                .then_some("--eviction-hard="),
             )
             .args(&self.extra_args)
             .env("RUST_LOG", "info")

@@ -111,7 +111,7 @@ say "daemon cgroup: /$DAEMON_CGROUP (controllers available there: $(cat "/sys/fs
   exec podhost daemon --pod-manifest-path "$PODHOST_MANIFESTS" --root-dir "$PODHOST_ROOT" \
     --log-dir "$PODHOST_LOGS" --socket "$PODHOST_SOCKET" --node-name "$NODE" \
     --crashloop-initial-backoff 1 --crashloop-max-backoff 4 --rescan-interval 2 \
-    --pod-pids-limit "$PODS_PIDS_LIMIT"
+    --pod-pids-limit "$PODS_PIDS_LIMIT" --read-only-port 10255
 ) </dev/null >"$DAEMON_LOG" 2>&1 &
 daemon_pid=$!
 export DAEMON_PID=$daemon_pid

@@ -155,6 +155,7 @@ impl Puller {
         .map_err(|e| ctx.internal(e))?
         .map_err(|e| ctx.store(e))?;
         let total_bytes = jobs.iter().filter(|j| !j.cached).map(|j| j.size).sum();
+        let image_bytes = jobs.iter().map(|j| j.size).sum();
         report
             .send(PullProgress::Resolved {
                 reference: target.reference.clone(),
@@ -216,6 +217,7 @@ impl Puller {
         tracing::info!(reference = %target.reference, manifest = %resolved.digest,
             index = ?resolved.index.as_ref().map(|(d, _)| d),
             elapsed_ms = crate::model::convert::millis(started.elapsed()), "pulled image");
+        crate::metrics::image_pulled(started.elapsed(), image_bytes, total_bytes);
         Ok(target.reference)
     }
 
