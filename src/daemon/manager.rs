@@ -26,7 +26,22 @@ struct Manager {
     kept_reported: BTreeSet<String>,
 }
 
-pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
+/// The manager's answer to a liveness ping (systemd's watchdog, `service_notify`).
+#[derive(Debug, Clone, Copy)]
+pub struct Heartbeat {
+    /// The first manifest scan was applied: the pods found at start are adopted.
+    pub synced: bool,
+}
+
+/// A ping: the manager answers on the oneshot from its own loop, so an answer means the
+/// loop turns.
+pub type Ping = tokio::sync::oneshot::Sender<Heartbeat>;
+
+pub async fn run(
+    ctx: Arc<Ctx>,
+    mut scans: mpsc::Receiver<ScanResult>,
+    mut pings: mpsc::Receiver<Ping>,
+) {
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
     let mut m = Manager {
         ctx,
@@ -54,6 +69,9 @@ pub async fn run(ctx: Arc<Ctx>, mut scans: mpsc::Receiver<ScanResult>) {
                     return;
                 }
             },
+            Some(ping) = pings.recv() => {
+                let _ = ping.send(Heartbeat { synced: !first });
+            }
             Some(end) = finished_rx.recv() => {
                 if let Some(panic) = end.panic {
                     // The daemon's supervision ends the process on this; the containers

@@ -5,11 +5,15 @@ mod ephemeral_target;
 pub mod flags;
 mod gc_trigger;
 mod host;
+pub mod kubelet_config;
 mod log_drops;
 mod manager;
 mod node_name;
 mod oom;
 mod port_forward;
+pub mod reload;
+pub mod sd_notify;
+mod service_notify;
 mod supervise;
 mod temp_sweep;
 
@@ -67,6 +71,12 @@ pub struct DaemonConfig {
     pub network: crate::network::NetworkSettings,
     /// The pods' DNS (`--cluster-dns`, `--cluster-domain`, `--resolv-conf`).
     pub dns: crate::model::dns::DnsSettings,
+    /// The daemon's own RLIMIT_NOFILE (`--max-open-files`, the kubelet's maxOpenFiles).
+    pub max_open_files: u64,
+    /// The eviction flags as given (also published live on SIGHUP, `reload`).
+    pub eviction_flags: reload::EvictionFlagValues,
+    /// `--config`: the file, for its start-up report and SIGHUP re-reads.
+    pub config_file: Option<reload::ReloadSource>,
 }
 
 /// Daemon start-up failures.
@@ -143,6 +153,18 @@ fn node_security(cfg: &DaemonConfig, store: &StatusStore) -> crate::worker::secu
 
 /// Runs the daemon until SIGTERM/SIGINT. Containers keep running when it stops.
 pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
+    // First of all: SIGHUP's default action would end the daemon.
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).map_err(
+        |source| DaemonError::Dir {
+            path: "(the SIGHUP handler)".into(),
+            source,
+        },
+    )?;
+    let notifier = sd_notify::Notifier::from_env()
+        .inspect_err(|e| tracing::warn!(error = %e, "systemd notifications are off"))
+        .ok()
+        .flatten()
+        .map(Arc::new);
     for dir in [&cfg.root_dir, &cfg.log_dir] {
         std::fs::create_dir_all(dir).map_err(|source| DaemonError::Dir {
             path: dir.clone(),
@@ -156,7 +178,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     crate::volume::sweep_orphan_volumes(&layout);
     // Before anything with side effects: a second daemon on this socket stops here.
     let socket = ClaimedSocket::claim(&cfg.socket, cfg.socket_access.clone())?;
-    host::tune_daemon_process();
+    host::tune_daemon_process(cfg.max_open_files);
     let cgroups = Arc::new(host::node_cgroups(
         cfg.cgroup_root.clone(),
         cfg.pod_pids_limit,
@@ -186,6 +208,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         &cfg.root_dir.join("network"),
         &layout.pods_dir(),
     ));
+    let (rotation_tx, rotation_rx) = tokio::sync::watch::channel(cfg.log_rotation);
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -205,7 +228,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             &cfg.root_dir.join("userns"),
             cfg.userns_range,
         )?),
-        log_rotation: cfg.log_rotation,
+        log_rotation: rotation_rx,
         ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
         host_ips: host::host_ips(),
@@ -258,6 +281,23 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     for (name, loop_task) in gc.spawn_loops() {
         essential.watch(name, loop_task);
     }
+    // `--config`: its unimplemented fields reported once; SIGHUP re-reads it and
+    // publishes what can change live (subscribe to `live_settings` for more).
+    if let Some(source) = &cfg.config_file {
+        reload::report_at_start(source, &store);
+    }
+    let (live_settings, _) = tokio::sync::watch::channel(reload::LiveSettings::of(&cfg));
+    tokio::spawn(reload::run(
+        hangups,
+        cfg.config_file.clone(),
+        store.clone(),
+        reload::LiveTargets {
+            settings: live_settings.clone(),
+            log_rotation: rotation_tx,
+            gc: gc.clone(),
+        },
+        notifier.clone(),
+    ));
     let api = Arc::new(ApiState {
         ephemeral: Arc::new(ephemeral),
         port_forward: Arc::new(port_forward::PodPortForwarder::new(layout.clone())),
@@ -300,8 +340,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         cfg.node_name.clone(),
         cfg.rescan_every,
     );
+    let (manager_pings, pings) = tokio::sync::mpsc::channel(4);
     // The manager also ends when the manifest watcher dies (its scans stop).
-    essential.watch("pod manager", tokio::spawn(manager::run(ctx, scans)));
+    essential.watch("pod manager", tokio::spawn(manager::run(ctx, scans, pings)));
+    if let Some(n) = &notifier {
+        tokio::spawn(service_notify::run(n.clone(), manager_pings, store.clone()));
+    }
     let outcome = tokio::select! {
         () = host::wait_for_stop_signal() => {
             tracing::info!("stopping the daemon; containers keep running");
@@ -312,6 +356,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             Err(DaemonError::TaskEnded { task: end.task, how: end.how })
         }
     };
+    if let Some(n) = &notifier {
+        n.send("STOPPING=1");
+    }
     essential.abort_all();
     server.stop();
     // What the workers reported last reaches the disk before the process ends.

@@ -70,6 +70,8 @@ impl InUse for ContainersOnDisk<'_> {
 pub struct GcRunner {
     ctx: Arc<GcTargets>,
     settings: GcSettings,
+    /// The image policy in effect: `settings.image` until a config reload sets another.
+    image_policy: std::sync::Mutex<crate::image::gc::ImageGcPolicy>,
 }
 
 /// Frees the ID blocks of pods that are gone (unknown to the daemon, their dir
@@ -105,14 +107,27 @@ impl GcRunner {
     pub fn new(targets: GcTargets, settings: GcSettings) -> Arc<Self> {
         Arc::new(Self {
             ctx: Arc::new(targets),
+            image_policy: std::sync::Mutex::new(settings.image.clone()),
             settings,
         })
+    }
+
+    /// The image GC policy of the next passes (a config reload).
+    pub fn set_image_policy(&self, policy: crate::image::gc::ImageGcPolicy) {
+        *self
+            .image_policy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = policy;
     }
 
     /// One image GC pass; reports what was freed and any shortfall as node events.
     pub async fn images(&self) -> Result<GcReport, GcError> {
         let ctx = self.ctx.clone();
-        let policy = self.settings.image.clone();
+        let policy = self
+            .image_policy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         let report = tokio::task::spawn_blocking(move || {
             image_gc(
                 &ctx.images,
