@@ -94,13 +94,13 @@ pub enum ReloadError {
         path: PathBuf,
         field: String,
         #[source]
-        source: super::flags::FlagError,
+        source: Box<super::flags::FlagError>,
     },
     #[error("config file {path}: {source}")]
     Flags {
         path: PathBuf,
         #[source]
-        source: super::flags::FlagError,
+        source: Box<super::flags::FlagError>,
     },
 }
 
@@ -120,11 +120,11 @@ pub fn resolve(
             Some(field) => ReloadError::Field {
                 path: file.path.clone(),
                 field,
-                source,
+                source: Box::new(source),
             },
             None => ReloadError::Flags {
                 path: file.path.clone(),
-                source,
+                source: Box::new(source),
             },
         }
     })?;
