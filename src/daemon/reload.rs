@@ -224,7 +224,9 @@ pub fn report_at_start(source: &ReloadSource, store: &StatusStore) {
     }
 }
 
-/// Handles SIGHUP until the daemon stops.
+/// Handles SIGHUP until the daemon stops. Each one is bracketed by RELOADING=1 and
+/// READY=1 to the service manager (what `Type=notify-reload` waits for), with or
+/// without `--config`.
 pub async fn run(
     mut hangups: tokio::signal::unix::Signal,
     source: Option<ReloadSource>,
@@ -232,23 +234,22 @@ pub async fn run(
     targets: LiveTargets,
     notifier: Option<Arc<Notifier>>,
 ) {
-    let Some(source) = source else {
-        while hangups.recv().await.is_some() {
-            tracing::info!("SIGHUP: the daemon was started without --config; nothing to re-read");
-        }
-        return;
-    };
-    let mut latest = source.file.clone();
+    let mut latest = source.as_ref().map(|s| s.file.clone());
     while hangups.recv().await.is_some() {
         if let Some(n) = &notifier {
             n.reloading();
         }
-        match reload_once(&source, &latest, &store, &targets) {
-            Ok(new) => latest = new,
-            Err(e) => store.node_event(
-                EventKind::Warning,
-                "ConfigReloadFailed",
-                format!("{e}; the configuration in effect is kept"),
+        match (&source, &latest) {
+            (Some(source), Some(old)) => match reload_once(source, old, &store, &targets) {
+                Ok(new) => latest = Some(new),
+                Err(e) => store.node_event(
+                    EventKind::Warning,
+                    "ConfigReloadFailed",
+                    format!("{e}; the configuration in effect is kept"),
+                ),
+            },
+            _ => tracing::info!(
+                "SIGHUP: the daemon was started without --config; nothing to re-read"
             ),
         }
         if let Some(n) = &notifier {

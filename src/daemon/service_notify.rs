@@ -17,10 +17,17 @@ const STATUS_PERIOD: Duration = Duration::from_secs(10);
 /// How often the manager is asked whether the first sync is done, before READY=1.
 const READY_POLL: Duration = Duration::from_millis(20);
 
+/// The manager's answer within `wait` (queueing the ping included: a wedged manager
+/// fills the queue).
 async fn ping(manager: &mpsc::Sender<Ping>, wait: Duration) -> Option<Heartbeat> {
     let (tx, rx) = oneshot::channel();
-    manager.send(tx).await.ok()?;
-    tokio::time::timeout(wait, rx).await.ok()?.ok()
+    tokio::time::timeout(wait, async {
+        manager.send(tx).await.ok()?;
+        rx.await.ok()
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 fn status_line(store: &StatusStore) -> String {
