@@ -112,10 +112,23 @@ fn the_file_sets_flags_a_flag_wins_and_sighup_applies_a_changed_file() {
     let config = dir.path().join("config.yaml");
     write_config(
         &config,
-        "containerLogMaxSize: 4Ki\ncontainerLogMaxFiles: 5\nmaxPods: 50\ncgroupDriver: systemd\nlogging:\n  format: json\n",
+        "containerLogMaxSize: 4Ki\ncontainerLogMaxFiles: 5\nmaxPods: 50\ncgroupDriver: systemd\nlogging:\n  format: json\nmaxOpenFiles: 4096\n",
     );
     let config_arg = config.to_str().unwrap();
     let mut d = TestDaemon::start_with(&["--config", config_arg, "--container-log-max-files", "3"]);
+
+    // maxOpenFiles is the daemon's own RLIMIT_NOFILE.
+    let limits =
+        std::fs::read_to_string(format!("/proc/{}/limits", d.daemon_pid().unwrap())).unwrap();
+    let nofile = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert_eq!(
+        nofile.split_whitespace().collect::<Vec<_>>()[3..5],
+        ["4096", "4096"],
+        "{nofile}"
+    );
 
     // The file's size and the command line's file count, both in behaviour.
     d.write_manifest("chatty.yaml", &chatty_pod("chatty"));

@@ -101,6 +101,12 @@ fn ready_status_watchdog_reloading_and_stopping_reach_the_notify_socket() {
     systemd.wait_for("STOPPING=1", Duration::from_secs(10), |m| m == "STOPPING=1");
     let status = d.wait_daemon_exit(Duration::from_secs(20));
     assert!(status.success(), "{status:?}");
+    // Text log lines for journald: no colour escapes when stderr is not a terminal.
+    let log = d.daemon_log();
+    assert!(
+        log.contains("podhost daemon started") && !log.contains('\u{1b}'),
+        "{log}"
+    );
     for p in &container_pids {
         assert!(
             Path::new(&format!("/proc/{p}")).exists(),
