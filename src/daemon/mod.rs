@@ -110,6 +110,9 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+    /// The SIGHUP handler (config reload) could not be installed.
+    #[error("cannot install the SIGHUP handler (config reload): {0}")]
+    Signal(#[source] std::io::Error),
     /// A task the daemon cannot run without panicked or ended.
     #[error(
         "the daemon's {task} task {how}; the daemon exits (status {EXIT_TASK_ENDED}) so that \
@@ -154,12 +157,8 @@ fn node_security(cfg: &DaemonConfig, store: &StatusStore) -> crate::worker::secu
 /// Runs the daemon until SIGTERM/SIGINT. Containers keep running when it stops.
 pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // First of all: SIGHUP's default action would end the daemon.
-    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).map_err(
-        |source| DaemonError::Dir {
-            path: "(the SIGHUP handler)".into(),
-            source,
-        },
-    )?;
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(DaemonError::Signal)?;
     let notifier = sd_notify::Notifier::from_env()
         .inspect_err(|e| tracing::warn!(error = %e, "systemd notifications are off"))
         .ok()
