@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use podhost::api::client::Client;
 use podhost::cli::args::{Cli, Command, DEFAULT_SOCKET};
@@ -14,8 +14,10 @@ use podhost::cli::commands::{
 };
 
 fn main() {
-    let cli = Cli::parse();
-    let code = match run(cli) {
+    // The matches are kept: `--config` yields to the daemon flags given on the line.
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let code = match run(cli, daemon::flags_given(&matches)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -25,7 +27,7 @@ fn main() {
     std::process::exit(code);
 }
 
-fn run(cli: Cli) -> Result<i32> {
+fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Result<i32> {
     // User-facing commands die quietly on a closed pipe (`podhost get pods | head`), as
     // other CLIs do; the daemon and helpers keep ignoring SIGPIPE.
     if !cli.command.is_daemon_side() {
@@ -34,7 +36,7 @@ fn run(cli: Cli) -> Result<i32> {
     let socket = cli.socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET));
     let client = || Client::new(&socket);
     match cli.command {
-        Command::Daemon(flags) => daemon::run(*flags, socket.clone()),
+        Command::Daemon(flags) => daemon::run(*flags, socket.clone(), daemon_flags_given),
         Command::Get { resource, output } => get::run(&client(), &resource, output.as_deref()),
         Command::Describe { resource, name } => describe::run(&client(), &resource, &name),
         Command::Logs { pod, flags } => logs::run(&client(), &pod, &flags),

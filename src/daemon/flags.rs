@@ -40,7 +40,7 @@ pub enum FlagError {
     },
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct DaemonFlags {
     #[arg(long, default_value = "/etc/podhost/manifests")]
     pub pod_manifest_path: PathBuf,
@@ -218,6 +218,10 @@ pub struct DaemonFlags {
     /// Seconds between eviction checks (kubelet's evictionMonitoringPeriod: 10).
     #[arg(long, default_value_t = 10.0, hide = true)]
     pub eviction_monitoring_period: f64,
+    /// The daemon's own RLIMIT_NOFILE (the kubelet's maxOpenFiles), clamped to the hard
+    /// limit without CAP_SYS_RESOURCE.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_open_files: i64,
 }
 
 fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
@@ -227,6 +231,7 @@ fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
 impl DaemonFlags {
     /// The daemon's settings; `socket` is the global `--socket`.
     pub fn into_config(self, socket: PathBuf) -> Result<DaemonConfig, FlagError> {
+        let eviction_flags = super::reload::EvictionFlagValues::of(&self);
         let node_name = resolve_node_name(self.node_name.as_deref())?;
         let socket_access = crate::api::SocketAccess {
             group: self
@@ -325,6 +330,9 @@ impl DaemonFlags {
                 )?,
             )?,
             read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
+            max_open_files: u64::try_from(self.max_open_files).unwrap_or(1),
+            eviction_flags,
+            config_file: None,
         })
     }
 }

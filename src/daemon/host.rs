@@ -69,8 +69,9 @@ pub fn memory_capacity() -> i64 {
 }
 
 /// The daemon's own protections, as the kubelet's: oom_score_adj −999 and
-/// RLIMIT_NOFILE 1,000,000. Clamped with a warning where the host forbids them.
-pub fn tune_daemon_process() {
+/// RLIMIT_NOFILE `max_open_files` (maxOpenFiles, 1,000,000 by default). Clamped with a
+/// warning where the host forbids them.
+pub fn tune_daemon_process(max_open_files: u64) {
     if let Err(e) = std::fs::write("/proc/self/oom_score_adj", DAEMON_OOM_SCORE_ADJ.to_string()) {
         tracing::warn!(
             error = %e,
@@ -80,7 +81,7 @@ pub fn tune_daemon_process() {
     }
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap_or((1024, 1024));
-    let wanted = crate::model::convert::non_negative_u64(DAEMON_NOFILE);
+    let wanted = max_open_files;
     let target = if has_cap_sys_resource() {
         wanted
     } else {
@@ -96,9 +97,6 @@ pub fn tune_daemon_process() {
         tracing::warn!(error = %e, "cannot set the daemon's RLIMIT_NOFILE to {target}");
     }
 }
-
-/// The kubelet's `maxOpenFiles`.
-pub const DAEMON_NOFILE: i64 = 1_000_000;
 
 /// The containers' default rlimits (`--default-rlimits`), clamped once to what the host
 /// allows when podhost may not raise hard limits (no CAP_SYS_RESOURCE), with a warning.

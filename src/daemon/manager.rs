@@ -26,9 +26,21 @@ struct Manager {
     kept_reported: BTreeSet<String>,
 }
 
+/// The manager's answer to a liveness ping (systemd's watchdog, `service_notify`).
+#[derive(Debug, Clone, Copy)]
+pub struct Heartbeat {
+    /// The first manifest scan was applied: the pods found at start are adopted.
+    pub synced: bool,
+}
+
+/// A ping: the manager answers on the oneshot from its own loop, so an answer means the
+/// loop turns.
+pub type Ping = tokio::sync::oneshot::Sender<Heartbeat>;
+
 pub async fn run(
     ctx: Arc<Ctx>,
     mut scans: mpsc::Receiver<ScanResult>,
+    mut pings: mpsc::Receiver<Ping>,
     mut evictions: mpsc::UnboundedReceiver<crate::eviction::EvictionOrder>,
 ) {
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
@@ -68,6 +80,13 @@ pub async fn run(
                     None => tracing::info!(uid = %order.uid, "eviction of a pod that is gone: ignored"),
                 }
             }
+            Some(ping) = pings.recv() => {
+                let _ = ping.send(Heartbeat { synced: !first });
+                #[cfg(debug_assertions)]
+                if !first {
+                    injected_stall().await;
+                }
+            }
             Some(end) = finished_rx.recv() => {
                 if let Some(panic) = end.panic {
                     // The daemon's supervision ends the process on this; the containers
@@ -89,6 +108,25 @@ pub async fn run(
 fn injected_panic() {
     if std::env::var_os("PODHOST_TEST_PANIC_MANAGER").is_some_and(|v| v == "1") {
         panic!("injected by PODHOST_TEST_PANIC_MANAGER=1 at the first sync");
+    }
+}
+
+/// Debug builds only: `PODHOST_TEST_STALL_MANAGER=N` wedges the manager's loop for good
+/// after its N-th answered ping once synced, so that a test sees the systemd watchdog
+/// stop being petted.
+#[cfg(debug_assertions)]
+async fn injected_stall() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static ANSWERED: AtomicU64 = AtomicU64::new(0);
+    let Some(limit) = std::env::var("PODHOST_TEST_STALL_MANAGER")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    if ANSWERED.fetch_add(1, Ordering::SeqCst) + 1 >= limit {
+        tracing::warn!("PODHOST_TEST_STALL_MANAGER: the pod manager stops here");
+        std::future::pending::<()>().await;
     }
 }
 

@@ -5,13 +5,17 @@ mod ephemeral_target;
 pub mod flags;
 mod gc_trigger;
 mod host;
+pub mod kubelet_config;
 mod log_drops;
 mod manager;
 mod node_name;
 mod oom;
 mod pod_sources;
 mod port_forward;
+pub mod reload;
 mod runonce;
+pub mod sd_notify;
+mod service_notify;
 mod supervise;
 mod temp_sweep;
 
@@ -78,6 +82,12 @@ pub struct DaemonConfig {
     /// Where the read-only HTTP endpoint listens (`--address`, `--read-only-port`);
     /// `None`: off.
     pub read_only: Option<std::net::SocketAddr>,
+    /// The daemon's own RLIMIT_NOFILE (`--max-open-files`, the kubelet's maxOpenFiles).
+    pub max_open_files: u64,
+    /// The eviction flags as given (also published live on SIGHUP, `reload`).
+    pub eviction_flags: reload::EvictionFlagValues,
+    /// `--config`: the file, for its start-up report and SIGHUP re-reads.
+    pub config_file: Option<reload::ReloadSource>,
 }
 
 /// Daemon start-up failures.
@@ -114,6 +124,9 @@ pub enum DaemonError {
     /// The read-only HTTP endpoint cannot listen.
     #[error(transparent)]
     ReadOnly(#[from] crate::api::readonly::ReadOnlyError),
+    /// The SIGHUP handler (config reload) could not be installed.
+    #[error("cannot install the SIGHUP handler (config reload): {0}")]
+    Signal(#[source] std::io::Error),
     /// A task the daemon cannot run without panicked or ended.
     #[error(
         "the daemon's {task} task {how}; the daemon exits (status {EXIT_TASK_ENDED}) so that \
@@ -166,6 +179,14 @@ fn node_security(cfg: &DaemonConfig, store: &StatusStore) -> crate::worker::secu
 
 /// Runs the daemon until SIGTERM/SIGINT. Containers keep running when it stops.
 pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
+    // First of all: SIGHUP's default action would end the daemon.
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(DaemonError::Signal)?;
+    let notifier = sd_notify::Notifier::from_env()
+        .inspect_err(|e| tracing::warn!(error = %e, "systemd notifications are off"))
+        .ok()
+        .flatten()
+        .map(Arc::new);
     for dir in [&cfg.root_dir, &cfg.log_dir] {
         std::fs::create_dir_all(dir).map_err(|source| DaemonError::Dir {
             path: dir.clone(),
@@ -186,7 +207,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         )?),
         Some(_) => None,
     };
-    host::tune_daemon_process();
+    host::tune_daemon_process(cfg.max_open_files);
     let cgroups = Arc::new(host::node_cgroups(
         cfg.cgroup_root.clone(),
         cfg.pod_pids_limit,
@@ -216,6 +237,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         &cfg.root_dir.join("network"),
         &layout.pods_dir(),
     ));
+    let (rotation_tx, rotation_rx) = tokio::sync::watch::channel(cfg.log_rotation);
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -235,7 +257,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             &cfg.root_dir.join("userns"),
             cfg.userns_range,
         )?),
-        log_rotation: cfg.log_rotation,
+        log_rotation: rotation_rx,
         ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
         host_ips: host::host_ips(),
@@ -299,6 +321,23 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         "stats housekeeping",
         stats.spawn_housekeeping(crate::stats::HOUSEKEEPING_INTERVAL),
     );
+    // `--config`: its unimplemented fields reported once; SIGHUP re-reads it and
+    // publishes what can change live (subscribe to `live_settings` for more).
+    if let Some(source) = &cfg.config_file {
+        reload::report_at_start(source, &store);
+    }
+    let (live_settings, _) = tokio::sync::watch::channel(reload::LiveSettings::of(&cfg));
+    tokio::spawn(reload::run(
+        hangups,
+        cfg.config_file.clone(),
+        store.clone(),
+        reload::LiveTargets {
+            settings: live_settings.clone(),
+            log_rotation: rotation_tx,
+            gc: gc.clone(),
+        },
+        notifier.clone(),
+    ));
     let api = Arc::new(ApiState {
         stats: stats.clone(),
         ephemeral: Arc::new(ephemeral),
@@ -379,11 +418,15 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             (pod_sources::hold(scan), Some(tokio::spawn(wait)))
         }
     };
+    let (manager_pings, pings) = tokio::sync::mpsc::channel(4);
     // The manager also ends when the manifest watcher dies (its scans stop).
     essential.watch(
         "pod manager",
-        tokio::spawn(manager::run(ctx, scans, evictions)),
+        tokio::spawn(manager::run(ctx, scans, pings, evictions)),
     );
+    if let Some(n) = &notifier {
+        tokio::spawn(service_notify::run(n.clone(), manager_pings, store.clone()));
+    }
     let outcome = tokio::select! {
         () = host::wait_for_stop_signal() => {
             tracing::info!("stopping the daemon; containers keep running");
@@ -395,6 +438,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             Err(DaemonError::TaskEnded { task: end.task, how: end.how })
         }
     };
+    if let Some(n) = &notifier {
+        n.send("STOPPING=1");
+    }
     essential.abort_all();
     if let Some(server) = server {
         server.stop();

@@ -70,6 +70,8 @@ impl InUse for ContainersOnDisk<'_> {
 pub struct GcRunner {
     ctx: Arc<GcTargets>,
     settings: GcSettings,
+    /// The image policy in effect: `settings.image` until a config reload sets another.
+    image_policy: std::sync::Mutex<crate::image::gc::ImageGcPolicy>,
 }
 
 /// Frees the ID blocks of pods that are gone (unknown to the daemon, their dir
@@ -105,13 +107,30 @@ impl GcRunner {
     pub fn new(targets: GcTargets, settings: GcSettings) -> Arc<Self> {
         Arc::new(Self {
             ctx: Arc::new(targets),
+            image_policy: std::sync::Mutex::new(settings.image.clone()),
             settings,
         })
     }
 
+    /// The image GC policy of the next passes (a config reload).
+    pub fn set_image_policy(&self, policy: crate::image::gc::ImageGcPolicy) {
+        *self
+            .image_policy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = policy;
+    }
+
     /// One image GC pass; reports what was freed and any shortfall as node events.
     pub async fn images(&self) -> Result<GcReport, GcError> {
-        self.image_pass(self.settings.image.clone(), false).await
+        self.image_pass(self.current_image_policy(), false).await
+    }
+
+    /// The image GC policy in effect (SIGHUP may have changed it).
+    fn current_image_policy(&self) -> ImageGcPolicy {
+        self.image_policy
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Every unused image past its minimum age, whatever the thresholds: the eviction
@@ -120,7 +139,7 @@ impl GcRunner {
     pub async fn unused_images(&self) -> Result<GcReport, GcError> {
         let policy = crate::image::gc::ImageGcPolicy {
             low_threshold_percent: 0,
-            ..self.settings.image.clone()
+            ..self.current_image_policy()
         };
         self.image_pass(policy, true).await
     }

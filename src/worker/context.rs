@@ -45,8 +45,8 @@ pub struct Ctx {
     pub security: super::security::NodeSecurity,
     /// The ID blocks of `hostUsers: false` pods.
     pub userns: Arc<crate::runtime::userns::UsernsAllocator>,
-    /// Container log rotation, handed to every shim.
-    pub log_rotation: crate::logs::RotationPolicy,
+    /// Container log rotation, handed to every new shim (a config reload changes it).
+    pub log_rotation: tokio::sync::watch::Receiver<crate::logs::RotationPolicy>,
     /// The pods' sync loops that take ephemeral containers (`podhost debug`).
     pub ephemeral: super::ephemeral::EphemeralRegistry,
     /// The `--config-dir` ConfigMaps and Secrets, current.

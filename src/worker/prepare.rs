@@ -299,7 +299,7 @@ pub fn prepare_attempt(
                     userns_path: ctx.layout.pod_ns_dir(&pod.uid).join("user"),
                     root_dir: ctx.layout.root_dir.clone(),
                 }),
-            log_rotation: ctx.log_rotation,
+            log_rotation: *ctx.log_rotation.borrow(),
         },
         stop_signal,
     })
