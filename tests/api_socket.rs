@@ -71,6 +71,7 @@ impl SocketDaemon {
         }
         let d = self.dir.path();
         cmd.arg("daemon")
+            .arg("--eviction-hard=")
             .arg("--pod-manifest-path")
             .arg(d.join("manifests"))
             .arg("--root-dir")

@@ -40,6 +40,8 @@ fn run_once(d: &TestDaemon, extra: &[&str]) -> Output {
             "--crashloop-max-backoff",
             "4",
         ])
+        // No node-pressure eviction on a build host with little disk (as TestDaemon).
+        .arg("--eviction-hard=")
         .args(&d.extra_args)
         .arg("--runonce")
         .args(extra)
