@@ -61,7 +61,7 @@ python3 scripts/bench_lifecycle.py "$work/none/sock" "$work/none/manifests" "ben
   "$work/none/root" | tee "$work/none.txt"
 stop_daemon
 echo "== pod start with the built-in bridge, $runs pods"
-start_daemon "$work/bridge"
+start_daemon "$work/bridge" --pod-network bridge
 python3 scripts/bench_lifecycle.py "$work/bridge/sock" "$work/bridge/manifests" "bench$$" "$runs" \
   "$work/bridge/root" | tee "$work/bridge.txt"
 none_ms=$(awk '/-> Running/ {print $6}' "$work/none.txt")

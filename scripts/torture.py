@@ -91,7 +91,10 @@ class Daemon:
              "--maximum-dead-containers-per-container", "100000",
              # No node-pressure eviction: a build host's disk may be under the kubelet's
              # defaults, and an evicted pod is not what this run checks.
-             "--eviction-hard="],
+             "--eviction-hard=",
+             # The built-in bridge whatever /etc/cni/net.d holds (podman installs a
+             # config there, which --pod-network auto would pick).
+             "--pod-network", "bridge"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             env=dict(os.environ, RUST_LOG="info"))
         for _ in range(400):

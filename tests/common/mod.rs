@@ -249,6 +249,22 @@ impl TestDaemon {
                     .any(|a| a.starts_with("--eviction-hard")))
                 .then_some("--eviction-hard="),
             )
+            // `--pod-network auto` picks CNI when the host's /etc/cni/net.d holds a
+            // config (installing podman puts one there): test daemons read an empty dir
+            // of their own unless the test names its CNI config.
+            .args(
+                (!self
+                    .extra_args
+                    .iter()
+                    .any(|a| a.starts_with("--cni-conf-dir")))
+                .then(|| {
+                    let empty = self.dir.path().join("no-cni-config");
+                    std::fs::create_dir_all(&empty).unwrap();
+                    ["--cni-conf-dir".into(), empty.into_os_string()]
+                })
+                .into_iter()
+                .flatten(),
+            )
             .args(&self.extra_args)
             .env("RUST_LOG", "info")
             .envs(env.iter().copied())
