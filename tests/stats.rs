@@ -125,13 +125,18 @@ fn cpu_usage_file(d: &TestDaemon, uid: &str, container: &str) -> u64 {
 fn summary_with_rates(d: &TestDaemon, pod: &str) -> Value {
     wait_until(Duration::from_secs(30), "CPU rates", || {
         let s = summary(d);
-        let p = pod_of(&s, pod);
-        let all = p["containers"].as_array().map(|c| c.len()) == Some(3)
-            && p["containers"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|c| c["cpu"]["usageNanoCores"].is_u64());
+        // A sample up to a second old may predate the pod: wait for one that has it.
+        let found = s["pods"]
+            .as_array()
+            .and_then(|pods| pods.iter().find(|p| p["podRef"]["name"] == pod));
+        let all = found.is_some_and(|p| {
+            p["containers"].as_array().map(|c| c.len()) == Some(3)
+                && p["containers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|c| c["cpu"]["usageNanoCores"].is_u64())
+        });
         if all {
             return Some(s);
         }
