@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from bench_common import pct, rss_pss_kib
+
 WORK, LAYOUT = sys.argv[1], sys.argv[2]
 RUNS, PODS = int(sys.argv[3]), int(sys.argv[4])
 OUT = sys.argv[5]
@@ -31,10 +33,6 @@ OUT = sys.argv[5]
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, **kw)
 
-
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
 def hybrid():
@@ -107,15 +105,6 @@ def pod_yaml(name, command):
         "    image: localhost/busybox:latest\n    command: %s\n" % (name, json.dumps(command))
     )
 
-
-def rss_pss_kib(pid):
-    out = {}
-    with open("/proc/%d/smaps_rollup" % pid) as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("Rss", "Pss"):
-                out[key] = int(rest.split()[0])
-    return out["Rss"], out["Pss"]
 
 
 def conmons():

@@ -32,6 +32,8 @@ import sys
 import time
 from datetime import datetime
 
+from bench_common import pct, rss_pss_kib
+
 
 class UnixConnection(http.client.HTTPConnection):
     def __init__(self, path):
@@ -111,10 +113,6 @@ def gone(names):
     return lambda ps: True if not any(full(n) in ps for n in names) else None
 
 
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
-
 
 def ms(x):
     return round(x * 1000, 1)
@@ -174,15 +172,6 @@ def shim_pids():
             pids.append(int(d[6:]))
     return pids
 
-
-def rss_pss_kib(pid):
-    out = {}
-    with open("/proc/%d/smaps_rollup" % pid) as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("Rss", "Pss"):
-                out[key] = int(rest.split()[0])
-    return out["Rss"], out["Pss"]
 
 
 def bench_memory():

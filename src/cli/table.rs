@@ -194,6 +194,12 @@ pub fn render_pods(pods: &[Pod], wide: bool, now: DateTime<Utc>) -> String {
 
 /// Left-aligned columns separated by three spaces, as kubectl's tabwriter.
 pub fn align(rows: &[Vec<String>]) -> String {
+    align_min(rows, 0)
+}
+
+/// As [`align`], each column (but the last) at least `min_width` wide, padding included
+/// (kubectl top's tabwriter: 10).
+pub fn align_min(rows: &[Vec<String>], min_width: usize) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|i| {
@@ -202,6 +208,8 @@ pub fn align(rows: &[Vec<String>]) -> String {
                 .map(|c| c.chars().count())
                 .max()
                 .unwrap_or(0)
+                .saturating_add(3)
+                .max(min_width)
         })
         .collect();
     let mut out = String::new();
@@ -211,7 +219,7 @@ pub fn align(rows: &[Vec<String>]) -> String {
             if i + 1 == r.len() {
                 line.push_str(cell);
             } else {
-                line.push_str(&format!("{cell:<w$}   ", w = widths[i]));
+                line.push_str(&format!("{cell:<w$}", w = widths[i]));
             }
         }
         out.push_str(line.trim_end());

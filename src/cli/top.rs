@@ -55,34 +55,9 @@ fn psi_text(p: Option<&PsiStats>) -> String {
         .unwrap_or_else(|| "<none>".into())
 }
 
-/// Columns padded as kubectl's tabwriter (minimum width 10, padding 3).
+/// Columns padded as kubectl top's tabwriter (minimum width 10, padding 3).
 fn table(rows: &[Vec<String>]) -> String {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|i| {
-            rows.iter()
-                .filter_map(|r| r.get(i))
-                .map(|c| c.chars().count())
-                .max()
-                .unwrap_or(0)
-                .saturating_add(3)
-                .max(10)
-        })
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let mut line = String::new();
-        for (i, cell) in r.iter().enumerate() {
-            if i + 1 == r.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<w$}", w = widths[i]));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    super::table::align_min(rows, 10)
 }
 
 /// One row's numbers: CPU rate and working set.

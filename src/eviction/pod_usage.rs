@@ -2,7 +2,6 @@
 //! containers' memory working set (their cgroups), their writable layers and logs, the
 //! pod's disk emptyDirs, its processes. Blocking reads: call from `spawn_blocking`.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -124,49 +123,19 @@ fn processes(rel: &str) -> i64 {
     .unwrap_or(0)
 }
 
-/// Bytes allocated (blocks, as du counts) and inodes under `dir`, staying on its
-/// filesystem (a container's mounted rootfs is an overlay: not counted twice).
+/// Bytes allocated and inodes under `dir` (`volume::tree_usage`), as the eviction
+/// arithmetic's signed numbers; (0, 0) when it does not exist.
 pub fn du(dir: &Path) -> (i64, i64) {
-    let Ok(root) = std::fs::symlink_metadata(dir) else {
-        return (0, 0);
-    };
-    let dev = root.dev();
-    let (mut bytes, mut inodes) = (0u64, 0i64);
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(meta) = e.metadata() else { continue };
-            if meta.dev() != dev {
-                continue;
-            }
-            bytes = bytes.saturating_add(meta.blocks().saturating_mul(512));
-            inodes += 1;
-            if meta.is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    (i64::try_from(bytes).unwrap_or(i64::MAX), inodes)
+    let usage = crate::volume::tree_usage(dir).unwrap_or_default();
+    (
+        i64::try_from(usage.bytes).unwrap_or(i64::MAX),
+        i64::try_from(usage.inodes).unwrap_or(i64::MAX),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn du_counts_blocks_and_inodes() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("sub")).unwrap();
-        std::fs::write(dir.path().join("sub/a"), vec![1u8; 64 * 1024]).unwrap();
-        std::fs::write(dir.path().join("b"), b"x").unwrap();
-        let (bytes, inodes) = du(dir.path());
-        assert_eq!(inodes, 3);
-        assert!(bytes >= 64 * 1024, "{bytes}");
-        assert_eq!(du(&dir.path().join("missing")), (0, 0));
-    }
 
     #[test]
     fn requests_default_to_limits() {

@@ -54,7 +54,8 @@ pub fn scan_dir(dir: &Path, node_name: &str) -> ScanResult {
     result
 }
 
-fn add_unique(
+/// Adds `pod` unless a pod of its namespace/name is already in, which is reported.
+pub(crate) fn add_unique(
     result: &mut ScanResult,
     by_name: &mut HashMap<(String, String), PathBuf>,
     pod: StaticPod,

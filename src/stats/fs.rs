@@ -1,7 +1,6 @@
 //! Filesystem numbers: a filesystem's capacity and free space and inodes (statvfs), and
-//! a directory tree's usage (du: allocated blocks and inodes, not crossing mounts).
+//! a directory tree's usage in the Summary's shape (the du is `volume::tree_usage`).
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -30,54 +29,7 @@ pub fn filesystem(path: &Path, time: DateTime<Utc>) -> Option<FsStats> {
     })
 }
 
-/// What a tree uses: bytes allocated and inodes (the root directory included).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TreeUsage {
-    pub bytes: u64,
-    pub inodes: u64,
-}
-
-impl std::ops::Add for TreeUsage {
-    type Output = Self;
-    fn add(self, o: Self) -> Self {
-        Self {
-            bytes: self.bytes.saturating_add(o.bytes),
-            inodes: self.inodes.saturating_add(o.inodes),
-        }
-    }
-}
-
-/// du of `dir`: allocated blocks and inodes (a hard link counts each time it is met,
-/// as the kubelet's own walk counts it). `None` when `dir` does not exist; files
-/// vanishing meanwhile are skipped.
-pub fn tree_usage(dir: &Path) -> Option<TreeUsage> {
-    let root = std::fs::symlink_metadata(dir).ok()?;
-    let dev = root.dev();
-    let mut usage = TreeUsage {
-        bytes: root.blocks().saturating_mul(512),
-        inodes: 1,
-    };
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(meta) = e.metadata() else { continue };
-            if meta.dev() != dev {
-                continue;
-            }
-            usage.bytes = usage
-                .bytes
-                .saturating_add(meta.blocks().saturating_mul(512));
-            usage.inodes += 1;
-            if meta.is_dir() {
-                stack.push(e.path());
-            }
-        }
-    }
-    Some(usage)
-}
+pub use crate::volume::{TreeUsage, tree_usage};
 
 /// A tree's usage in the Summary's shape, with the free space of the filesystem it is
 /// on (`fs`), as the kubelet reports a container's rootfs and logs.

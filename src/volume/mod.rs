@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 pub use mounts::container_mounts;
 pub use setup::setup_pod_volumes;
 pub use teardown::{sweep_orphan_volumes, teardown_pod_volumes};
-pub use usage::{empty_dir_usage_exceeded, usage_exceeded_message};
+pub use usage::{TreeUsage, empty_dir_usage_exceeded, tree_usage, usage_exceeded_message};
 
 /// Why a pod's volumes cannot be made, used or released.
 #[derive(Debug, thiserror::Error)]

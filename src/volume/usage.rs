@@ -12,14 +12,35 @@ pub fn usage_exceeded_message(volume: &str, limit: &str) -> String {
     format!("Usage of EmptyDir volume \"{volume}\" exceeds the limit \"{limit}\".")
 }
 
-/// Bytes allocated under `dir` (blocks, as du counts them), not crossing into other
-/// filesystems; files that vanish meanwhile are skipped.
-pub fn disk_usage(dir: &Path) -> u64 {
-    let Ok(root) = std::fs::symlink_metadata(dir) else {
-        return 0;
-    };
+/// What a tree uses: bytes allocated and inodes (the root directory included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeUsage {
+    pub bytes: u64,
+    pub inodes: u64,
+}
+
+impl std::ops::Add for TreeUsage {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Self {
+            bytes: self.bytes.saturating_add(o.bytes),
+            inodes: self.inodes.saturating_add(o.inodes),
+        }
+    }
+}
+
+/// du of `dir`: allocated blocks (as du counts them) and inodes, not crossing into
+/// other filesystems (a mounted overlay rootfs is not counted twice); a hard link
+/// counts each time it is met, as the kubelet's own walk counts it. `None` when `dir`
+/// does not exist; files vanishing meanwhile are skipped. The one du of emptyDir
+/// limits, the statistics and the eviction manager.
+pub fn tree_usage(dir: &Path) -> Option<TreeUsage> {
+    let root = std::fs::symlink_metadata(dir).ok()?;
     let dev = root.dev();
-    let mut total = 0u64;
+    let mut usage = TreeUsage {
+        bytes: root.blocks().saturating_mul(512),
+        inodes: 1,
+    };
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&d) else {
@@ -30,13 +51,21 @@ pub fn disk_usage(dir: &Path) -> u64 {
             if meta.dev() != dev {
                 continue;
             }
-            total = total.saturating_add(meta.blocks().saturating_mul(512));
+            usage.bytes = usage
+                .bytes
+                .saturating_add(meta.blocks().saturating_mul(512));
+            usage.inodes += 1;
             if meta.is_dir() {
                 stack.push(e.path());
             }
         }
     }
-    total
+    Some(usage)
+}
+
+/// Bytes allocated under `dir` (see [`tree_usage`]); 0 when it does not exist.
+pub fn disk_usage(dir: &Path) -> u64 {
+    tree_usage(dir).map_or(0, |u| u.bytes)
 }
 
 /// The first disk emptyDir of `pod` whose usage exceeds its sizeLimit, as the eviction

@@ -92,23 +92,13 @@ fn list_items(url: &str, doc: Value) -> Result<Vec<(PathBuf, Value)>, ManifestEr
         .collect())
 }
 
-/// Keeps the first pod of each namespace/name, reporting the others.
+/// Keeps the first pod of each namespace/name, reporting the others (as a scan of the
+/// manifest dir does).
 fn unique(pods: Vec<StaticPod>) -> ScanResult {
     let mut result = ScanResult::default();
     let mut first: HashMap<(String, String), PathBuf> = HashMap::new();
     for pod in pods {
-        let key = (pod.namespace.clone(), pod.name.clone());
-        if let Some(first) = first.get(&key) {
-            result.errors.push(ManifestError::DuplicatePod {
-                path: pod.path,
-                first: first.clone(),
-                namespace: pod.namespace,
-                name: pod.name,
-            });
-            continue;
-        }
-        first.insert(key, pod.path.clone());
-        result.pods.push(pod);
+        crate::source::scan::add_unique(&mut result, &mut first, pod);
     }
     result
 }
