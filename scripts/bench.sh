@@ -55,6 +55,12 @@ cleanup() {
   fi
   umount -R "$work/root" 2>/dev/null || true
   rm -rf "$work"
+  # The daemon's cgroup root, in every hierarchy (v2, or each v1 controller).
+  for top in /sys/fs/cgroup /sys/fs/cgroup/*/; do
+    [ -d "$top/podhost-bench-$$" ] &&
+      find "$top/podhost-bench-$$" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  true
 }
 trap cleanup EXIT
 mkdir -p "$work/manifests"
