@@ -1,5 +1,22 @@
 //! Crash-safe file writes: temp file, fsync, rename, fsync the directory. The one
 //! implementation every module uses (state records, the image index, the OOM cursor).
+//!
+//! Two kinds of record, by what a power loss may do to them:
+//! - **Durable** ([`write_atomic`]): what must be true after the host comes back — image
+//!   references, exit records, pod status, address and ID allocations. Temp, fsync,
+//!   rename, fsync of the directory: a crash of the process or of the host leaves the
+//!   old or the new content.
+//! - **Boot-scoped** ([`write_boot_scoped`]): what only describes processes of this
+//!   boot — an attempt's bundle (`config.json`), the shim's pid and start record, the
+//!   stop signal, the pod's generated /etc files. Temp and rename, no fsync: a crash of
+//!   the process (daemon, shim) still leaves the old or the new content, since the page
+//!   cache survives it; a power loss may leave such a file empty or missing, but then
+//!   every process it described is gone too, and the readers treat an unreadable
+//!   boot-scoped record as "nothing runs here" (the adoption after a restart, the lost
+//!   container reaper: see tests/power_loss.rs). The shim config stays durable: it is
+//!   how the next daemon finds a dead attempt's leftovers. A pod's start paid 30 fsyncs
+//!   (each a journal commit on ext4, milliseconds on a busy disk); 10 are gone, and 2
+//!   more with the image index's coarser "last used" (`ImageStore::touch`).
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -48,6 +65,36 @@ fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> Result<(), DiskEr
     std::fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| DiskError::io("fsync directory", dir, e))
+}
+
+/// Writes `bytes` to `path` through a sibling temp and a rename, without fsync: readers
+/// see the old or the new content, also after a crash of this process, but not
+/// necessarily after a power loss. Only for boot-scoped records (see the module docs).
+pub fn write_boot_scoped(path: &Path, bytes: &[u8]) -> Result<(), DiskError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| DiskError::io("create directory", dir, e))?;
+    let tmp = sibling_temp(path);
+    let result = std::fs::write(&tmp, bytes)
+        .map_err(|e| DiskError::io("write", &tmp, e))
+        .and_then(|()| {
+            std::fs::rename(&tmp, path).map_err(|e| DiskError::io("rename into", path, e))
+        });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Serializes `value` as JSON and writes it as a boot-scoped record.
+pub fn write_json_boot_scoped<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+) -> Result<(), DiskError> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(|source| DiskError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    write_boot_scoped(path, &bytes)
 }
 
 /// `.<name>.tmp.<pid>.<seq>` beside `path`: unique per call, since two writers of the
@@ -106,6 +153,22 @@ mod tests {
         write_atomic(&dest, b"two").unwrap();
         assert_eq!(std::fs::read(&dest).unwrap(), b"two");
         assert_eq!(names(&dir.path().join("sub")), ["f.json"]);
+    }
+
+    #[test]
+    fn boot_scoped_writes_replace_the_content_and_leave_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("sub/config.json");
+        write_json_boot_scoped(&dest, &serde_json::json!({"a": 1})).unwrap();
+        write_boot_scoped(&dest, b"two").unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"two");
+        assert_eq!(names(&dir.path().join("sub")), ["config.json"]);
+        // A failed rename keeps the old content and removes the temp.
+        let busy = dir.path().join("busy");
+        std::fs::create_dir_all(busy.join("inside")).unwrap();
+        let err = write_boot_scoped(&busy, b"new").unwrap_err();
+        assert!(err.to_string().contains("rename into"), "{err}");
+        assert_eq!(names(dir.path()), ["busy", "sub"]);
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub enum Adopted {
 /// Writes the shim config into the bundle and starts `podhost shim` for it.
 pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, RuntimeError> {
     let config_path = cfg.bundle.join(SHIM_CONFIG_FILE);
+    // Durable although it describes a shim of this boot: after a power loss it is what
+    // tells the next daemon where the dead attempt's libcontainer state and rootfs are
+    // (see lost::reap_lost_container), so that the attempt number can be used again.
     write_json_atomic(&config_path, cfg)?;
     // stderr is the shim's log file, followed into the daemon's log (see shim_log).
     let stderr = super::shim_log::open_for_shim(&cfg.bundle)

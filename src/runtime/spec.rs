@@ -471,13 +471,14 @@ fn standard_mounts(privileged: bool, shm: &Path) -> Result<Vec<Mount>, oci_spec:
         .collect()
 }
 
-/// Writes `config.json` into the bundle dir.
+/// Writes `config.json` into the bundle dir (boot-scoped: libcontainer reads it at once,
+/// the lost-container reaper only while the container's processes may still exist).
 pub fn write_bundle_config(bundle: &Path, spec: &Spec) -> Result<(), RuntimeError> {
     let bytes = serde_json::to_vec_pretty(spec).map_err(|source| RuntimeError::Json {
         path: bundle.join("config.json"),
         source,
     })?;
-    Ok(crate::disk::write_atomic(
+    Ok(crate::disk::write_boot_scoped(
         &bundle.join("config.json"),
         &bytes,
     )?)

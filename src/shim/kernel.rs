@@ -12,7 +12,8 @@ use crate::runtime::shim_config::ShimConfig;
 /// forbid lowering it).
 pub fn settle_shim(cfg: &ShimConfig) {
     let pid_file = cfg.bundle.join(crate::disk::records::SHIM_PID_FILE);
-    if let Err(e) = crate::disk::write_atomic(&pid_file, std::process::id().to_string().as_bytes())
+    if let Err(e) =
+        crate::disk::write_boot_scoped(&pid_file, std::process::id().to_string().as_bytes())
     {
         tracing::warn!(error = %e, "cannot record the shim's pid");
     }

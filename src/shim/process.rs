@@ -15,7 +15,7 @@ use super::error::ShimError;
 use super::kernel;
 use super::monitor::report;
 use crate::disk::records::{SHIM_LOG_FILE, STARTED_FILE, StartedRecord};
-use crate::disk::{read_json, write_json_atomic};
+use crate::disk::{read_json, write_json_boot_scoped};
 use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::not_applied::{self, NotApplied, RLIMIT_NOT_APPLIED};
 use crate::runtime::overlay;
@@ -43,7 +43,8 @@ pub fn run(config_path: &Path) -> i32 {
             report_failure(&e)
         }
         Ok((started, stdout_r, stderr_r, oom_baseline)) => {
-            if let Err(e) = write_json_atomic(&cfg.bundle.join(STARTED_FILE), &started) {
+            // Boot-scoped: it tells a restarted daemon which shim to adopt.
+            if let Err(e) = write_json_boot_scoped(&cfg.bundle.join(STARTED_FILE), &started) {
                 tracing::error!(error = %e, "cannot record the start");
             }
             // stdout stays the report pipe: the daemon may be gone (EPIPE is ignored).

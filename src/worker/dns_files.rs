@@ -246,12 +246,13 @@ fn read_host_resolv_conf(
     Ok((conf, None))
 }
 
-/// Writes `bytes` to `path` atomically unless it already holds exactly them.
+/// Writes `bytes` to `path` atomically unless it already holds exactly them. Boot-scoped:
+/// a pod's sandbox (and so these files) is made again after the host restarts.
 fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), crate::disk::DiskError> {
     if std::fs::read(path).is_ok_and(|now| now == bytes) {
         return Ok(());
     }
-    crate::disk::write_atomic(path, bytes)
+    crate::disk::write_boot_scoped(path, bytes)
 }
 
 #[cfg(test)]

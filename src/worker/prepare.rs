@@ -273,8 +273,8 @@ pub fn prepare_attempt(
         image.manifest_digest.as_bytes(),
     )?;
     // Kept beside the bundle so that a restarted daemon stops an adopted container with
-    // the same signal.
-    crate::disk::write_atomic(&bundle.join("stop-signal"), stop_signal.as_str().as_bytes())?;
+    // the same signal (boot-scoped: only a running container is stopped).
+    crate::disk::write_boot_scoped(&bundle.join("stop-signal"), stop_signal.as_str().as_bytes())?;
     Ok(Prepared {
         shim: ShimConfig {
             container_id: container_id(&pod.uid, &c.name, attempt),

@@ -32,6 +32,9 @@ mod snapshot;
 
 pub use snapshot::UnpackedLayer;
 
+/// How close two uses of an image may be before the later one is not recorded.
+pub const TOUCH_GRANULARITY: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
 /// The content-addressed image store under a root dir (`--root-dir`).
 ///
 /// All methods do blocking file I/O (a load unpacks whole layers): call them from
@@ -178,7 +181,10 @@ impl ImageStore {
     }
 
     /// Records that `reference` (a reference or a manifest digest: every reference
-    /// naming that digest) was just used.
+    /// naming that digest) was just used. A use within [`TOUCH_GRANULARITY`] of the
+    /// recorded one changes nothing: every container start touches its image, and a
+    /// rewrite of the index (two fsyncs) per start bought nothing image GC can see — it
+    /// ranks by minutes (the kubelet keeps this time in memory only).
     pub fn touch(&self, reference: &str) -> Result<(), ImageError> {
         let (name, digest) = self.lookup(reference)?;
         // A bare digest, or a name@digest that is not itself in the index, touches
@@ -189,7 +195,10 @@ impl ImageStore {
             let by_digest = by_digest || !index.images.contains_key(&name);
             let mut changed = false;
             for (r, entry) in index.images.iter_mut() {
-                if *r == name || (by_digest && entry.manifest == digest) {
+                let recent = entry
+                    .last_used
+                    .is_some_and(|t| now.signed_duration_since(t) < TOUCH_GRANULARITY);
+                if (*r == name || (by_digest && entry.manifest == digest)) && !recent {
                     entry.last_used = Some(now);
                     changed = true;
                 }
