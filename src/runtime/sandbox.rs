@@ -151,6 +151,61 @@ pub fn create_in_helper_with(
             pause_cgroup,
         );
     }
+    unshare_and_pin(kernel, &paths, hostname, shape)?;
+    if shape.shared_pid {
+        super::pause::start(kernel, exe, ns_dir, pause_cgroup)?;
+    }
+    Ok(())
+}
+
+/// Creates a pod's sandbox on a thread of its own in the calling process, without the
+/// `podhost sandbox` helper's exec (about 2 ms and 1.5 ms of CPU per pod): for the pods
+/// whose sandbox is only namespaces to unshare and pin (no user namespace, which a
+/// multi-threaded process cannot unshare; no pause process, which would be forked).
+/// The ipc, uts and net namespaces belong to the thread that unshares them, so a fresh
+/// thread does it (never a pooled one, which would keep them for its next task) and
+/// pins them from `/proc/thread-self/ns/`; it exits and the bind mounts keep them.
+/// Blocking: call it off the async threads.
+pub fn create_on_own_thread(
+    ns_dir: &Path,
+    hostname: &str,
+    shape: SandboxShape,
+) -> Result<(), RuntimeError> {
+    if shape.userns.is_some() || shape.shared_pid {
+        return Err(RuntimeError::Helper {
+            helper: "sandbox",
+            message: "a sandbox with a user namespace or a pause process needs the helper".into(),
+        });
+    }
+    let (ns_dir, hostname) = (ns_dir.to_path_buf(), hostname.to_string());
+    let dir = ns_dir.clone();
+    std::thread::Builder::new()
+        .name("pod-sandbox".into())
+        .spawn(move || {
+            let kernel = LinuxKernel;
+            std::fs::create_dir_all(&ns_dir)
+                .map_err(|e| RuntimeError::io("create directory", &ns_dir, e))?;
+            let paths = SandboxPaths::new(&ns_dir, shape);
+            if !shape.host_ipc {
+                mount_pod_shm(&kernel, &paths.shm, None)?;
+            }
+            unshare_and_pin(&kernel, &paths, &hostname, shape)
+        })
+        .map_err(|e| RuntimeError::io("start a thread for the sandbox of", &dir, e))?
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Unshares the pod's ipc, uts and net namespaces (as the shape asks), names the host
+/// and brings loopback up in them, and bind-mounts them to their handles. Only the
+/// calling thread enters them: the handles name `/proc/thread-self/ns/`, which in a
+/// single-threaded helper is the process's own.
+fn unshare_and_pin(
+    kernel: &dyn Kernel,
+    paths: &SandboxPaths,
+    hostname: &str,
+    shape: SandboxShape,
+) -> Result<(), RuntimeError> {
     let mut flags = CloneFlags::empty();
     if !shape.host_ipc {
         flags |= CloneFlags::CLONE_NEWIPC;
@@ -174,7 +229,7 @@ pub fn create_in_helper_with(
     ] {
         let Some(target) = target else { continue };
         std::fs::File::create(target).map_err(|e| RuntimeError::io("create", target, e))?;
-        let source = PathBuf::from(format!("/proc/self/ns/{name}"));
+        let source = PathBuf::from(format!("/proc/thread-self/ns/{name}"));
         kernel
             .mount(Some(&source), target, None, MsFlags::MS_BIND, None)
             .map_err(|e| {
@@ -183,9 +238,6 @@ pub fn create_in_helper_with(
                     e,
                 )
             })?;
-    }
-    if shape.shared_pid {
-        super::pause::start(kernel, exe, ns_dir, pause_cgroup)?;
     }
     Ok(())
 }
@@ -304,9 +356,9 @@ mod tests {
                 ),
                 Call::SetHostname("web-0".into()),
                 Call::LoopbackUp,
-                bind("/proc/self/ns/ipc", ns.join("ipc")),
-                bind("/proc/self/ns/uts", ns.join("uts")),
-                bind("/proc/self/ns/net", ns.join("net")),
+                bind("/proc/thread-self/ns/ipc", ns.join("ipc")),
+                bind("/proc/thread-self/ns/uts", ns.join("uts")),
+                bind("/proc/thread-self/ns/net", ns.join("net")),
             ]
         );
         for pin in ["ipc", "uts", "net"] {
@@ -331,7 +383,7 @@ mod tests {
             vec![
                 shm(&ns, SHM),
                 Call::Unshare(CloneFlags::CLONE_NEWIPC),
-                bind("/proc/self/ns/ipc", ns.join("ipc")),
+                bind("/proc/thread-self/ns/ipc", ns.join("ipc")),
             ]
         );
     }
@@ -351,8 +403,8 @@ mod tests {
                 Call::Unshare(CloneFlags::CLONE_NEWUTS | CloneFlags::CLONE_NEWNET),
                 Call::SetHostname("web-0".into()),
                 Call::LoopbackUp,
-                bind("/proc/self/ns/uts", ns.join("uts")),
-                bind("/proc/self/ns/net", ns.join("net")),
+                bind("/proc/thread-self/ns/uts", ns.join("uts")),
+                bind("/proc/thread-self/ns/net", ns.join("net")),
             ]
         );
         let paths = SandboxPaths::new(&ns, shape);
@@ -407,7 +459,7 @@ mod tests {
         );
         assert_eq!(
             effects[effects.len() - 5],
-            bind("/proc/self/ns/net", ns.join("net"))
+            bind("/proc/thread-self/ns/net", ns.join("net"))
         );
         assert_eq!(
             std::fs::read_to_string(ns.join("pause.pid")).unwrap(),
@@ -477,7 +529,7 @@ mod tests {
         let err = r.unwrap_err().to_string();
         assert!(
             err.contains(&format!(
-                "bind /proc/self/ns/net to {}",
+                "bind /proc/thread-self/ns/net to {}",
                 ns.join("net").display()
             )),
             "{err}"

@@ -486,18 +486,39 @@ fn setup_pod_cgroup(ctx: &Ctx, pod: &PodInfo) -> Result<(), crate::runtime::Runt
 }
 
 async fn create_sandbox(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
+    let hostname = pod
+        .hostname(&ctx.dns.settings)
+        .map_err(|source| WorkerError::Dns {
+            pod: pod.name.clone(),
+            source,
+        })?;
+    if pod.userns.is_none() && !pod.shared_pid {
+        // Namespaces only: made on a thread of the daemon, no helper exec.
+        let shape = crate::runtime::sandbox::SandboxShape {
+            host_network: pod.host_network,
+            host_ipc: pod.host_ipc,
+            shared_pid: false,
+            userns: None,
+        };
+        let ns_dir = ctx.layout.pod_ns_dir(&pod.uid);
+        let made = tokio::task::spawn_blocking(move || {
+            crate::runtime::sandbox::create_on_own_thread(&ns_dir, &hostname, shape)
+        })
+        .await;
+        return match made {
+            Ok(result) => result.map_err(|e| WorkerError::Sandbox {
+                pod: pod.name.clone(),
+                message: e.to_string(),
+            }),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        };
+    }
     let mut cmd = tokio::process::Command::new(&ctx.exe);
     cmd.arg("sandbox")
         .arg("--ns-dir")
         .arg(ctx.layout.pod_ns_dir(&pod.uid))
         .arg("--hostname")
-        .arg(
-            pod.hostname(&ctx.dns.settings)
-                .map_err(|source| WorkerError::Dns {
-                    pod: pod.name.clone(),
-                    source,
-                })?,
-        );
+        .arg(hostname);
     if pod.host_network {
         cmd.arg("--host-network");
     }
