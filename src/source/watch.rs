@@ -26,7 +26,9 @@ type Events = crate::disk::dir_watch::DirEvents;
 /// Watches `dir` for node `node_name` and sends a [`ScanResult`] at once, then again
 /// whenever the set of pods (by UID) or errors changes. Changes are noticed through
 /// inotify within about 50 ms, and by a full rescan every `rescan_every` (the kubelet
-/// uses 20 s). A directory that does not exist yet is retried every second.
+/// uses 20 s). A manifest renamed into place (or removed) is read at once; a file being
+/// written is read once its writes pause for 10 ms. A directory that does not exist yet
+/// is retried every second.
 ///
 /// The watcher runs in a tokio task (call this inside a runtime) and stops when the
 /// receiver is dropped. Each sent scan has fresh `kubernetes.io/config.seen`
@@ -43,8 +45,10 @@ pub fn watch(
 
 /// What an inotify read meant.
 enum Seen {
-    /// Something in the directory changed: rescan.
-    Change,
+    /// Something in the directory changed: rescan. `settled`: the change is complete
+    /// (a file was closed after writing, renamed in or out, or deleted), so a scan now
+    /// reads whole files; a created file or changed attributes may still be written to.
+    Change { settled: bool },
     /// Nothing relevant (a dotfile).
     Nothing,
     /// The watch is gone (directory deleted or moved, read error): rescan and re-watch.
@@ -77,9 +81,19 @@ async fn run(
             seen = next_event(&mut events) => match seen {
                 Seen::Nothing => continue,
                 Seen::Lost => events = None,
-                Seen::Change => {
-                    if !debounce(&mut events).await {
-                        events = None;
+                // A settled change is read at once (a manifest renamed into place, the
+                // usual atomic write, starts its pod without waiting); others, and any
+                // burst already queued behind it, wait for a quiet moment.
+                Seen::Change { settled } => {
+                    let queued = if settled {
+                        queued_changes(&mut events).await
+                    } else {
+                        Queued::InProgress
+                    };
+                    match queued {
+                        Queued::Settled => {}
+                        Queued::InProgress if debounce(&mut events).await => {}
+                        Queued::InProgress | Queued::Lost => events = None,
                     }
                 }
             },
@@ -119,7 +133,7 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
             {
                 Seen::Lost
             } else if event.mask.contains(EventMask::Q_OVERFLOW) {
-                Seen::Change
+                Seen::Change { settled: false }
             } else if event
                 .name
                 .as_ref()
@@ -127,7 +141,13 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
             {
                 Seen::Nothing
             } else {
-                Seen::Change
+                let settled = EventMask::CLOSE_WRITE
+                    | EventMask::MOVED_TO
+                    | EventMask::MOVED_FROM
+                    | EventMask::DELETE;
+                Seen::Change {
+                    settled: event.mask.intersects(settled),
+                }
             }
         }
         Some(Err(e)) => {
@@ -135,6 +155,29 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
             Seen::Lost
         }
         None => Seen::Lost,
+    }
+}
+
+/// What the events queued behind a settled change say.
+enum Queued {
+    /// Only settled changes (or none): scan now.
+    Settled,
+    /// A change still in progress: wait for a quiet moment.
+    InProgress,
+    /// The watch is gone.
+    Lost,
+}
+
+/// Takes the events already queued, without waiting for more.
+async fn queued_changes(events: &mut Option<Events>) -> Queued {
+    loop {
+        // A zero timeout still polls the stream once: a queued event is taken.
+        match timeout(Duration::ZERO, next_event(events)).await {
+            Err(_nothing_queued) => return Queued::Settled,
+            Ok(Seen::Nothing | Seen::Change { settled: true }) => {}
+            Ok(Seen::Change { settled: false }) => return Queued::InProgress,
+            Ok(Seen::Lost) => return Queued::Lost,
+        }
     }
 }
 
@@ -146,7 +189,7 @@ async fn debounce(events: &mut Option<Events>) -> bool {
         match timeout(DEBOUNCE, next_event(events)).await {
             Err(_quiet) => return true,
             Ok(Seen::Lost) => return false,
-            Ok(Seen::Change | Seen::Nothing) => {}
+            Ok(Seen::Change { .. } | Seen::Nothing) => {}
         }
     }
     true
