@@ -224,6 +224,13 @@ pub struct DaemonFlags {
     pub max_open_files: i64,
 }
 
+/// `path` made absolute against the working directory: the daemon's paths end up in
+/// places read from elsewhere (bundles that libcontainer resolves from the shim, the
+/// shim's config, the API's answers), where a relative path means something else.
+fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
+}
+
 fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
     Duration::try_from_secs_f64(value).map_err(|source| FlagError::Seconds { flag, source })
 }
@@ -259,12 +266,12 @@ impl DaemonFlags {
         Ok(DaemonConfig {
             manifest_url,
             runonce,
-            manifest_dir: self.pod_manifest_path,
-            config_dir: self.config_dir,
-            root_dir: self.root_dir,
-            log_dir: self.log_dir,
+            manifest_dir: absolute(self.pod_manifest_path),
+            config_dir: absolute(self.config_dir),
+            root_dir: absolute(self.root_dir),
+            log_dir: absolute(self.log_dir),
             node_name,
-            socket,
+            socket: absolute(socket),
             socket_access,
             cgroup_root: self.cgroup_root,
             pod_pids_limit: (self.pod_pids_limit > 0).then_some(self.pod_pids_limit),
@@ -360,6 +367,10 @@ mod tests {
     fn the_defaults_are_the_kubelets() {
         let cfg = config(&[]).unwrap();
         assert_eq!(cfg.root_dir, PathBuf::from(DEFAULT_ROOT_DIR));
+        let relative = config(&["--root-dir", "r", "--log-dir", "l"]).unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(relative.root_dir, cwd.join("r"));
+        assert_eq!(relative.log_dir, cwd.join("l"));
         assert_eq!(cfg.node_name, "node-a");
         assert_eq!(cfg.socket, PathBuf::from("/run/x.sock"));
         assert_eq!(cfg.backoff.initial, Duration::from_secs(10));
