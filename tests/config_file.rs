@@ -207,6 +207,68 @@ fn the_file_sets_flags_a_flag_wins_and_sighup_applies_a_changed_file() {
     d.kill9();
 }
 
+/// The node's DiskPressure condition ("True"/"False") from the daemon's API.
+fn disk_pressure(d: &TestDaemon) -> String {
+    let conditions: Value = podhost::api::client::Client::new(&d.socket)
+        .get_json("/node/conditions")
+        .unwrap();
+    conditions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "DiskPressure")
+        .map(|c| c["status"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn sighup_applies_new_eviction_thresholds() {
+    assert!(require_root());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    let soft = |percent: u32| {
+        format!(
+            "evictionSoft:\n  nodefs.available: \"{percent}%\"\n\
+             evictionSoftGracePeriod:\n  nodefs.available: 1h\n\
+             evictionPressureTransitionPeriod: 1s\n"
+        )
+    };
+    // No filesystem is ever below 0% free: no pressure.
+    write_config(&config, &soft(0));
+    let mut d = TestDaemon::start_with(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--eviction-monitoring-period",
+        "0.2",
+    ]);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(disk_pressure(&d), "False");
+    // Every filesystem is below 100% free: a soft threshold raises the condition at
+    // once (its eviction waits the hour's grace, so nothing is evicted).
+    write_config(&config, &soft(100));
+    sighup(&d);
+    let reloaded = wait_node_event(&d, "ConfigReloaded");
+    let message = reloaded["message"].as_str().unwrap();
+    assert!(message.contains("applied evictionSoft"), "{message}");
+    assert!(
+        node_event(&d, "ConfigChangeNeedsRestart").is_none(),
+        "{:?}",
+        d.node_events()
+    );
+    wait_until(Duration::from_secs(10), "DiskPressure True", || {
+        (disk_pressure(&d) == "True").then_some(())
+    })
+    .unwrap_or_else(|| panic!("no DiskPressure; daemon log:\n{}", d.daemon_log()));
+    // And back: the condition clears after the transition period.
+    write_config(&config, &soft(0));
+    sighup(&d);
+    wait_until(Duration::from_secs(10), "DiskPressure False", || {
+        (disk_pressure(&d) == "False").then_some(())
+    })
+    .unwrap_or_else(|| panic!("DiskPressure stays; daemon log:\n{}", d.daemon_log()));
+    d.kill9();
+}
+
 #[test]
 fn an_unknown_field_stops_the_daemon_with_the_file_and_field_named() {
     assert!(require_root());

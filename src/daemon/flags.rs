@@ -238,7 +238,6 @@ fn secs(value: f64, flag: &'static str) -> Result<Duration, FlagError> {
 impl DaemonFlags {
     /// The daemon's settings; `socket` is the global `--socket`.
     pub fn into_config(self, socket: PathBuf) -> Result<DaemonConfig, FlagError> {
-        let eviction_flags = super::reload::EvictionFlagValues::of(&self);
         let node_name = resolve_node_name(self.node_name.as_deref())?;
         let socket_access = crate::api::SocketAccess {
             group: self
@@ -338,7 +337,6 @@ impl DaemonFlags {
             )?,
             read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
             max_open_files: u64::try_from(self.max_open_files).unwrap_or(1),
-            eviction_flags,
             config_file: None,
         })
     }

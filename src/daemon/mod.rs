@@ -84,8 +84,6 @@ pub struct DaemonConfig {
     pub read_only: Option<std::net::SocketAddr>,
     /// The daemon's own RLIMIT_NOFILE (`--max-open-files`, the kubelet's maxOpenFiles).
     pub max_open_files: u64,
-    /// The eviction flags as given (also published live on SIGHUP, `reload`).
-    pub eviction_flags: reload::EvictionFlagValues,
     /// `--config`: the file, for its start-up report and SIGHUP re-reads.
     pub config_file: Option<reload::ReloadSource>,
 }
@@ -327,6 +325,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         reload::report_at_start(source, &store);
     }
     let (live_settings, _) = tokio::sync::watch::channel(reload::LiveSettings::of(&cfg));
+    let (eviction_tx, eviction_settings) = tokio::sync::watch::channel(cfg.eviction.clone());
     tokio::spawn(reload::run(
         hangups,
         cfg.config_file.clone(),
@@ -335,6 +334,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             settings: live_settings.clone(),
             log_rotation: rotation_tx,
             gc: gc.clone(),
+            eviction: eviction_tx,
         },
         notifier.clone(),
     ));
@@ -395,7 +395,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     essential.watch(
         "eviction manager",
         crate::eviction::spawn(
-            cfg.eviction.clone(),
+            eviction_settings,
             crate::eviction::EvictionTargets {
                 layout: ctx.layout.clone(),
                 store: store.clone(),

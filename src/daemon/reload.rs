@@ -16,9 +16,9 @@ use super::sd_notify::Notifier;
 use crate::status::{EventKind, StatusStore};
 
 /// The fields whose new value is applied without a restart: log rotation (new
-/// containers' logs; the shims of running ones keep theirs), image GC (its next pass).
-/// The eviction fields join this list once the eviction manager reads
-/// [`LiveSettings::eviction`] from the watch instead of its start-up copy.
+/// containers' logs; the shims of running ones keep theirs), image GC (its next pass),
+/// eviction (the manager's next look; a soft threshold's grace starts again when its
+/// value changes).
 pub const LIVE_FIELDS: &[&str] = &[
     "containerLogMaxSize",
     "containerLogMaxFiles",
@@ -26,39 +26,20 @@ pub const LIVE_FIELDS: &[&str] = &[
     "imageGCLowThresholdPercent",
     "imageMinimumGCAge",
     "imageMaximumGCAge",
+    "evictionHard",
+    "evictionSoft",
+    "evictionSoftGracePeriod",
+    "evictionMinimumReclaim",
+    "evictionMaxPodGracePeriod",
+    "evictionPressureTransitionPeriod",
 ];
-
-/// The eviction flags' values as the file and command line give them (parsed by the
-/// eviction manager).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct EvictionFlagValues {
-    pub hard: String,
-    pub soft: String,
-    pub soft_grace_period: String,
-    pub minimum_reclaim: String,
-    pub max_pod_grace_period: i64,
-    pub pressure_transition_period_secs: f64,
-}
-
-impl EvictionFlagValues {
-    pub fn of(flags: &DaemonFlags) -> Self {
-        Self {
-            hard: flags.eviction_hard.clone(),
-            soft: flags.eviction_soft.clone(),
-            soft_grace_period: flags.eviction_soft_grace_period.clone(),
-            minimum_reclaim: flags.eviction_minimum_reclaim.clone(),
-            max_pod_grace_period: flags.eviction_max_pod_grace_period,
-            pressure_transition_period_secs: flags.eviction_pressure_transition_period,
-        }
-    }
-}
 
 /// What a reload can change while the daemon runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveSettings {
     pub log_rotation: crate::logs::RotationPolicy,
     pub image_gc: crate::image::gc::ImageGcPolicy,
-    pub eviction: EvictionFlagValues,
+    pub eviction: crate::eviction::EvictionSettings,
 }
 
 impl LiveSettings {
@@ -66,7 +47,7 @@ impl LiveSettings {
         Self {
             log_rotation: cfg.log_rotation,
             image_gc: cfg.gc.image.clone(),
-            eviction: cfg.eviction_flags.clone(),
+            eviction: cfg.eviction.clone(),
         }
     }
 }
@@ -181,6 +162,8 @@ pub struct LiveTargets {
     /// The pod workers' copy (new containers' log rotation).
     pub log_rotation: watch::Sender<crate::logs::RotationPolicy>,
     pub gc: Arc<crate::gc::runner::GcRunner>,
+    /// The eviction manager's thresholds and periods.
+    pub eviction: watch::Sender<crate::eviction::EvictionSettings>,
 }
 
 impl LiveTargets {
@@ -191,6 +174,11 @@ impl LiveTargets {
             changed
         });
         self.gc.set_image_policy(live.image_gc.clone());
+        self.eviction.send_if_modified(|e| {
+            let changed = *e != live.eviction;
+            *e = live.eviction.clone();
+            changed
+        });
         self.settings.send_if_modified(|s| {
             let changed = *s != live;
             *s = live;

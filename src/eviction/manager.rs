@@ -16,10 +16,11 @@ use crate::model::eviction::{
 use crate::status::EventKind;
 
 pub async fn run(
-    settings: EvictionSettings,
+    mut live: tokio::sync::watch::Receiver<EvictionSettings>,
     targets: EvictionTargets,
     orders: UnboundedSender<EvictionOrder>,
 ) {
+    let mut settings = live.borrow_and_update().clone();
     let targets = Arc::new(targets);
     let mut state = EvictionState::default();
     let mut evicted: HashSet<String> = HashSet::new();
@@ -35,6 +36,19 @@ pub async fn run(
         tick.tick().await;
         if orders.is_closed() {
             return;
+        }
+        if live.has_changed().unwrap_or(false) {
+            let new = live.borrow_and_update().clone();
+            if new.monitoring_period != settings.monitoring_period {
+                tick = tokio::time::interval(new.monitoring_period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            }
+            state.thresholds_changed();
+            tracing::info!(
+                thresholds = ?new.thresholds.iter().map(|t| format!("{}<{:?} grace {:?}", t.signal, t.value, t.grace)).collect::<Vec<_>>(),
+                "eviction manager: settings changed"
+            );
+            settings = new;
         }
         let observations = observe_blocking(&targets).await;
         let now = chrono::Utc::now();

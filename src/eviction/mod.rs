@@ -77,9 +77,9 @@ pub struct EvictionTargets {
 }
 
 /// Starts the manager; `orders` carries its evictions to the pod workers. Ends only if
-/// the receiving side is gone.
+/// the receiving side is gone. `settings` may change while it runs (SIGHUP).
 pub fn spawn(
-    settings: EvictionSettings,
+    settings: tokio::sync::watch::Receiver<EvictionSettings>,
     targets: EvictionTargets,
     orders: tokio::sync::mpsc::UnboundedSender<EvictionOrder>,
 ) -> tokio::task::JoinHandle<()> {

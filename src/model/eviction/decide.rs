@@ -74,6 +74,14 @@ pub struct EvictionState {
 }
 
 impl EvictionState {
+    /// The thresholds were replaced (a reload): what was remembered by their positions
+    /// is dropped, so soft thresholds start their grace again; the node's conditions and
+    /// their transition period carry on.
+    pub fn thresholds_changed(&mut self) {
+        self.first_observed.clear();
+        self.acted_on.clear();
+    }
+
     /// One round at `now` with these readings.
     pub fn assess(
         &mut self,
@@ -202,6 +210,28 @@ mod tests {
         s.assess(&t, &ok, FIVE_MIN, at(30));
         assert!(s.assess(&t, &low, FIVE_MIN, at(40)).met.is_empty());
         assert_eq!(s.assess(&t, &low, FIVE_MIN, at(70)).met.len(), 1);
+    }
+
+    #[test]
+    fn new_thresholds_restart_the_grace_and_keep_the_condition() {
+        let old = parse_thresholds("", "nodefs.available<20%", "nodefs.available=30s", "").unwrap();
+        let new = parse_thresholds(
+            "memory.available<1Mi",
+            "nodefs.available<25%",
+            "nodefs.available=30s",
+            "",
+        )
+        .unwrap();
+        let mut s = EvictionState::default();
+        let low = obs(Signal::NodeFsAvailable, 10, 100);
+        s.assess(&old, &low, FIVE_MIN, at(0));
+        s.thresholds_changed();
+        // At 30 s the old threshold would be due; the new one waits its own 30 s.
+        let a = s.assess(&new, &low, FIVE_MIN, at(30));
+        assert!(a.met.is_empty());
+        assert_eq!(a.conditions, [NodeCondition::DiskPressure]);
+        assert!(a.changes.is_empty(), "the condition did not flap");
+        assert_eq!(s.assess(&new, &low, FIVE_MIN, at(60)).met.len(), 1);
     }
 
     #[test]
