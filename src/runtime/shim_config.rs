@@ -32,6 +32,11 @@ pub struct ShimConfig {
     /// When the shim rotates the container's log (`--container-log-max-size/-files`).
     #[serde(default)]
     pub log_rotation: crate::logs::RotationPolicy,
+    /// The container's seccomp filter, compiled by the daemon, loaded by podhost's
+    /// executor (config.json then has no `linux.seccomp`); also what `podhost exec`
+    /// loads into a process exec'd into the container.
+    #[serde(default)]
+    pub seccomp: Option<super::seccomp::PrecompiledSeccomp>,
 }
 
 /// The lines a shim prints on its stdout for the daemon that spawned it: how the start

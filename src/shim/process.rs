@@ -153,6 +153,10 @@ fn create_and_start_inner(
     cfg: &ShimConfig,
     mut not_applied: Vec<NotApplied>,
 ) -> Result<Started, ShimError> {
+    // A damaged program is refused here, before the container exists, with a clear error.
+    if let Some(seccomp) = &cfg.seccomp {
+        seccomp.filter.verify().map_err(ShimError::Seccomp)?;
+    }
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ShimError::Pipe)?;
     let (stderr_r, stderr_w) =
@@ -165,7 +169,7 @@ fn create_and_start_inner(
         .with_stdin(OwnedFd::from(stdin))
         .with_stdout(stdout_w)
         .with_stderr(stderr_w)
-        .with_executor(ContainerExecutor::for_container())
+        .with_executor(ContainerExecutor::for_container(cfg.seccomp.as_ref()))
         .as_init(&cfg.bundle)
         .with_systemd(false)
         .with_detach(true)
