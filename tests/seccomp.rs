@@ -198,9 +198,7 @@ fn exec_gets_the_containers_filter_capabilities_and_default_signals() {
 fn confinement_lines(status: &str) -> Vec<String> {
     status
         .lines()
-        .filter(|l| {
-            l.starts_with("Cap") || l.starts_with("NoNewPrivs") || l.starts_with("Seccomp")
-        })
+        .filter(|l| l.starts_with("Cap") || l.starts_with("NoNewPrivs") || l.starts_with("Seccomp"))
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect()
 }
@@ -275,7 +273,11 @@ fn a_containers_process_runs_the_precompiled_program_with_its_exact_capabilities
             .as_str()
             .unwrap()
             .to_string();
-        assert_eq!(hex::encode(&loaded), handed, "{c}: loaded vs the shim config's");
+        assert_eq!(
+            hex::encode(&loaded),
+            handed,
+            "{c}: loaded vs the shim config's"
+        );
         let bits = u64::from_str_radix(want[3].rsplit(' ').next().unwrap(), 16).unwrap();
         let caps: std::collections::HashSet<_> = all_capabilities()
             .into_iter()

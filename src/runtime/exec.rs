@@ -24,22 +24,17 @@ use nix::unistd::Pid;
 use oci_spec::runtime::LinuxCapabilities;
 
 use super::RuntimeError;
-use super::seccomp::{FILTER_LOADING_CAPS, PrecompiledSeccomp};
-use super::shim_config::ShimConfig;
+use super::seccomp::{FILTER_LOADING_CAPS, PrecompiledSeccomp, read_precompiled};
 use super::workload::{ContainerExecutor, ExecConfinement, FilterToLoad};
 
 /// The container's precompiled filter, from the shim config in its bundle (None for a
 /// container without one, or a bundle made before filters were precompiled).
 fn precompiled_of(bundle: &Path) -> Option<PrecompiledSeccomp> {
     let config = bundle.join(crate::disk::records::SHIM_CONFIG_FILE);
-    match crate::disk::read_json::<ShimConfig>(&config) {
-        Ok(Some(cfg)) => cfg.seccomp,
-        Ok(None) => None,
-        Err(e) => {
-            tracing::warn!(file = %config.display(), error = %e, "cannot read the container's shim config for its seccomp filter");
-            None
-        }
-    }
+    read_precompiled(&config).unwrap_or_else(|e| {
+        tracing::warn!(file = %config.display(), error = %e, "cannot read the container's shim config for its seccomp filter");
+        None
+    })
 }
 
 /// The exec'd process's capabilities while it loads the filter: the container's plus

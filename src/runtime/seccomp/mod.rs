@@ -33,7 +33,9 @@ pub use cache::{ProgramCache, Source as ProgramSource};
 pub use error::{ProgramError, RuleError, SeccompError};
 pub use localhost::MAX_PROFILE_BYTES;
 pub use masked_order::for_libcontainer;
-pub use precompiled::{FILTER_LOADING_CAPS, PrecompiledSeccomp, take_precompiled};
+pub use precompiled::{
+    FILTER_LOADING_CAPS, PrecompiledSeccomp, read_precompiled, take_precompiled,
+};
 pub use program::{CompiledFilter, compile, compiler_identity, loaded_program, read_loaded_filter};
 
 /// podhost's RuntimeDefault profile, in podhost's format (oci/seccomp/README.md).

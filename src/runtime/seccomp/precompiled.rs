@@ -33,6 +33,18 @@ pub struct PrecompiledSeccomp {
     pub restore_capabilities: Option<LinuxCapabilities>,
 }
 
+/// The precompiled filter in a shim config file (`ShimConfig::seccomp`), if any.
+pub fn read_precompiled(
+    shim_config: &std::path::Path,
+) -> Result<Option<PrecompiledSeccomp>, crate::disk::DiskError> {
+    #[derive(Deserialize)]
+    struct SeccompOnly {
+        #[serde(default)]
+        seccomp: Option<PrecompiledSeccomp>,
+    }
+    Ok(crate::disk::read_json::<SeccompOnly>(shim_config)?.and_then(|c| c.seccomp))
+}
+
 /// The capability sets `spec::build_spec` gives a container with `caps`.
 fn spec_capabilities(caps: &[Capability]) -> Result<LinuxCapabilities, ProgramError> {
     let set: HashSet<Capability> = caps.iter().copied().collect();

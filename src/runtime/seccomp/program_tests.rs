@@ -292,3 +292,34 @@ fn the_filter_leaves_the_spec_and_the_loading_caps_are_added_only_without_nnp() 
     assert!(take_precompiled(&cache, &mut conf).unwrap().is_none());
     assert!(conf.capabilities.is_empty());
 }
+
+#[test]
+fn the_shim_config_carries_the_program_for_the_shim_only() {
+    let dir = cache_dir();
+    let cache = ProgramCache::new(dir.path().to_path_buf());
+    let mut conf = confinement(&DEFAULT_CAPS, false);
+    let pre = take_precompiled(&cache, &mut conf).unwrap();
+    let cfg = crate::runtime::shim_config::ShimConfig {
+        container_id: "c".into(),
+        bundle: dir.path().to_path_buf(),
+        libcontainer_root: dir.path().join("lc"),
+        log_path: dir.path().join("log"),
+        lower_dirs: Vec::new(),
+        rootfs: dir.path().join("rootfs"),
+        oom_score_adj: None,
+        cgroup_dir: None,
+        shim_cgroup: None,
+        userns: None,
+        log_rotation: Default::default(),
+        seccomp: pre.clone(),
+    };
+    let path = dir.path().join("shim-config.json");
+    crate::disk::write_json_atomic(&path, &cfg).unwrap();
+    // The shim and `podhost exec` read it back whole ...
+    assert_eq!(read_precompiled(&path).unwrap(), pre);
+    // ... a config read as a whole (the monitor's) leaves it out.
+    let whole: crate::runtime::shim_config::ShimConfig =
+        crate::disk::read_json(&path).unwrap().unwrap();
+    assert!(whole.seccomp.is_none());
+    assert_eq!(whole.container_id, "c");
+}
