@@ -47,7 +47,7 @@ impl NodeSecurity {
             apparmor_default: false,
             host_capabilities: own_bounding_set(),
             seccomp_programs: std::sync::Arc::new(crate::runtime::seccomp::ProgramCache::new(
-                root_dir.join("seccomp-programs"),
+                root_dir.join(crate::runtime::seccomp::PROGRAMS_DIR),
             )),
         }
     }

@@ -38,6 +38,9 @@ pub use precompiled::{
 };
 pub use program::{CompiledFilter, compile, compiler_identity, loaded_program, read_loaded_filter};
 
+/// The directory under the root dir where compiled programs are kept (`cache.rs`).
+pub const PROGRAMS_DIR: &str = "seccomp-programs";
+
 /// podhost's RuntimeDefault profile, in podhost's format (oci/seccomp/README.md).
 pub const RUNTIME_DEFAULT_PROFILE: &str = include_str!("../../../oci/seccomp/runtime-default.json");
 
