@@ -59,7 +59,9 @@ fn child(mode: &str, file: &Path) {
 fn children_cpu() -> Duration {
     let r = getrusage(UsageWho::RUSAGE_CHILDREN).unwrap();
     let us = |t: nix::sys::time::TimeVal| {
-        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+        // getrusage's times are never negative.
+        Duration::from_secs(u64::try_from(t.tv_sec()).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec()).unwrap_or(0))
     };
     us(r.user_time()) + us(r.system_time())
 }
@@ -106,8 +108,11 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let lc_file = dir.path().join("libcontainer.json");
     let program_file = dir.path().join("program.json");
-    std::fs::write(&lc_file, serde_json::to_vec(&for_libcontainer(&oci).unwrap()).unwrap())
-        .unwrap();
+    std::fs::write(
+        &lc_file,
+        serde_json::to_vec(&for_libcontainer(&oci).unwrap()).unwrap(),
+    )
+    .unwrap();
     std::fs::write(&program_file, serde_json::to_vec(&program).unwrap()).unwrap();
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;

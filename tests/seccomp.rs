@@ -261,7 +261,7 @@ fn a_containers_process_runs_the_precompiled_program_with_its_exact_capabilities
         let read = |f: &str| -> serde_json::Value {
             serde_json::from_slice(&std::fs::read(bundle.join(f)).unwrap()).unwrap()
         };
-        let pid = read("started.json")["init_pid"].as_i64().unwrap() as i32;
+        let pid = i32::try_from(read("started.json")["init_pid"].as_i64().unwrap()).unwrap();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         assert_eq!(confinement_lines(&status), want, "{c}: /proc/{pid}/status");
 

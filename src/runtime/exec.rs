@@ -117,7 +117,7 @@ fn exec_process_file(
     let spec = oci_spec::runtime::Spec::load(&config).map_err(|e| err(&e))?;
     let mut process = spec.process().clone().unwrap_or_default();
     process.set_args(Some(args)).set_terminal(Some(false));
-    let confinement = match precompiled_of(&container.bundle()) {
+    let confinement = match precompiled_of(container.bundle()) {
         // The daemon's program; config.json's capabilities already hold the loading
         // ones when the filter loads without no_new_privs.
         Some(precompiled) => {
