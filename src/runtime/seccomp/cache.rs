@@ -96,8 +96,8 @@ impl ProgramCache {
         let (program, source) = match read_file(&path) {
             Ok(Some(p)) => (p, Source::File),
             Ok(None) => (self.compile_and_keep(seccomp, &path)?, Source::Compiled),
-            Err(reason) => {
-                tracing::warn!(file = %path.display(), %reason, "seccomp program cache file is corrupt; compiling the filter again");
+            Err(e) => {
+                tracing::warn!(error = %e, "compiling the seccomp filter again");
                 (self.compile_and_keep(seccomp, &path)?, Source::Compiled)
             }
         };
@@ -145,35 +145,43 @@ fn file_hash(flags: u32, program: &[u8]) -> [u8; 32] {
     hash.finalize().into()
 }
 
-/// The program in `path`: `Ok(None)` when there is no file, `Err(why)` when the file
-/// is not a valid, intact program.
-fn read_file(path: &Path) -> Result<Option<CompiledFilter>, String> {
+/// The program in `path`: `Ok(None)` when there is no file, an error when the file is
+/// not a valid, intact program.
+fn read_file(path: &Path) -> Result<Option<CompiledFilter>, ProgramError> {
     use std::io::Read;
+    let read_err = |source| ProgramError::CacheRead {
+        path: path.to_path_buf(),
+        source,
+    };
+    let corrupt = |reason| ProgramError::CacheCorrupt {
+        path: path.to_path_buf(),
+        reason,
+    };
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot open it: {e}")),
+        Err(e) => return Err(read_err(e)),
     };
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read it: {e}"))?;
+        .map_err(read_err)?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("larger than {MAX_FILE_BYTES} bytes"));
+        return Err(corrupt("larger than any program"));
     }
     let Some(rest) = bytes.strip_prefix(MAGIC) else {
-        return Err("it does not start with the format's magic".into());
+        return Err(corrupt("it does not start with the format's magic"));
     };
     if rest.len() < 36 {
-        return Err("it is shorter than its header".into());
+        return Err(corrupt("it is shorter than its header"));
     }
     let (flags, rest) = rest.split_at(4);
     let (hash, program) = rest.split_at(32);
     let flags = u32::from_le_bytes([flags[0], flags[1], flags[2], flags[3]]);
     if hash != file_hash(flags, program) {
-        return Err("its flags and program do not match their SHA-256".into());
+        return Err(corrupt("its flags and program do not match their SHA-256"));
     }
     CompiledFilter::new(program.to_vec(), flags)
         .map(Some)
-        .map_err(|e| e.to_string())
+        .map_err(|_| corrupt("its program is not a whole, loadable BPF program"))
 }

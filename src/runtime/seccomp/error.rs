@@ -150,6 +150,16 @@ pub enum ProgramError {
     /// The container's capability sets could not be built (an oci-spec error).
     #[error("cannot build the container's capability sets: {0}")]
     Capabilities(String),
+    /// A cache file could not be read (it is compiled again).
+    #[error("seccomp program cache file {}: cannot read it: {source}", path.display())]
+    CacheRead {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cache file is not a valid, intact program (it is compiled again and replaced).
+    #[error("seccomp program cache file {}: {reason}", path.display())]
+    CacheCorrupt { path: PathBuf, reason: &'static str },
     /// A cache file could not be written.
     #[error("cannot keep the compiled seccomp program: {0}; check that the root dir is writable")]
     CacheWrite(#[source] crate::disk::DiskError),
