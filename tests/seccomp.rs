@@ -77,19 +77,18 @@ fn a_pod_runs_under_the_runtime_default_filter() {
         .collect();
     let expected = PROBE_EXPECTED;
     assert_eq!(got, expected, "probe output:\n{log}");
-    // The filter is in the bundle's spec, as the OCI runtime spec has it.
+    // The filter is not in the bundle's spec (libcontainer would compile it in the
+    // container): the shim config carries the program the daemon compiled.
     let uid = pod["metadata"]["uid"].as_str().unwrap();
-    let config: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(
-            d.root
-                .join(format!("pods/{uid}/containers/main/0/config.json")),
-        )
-        .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(
-        config["linux"]["seccomp"]["defaultAction"],
-        "SCMP_ACT_ERRNO"
+    let bundle = d.root.join(format!("pods/{uid}/containers/main/0"));
+    let read = |f: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(bundle.join(f)).unwrap()).unwrap()
+    };
+    assert!(read("config.json")["linux"]["seccomp"].is_null());
+    let program = read("shim-config.json")["seccomp"]["filter"]["program"].clone();
+    assert!(
+        program.as_str().is_some_and(|p| p.len() > 100),
+        "no precompiled program in the shim config: {program}"
     );
     d.remove_manifest("probe.yaml");
     d.wait_gone("probe", 30);
@@ -193,4 +192,132 @@ fn exec_gets_the_containers_filter_capabilities_and_default_signals() {
     }
     d.remove_manifest("exec.yaml");
     d.wait_gone("exec", 30);
+}
+
+/// The lines of a /proc/PID/status that say how a process is confined, tabs squeezed.
+fn confinement_lines(status: &str) -> Vec<String> {
+    status
+        .lines()
+        .filter(|l| l.starts_with("Cap") || l.starts_with("NoNewPrivs") || l.starts_with("Seccomp"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn a_containers_process_runs_the_precompiled_program_with_its_exact_capabilities() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs root (namespaces, mounts, cgroups, ptrace)"
+    );
+    let work = tempfile::Builder::new()
+        .prefix("podhost-seccomp-caps-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let layout = probe_layout(work.path());
+    let d = TestDaemon::start();
+    d.load(&layout);
+    let container = |name: &str, security: &str| {
+        format!(
+            "  - name: {name}\n    image: {PROBE_IMAGE}\n    imagePullPolicy: Never\n    command: [\"sleep\", \"3600\"]\n    securityContext: {security}\n"
+        )
+    };
+    d.write_manifest(
+        "caps.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: caps\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n{}{}{}{}",
+            container("root", "{}"),
+            container("nnp", "{allowPrivilegeEscalation: false}"),
+            container("user", "{runAsUser: 1000, runAsGroup: 1000}"),
+            container("admin", "{capabilities: {add: [SYS_ADMIN]}}"),
+        ),
+    );
+    let pod = d.wait_pod("caps", "caps Running", 30, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
+    let uid = pod["metadata"]["uid"].as_str().unwrap();
+    // containerd's default capabilities, and with CAP_SYS_ADMIN (bit 21) added.
+    const DEFAULT: &str = "00000000a80425fb";
+    const ADMIN: &str = "00000000a82425fb";
+    let expected = |bnd: &str, eff: &str, nnp: u8| {
+        vec![
+            "CapInh: 0000000000000000".to_string(),
+            format!("CapPrm: {eff}"),
+            format!("CapEff: {eff}"),
+            format!("CapBnd: {bnd}"),
+            "CapAmb: 0000000000000000".to_string(),
+            format!("NoNewPrivs: {nnp}"),
+            "Seccomp: 2".to_string(),
+            "Seccomp_filters: 1".to_string(),
+        ]
+    };
+    let cases = [
+        ("root", expected(DEFAULT, DEFAULT, 0)),
+        ("nnp", expected(DEFAULT, DEFAULT, 1)),
+        ("user", expected(DEFAULT, "0000000000000000", 0)),
+        ("admin", expected(ADMIN, ADMIN, 0)),
+    ];
+    for (c, want) in cases {
+        let bundle = d.root.join(format!("pods/{uid}/containers/{c}/0"));
+        let read = |f: &str| -> serde_json::Value {
+            serde_json::from_slice(&std::fs::read(bundle.join(f)).unwrap()).unwrap()
+        };
+        let pid = i32::try_from(read("started.json")["init_pid"].as_i64().unwrap()).unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert_eq!(confinement_lines(&status), want, "{c}: /proc/{pid}/status");
+
+        // The kernel holds the daemon's program, which is a fresh compile of the
+        // container's RuntimeDefault filter (the same program libcontainer loads: the
+        // library's unit tests compare the two).
+        let loaded = podhost::runtime::seccomp::read_loaded_filter(pid, 0).unwrap();
+        let handed = read("shim-config.json")["seccomp"]["filter"]["program"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            hex::encode(&loaded),
+            handed,
+            "{c}: loaded vs the shim config's"
+        );
+        let bits = u64::from_str_radix(want[3].rsplit(' ').next().unwrap(), 16).unwrap();
+        let caps: std::collections::HashSet<_> = all_capabilities()
+            .into_iter()
+            .filter(|(bit, _)| bits & (1 << bit) != 0)
+            .map(|(_, cap)| cap)
+            .collect();
+        let fresh = podhost::runtime::seccomp::compile(
+            &podhost::runtime::seccomp::linux_seccomp(
+                &podhost::runtime::seccomp::SeccompProfile::RuntimeDefault,
+                &caps,
+                Path::new("/nonexistent"),
+            )
+            .unwrap()
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(loaded, fresh.program, "{c}: loaded vs a fresh compile");
+    }
+    d.remove_manifest("caps.yaml");
+    d.wait_gone("caps", 30);
+}
+
+/// The capabilities of the default and admin sets, by bit number.
+fn all_capabilities() -> Vec<(u32, oci_spec::runtime::Capability)> {
+    use oci_spec::runtime::Capability as C;
+    vec![
+        (0, C::Chown),
+        (1, C::DacOverride),
+        (3, C::Fowner),
+        (4, C::Fsetid),
+        (5, C::Kill),
+        (6, C::Setgid),
+        (7, C::Setuid),
+        (8, C::Setpcap),
+        (10, C::NetBindService),
+        (13, C::NetRaw),
+        (18, C::SysChroot),
+        (21, C::SysAdmin),
+        (27, C::Mknod),
+        (29, C::AuditWrite),
+        (31, C::Setfcap),
+    ]
 }

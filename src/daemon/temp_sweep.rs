@@ -47,6 +47,11 @@ pub fn sweep_stale_temps(layout: &Layout, socket: &Path) -> SweepReport {
     let all = |_: &str| true;
     sweep_dir(root, all, &mut report);
     sweep_dir(&root.join("userns"), all, &mut report);
+    sweep_dir(
+        &root.join(crate::runtime::seccomp::PROGRAMS_DIR),
+        all,
+        &mut report,
+    );
     for pod in subdirs(&layout.pods_dir()) {
         sweep_dir(&pod, all, &mut report);
         sweep_dir(&pod.join("ns"), all, &mut report);

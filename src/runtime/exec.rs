@@ -21,14 +21,21 @@ use libcontainer::syscall::syscall::SyscallType;
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use oci_spec::runtime::{Capability, LinuxCapabilities};
+use oci_spec::runtime::LinuxCapabilities;
 
 use super::RuntimeError;
-use super::workload::{ContainerExecutor, ExecConfinement};
+use super::seccomp::{FILTER_LOADING_CAPS, PrecompiledSeccomp, read_precompiled};
+use super::workload::{ContainerExecutor, ExecConfinement, FilterToLoad};
 
-/// Added to an exec'd process for the moment it loads the container's filter without
-/// no_new_privs (CAP_SYS_ADMIN) and drops its bounding set back (CAP_SETPCAP).
-const FILTER_LOADING_CAPS: [Capability; 2] = [Capability::SysAdmin, Capability::Setpcap];
+/// The container's precompiled filter, from the shim config in its bundle (None for a
+/// container without one, or a bundle made before filters were precompiled).
+fn precompiled_of(bundle: &Path) -> Option<PrecompiledSeccomp> {
+    let config = bundle.join(crate::disk::records::SHIM_CONFIG_FILE);
+    read_precompiled(&config).unwrap_or_else(|e| {
+        tracing::warn!(file = %config.display(), error = %e, "cannot read the container's shim config for its seccomp filter");
+        None
+    })
+}
 
 /// The exec'd process's capabilities while it loads the filter: the container's plus
 /// FILTER_LOADING_CAPS in bounding, effective and permitted.
@@ -110,26 +117,40 @@ fn exec_process_file(
     let spec = oci_spec::runtime::Spec::load(&config).map_err(|e| err(&e))?;
     let mut process = spec.process().clone().unwrap_or_default();
     process.set_args(Some(args)).set_terminal(Some(false));
-    let confinement = spec
-        .linux()
-        .as_ref()
-        .and_then(|l| l.seccomp().clone())
-        .map(|seccomp| {
-            // With no_new_privs the filter loads unprivileged, as in the container.
-            let needs_caps = process.no_new_privileges() != Some(true);
-            let restore_capabilities = match process.capabilities() {
-                Some(caps) if needs_caps => {
-                    let original = caps.clone();
-                    process.set_capabilities(Some(with_filter_loading_caps(&original)));
-                    Some(original)
-                }
-                _ => None,
-            };
-            ExecConfinement {
-                seccomp,
-                restore_capabilities,
+    let confinement = match precompiled_of(container.bundle()) {
+        // The daemon's program; config.json's capabilities already hold the loading
+        // ones when the filter loads without no_new_privs.
+        Some(precompiled) => {
+            if let Some(own) = &precompiled.restore_capabilities {
+                process.set_capabilities(Some(with_filter_loading_caps(own)));
             }
-        });
+            Some(ExecConfinement {
+                seccomp: FilterToLoad::Program(precompiled.filter),
+                restore_capabilities: precompiled.restore_capabilities,
+            })
+        }
+        // A bundle made before filters were precompiled: the filter is in config.json.
+        None => spec
+            .linux()
+            .as_ref()
+            .and_then(|l| l.seccomp().clone())
+            .map(|seccomp| {
+                // With no_new_privs the filter loads unprivileged, as in the container.
+                let needs_caps = process.no_new_privileges() != Some(true);
+                let restore_capabilities = match process.capabilities() {
+                    Some(caps) if needs_caps => {
+                        let original = caps.clone();
+                        process.set_capabilities(Some(with_filter_loading_caps(&original)));
+                        Some(original)
+                    }
+                    _ => None,
+                };
+                ExecConfinement {
+                    seccomp: FilterToLoad::Compile(seccomp),
+                    restore_capabilities,
+                }
+            }),
+    };
     let path = container
         .bundle()
         .join(format!("exec-process-{}.json", std::process::id()));
@@ -207,6 +228,7 @@ pub(super) fn spawn_in_container(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oci_spec::runtime::Capability;
 
     #[test]
     fn filter_loading_caps_are_added_to_bounding_effective_and_permitted_only() {

@@ -32,6 +32,14 @@ pub struct ShimConfig {
     /// When the shim rotates the container's log (`--container-log-max-size/-files`).
     #[serde(default)]
     pub log_rotation: crate::logs::RotationPolicy,
+    /// The container's seccomp filter, compiled by the daemon, loaded by podhost's
+    /// executor (config.json then has no `linux.seccomp`); also what `podhost exec`
+    /// loads into a process exec'd into the container. Written with the config, but
+    /// read back only through [`super::seccomp::read_precompiled`] (always None in a
+    /// config read as a whole): the monitor, which reads this config for the
+    /// container's whole life, never holds the program nor the code that parses it.
+    #[serde(default, skip_deserializing)]
+    pub seccomp: Option<super::seccomp::PrecompiledSeccomp>,
 }
 
 /// The lines a shim prints on its stdout for the daemon that spawned it: how the start

@@ -7,11 +7,13 @@
 //! - **Default signal dispositions and an empty mask**, as runc guarantees. Ignored
 //!   dispositions survive execve, and the shim (like every Rust program) ignores SIGPIPE;
 //!   without the reset a container's `yes | head` spins forever on EPIPE.
-//! - **The container's seccomp filter for an exec'd process** (`podhost exec`, exec
-//!   hooks). libcontainer's tenant path rebuilds the spec without `linux.seccomp`, so
-//!   the executor loads the container's filter itself. Loading a filter without
-//!   no_new_privs needs CAP_SYS_ADMIN, which a container rarely has: the exec'd process
-//!   is then started with CAP_SYS_ADMIN and CAP_SETPCAP added (see `exec.rs`), loads the
+//! - **The container's seccomp filter**, for the container's own process and for an
+//!   exec'd one (`podhost exec`, exec hooks): the program the daemon compiled once
+//!   (`seccomp::precompiled`), so that no container compiles it again; for a bundle
+//!   made before that (its filter is in config.json) an exec'd process compiles the
+//!   filter itself, since libcontainer's tenant path drops `linux.seccomp`. Loading a
+//!   filter without no_new_privs needs CAP_SYS_ADMIN, which a container rarely has:
+//!   the process is then started with CAP_SYS_ADMIN and CAP_SETPCAP added, loads the
 //!   filter, and drops to the container's exact capability sets before execve — the
 //!   order runc uses when no_new_privs is off (filter first, then the capability drop).
 
@@ -23,12 +25,14 @@ use libcontainer::workload::{
 };
 use oci_spec::runtime::{LinuxCapabilities, LinuxSeccomp, Spec};
 
+use super::seccomp::{CompiledFilter, PrecompiledSeccomp};
+
 /// Why the executor could not hand over to the container's program.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
-    /// The container's seccomp filter could not be loaded into the exec'd process.
+    /// The container's seccomp filter could not be loaded into its process.
     #[error(
-        "cannot load the container's seccomp filter into the exec'd process: {0} \
+        "cannot load the container's seccomp filter into its process: {0} \
          (a Localhost profile must allow prctl, capset and execve)"
     )]
     Seccomp(String),
@@ -40,11 +44,21 @@ pub enum WorkloadError {
     Capabilities(String),
 }
 
-/// What the exec'd process must do before execve that libcontainer did not.
+/// The filter a process loads before execve.
+#[derive(Debug, Clone)]
+pub enum FilterToLoad {
+    /// The program the daemon compiled.
+    Program(CompiledFilter),
+    /// A filter in config.json (a bundle made before filters were precompiled),
+    /// compiled here with libcontainer's own code.
+    Compile(LinuxSeccomp),
+}
+
+/// What the process must do before execve that libcontainer did not.
 #[derive(Debug, Clone)]
 pub struct ExecConfinement {
-    /// The container's filter, as libcontainer loaded it into the container's process.
-    pub seccomp: LinuxSeccomp,
+    /// The container's filter.
+    pub seccomp: FilterToLoad,
     /// The container's own capability sets, restored after the filter is loaded when
     /// the process was started with more (None: it was started with exactly these).
     pub restore_capabilities: Option<LinuxCapabilities>,
@@ -58,9 +72,14 @@ pub struct ContainerExecutor {
 }
 
 impl ContainerExecutor {
-    /// For a container's own process: libcontainer applied its seccomp filter.
-    pub fn for_container() -> Self {
-        Self::default()
+    /// For a container's own process: its precompiled filter, if it has one.
+    pub fn for_container(seccomp: Option<&PrecompiledSeccomp>) -> Self {
+        Self {
+            exec_confinement: seccomp.map(|s| ExecConfinement {
+                seccomp: FilterToLoad::Program(s.filter.clone()),
+                restore_capabilities: s.restore_capabilities.clone(),
+            }),
+        }
     }
 
     /// For a process exec'd into a running container.
@@ -90,9 +109,16 @@ impl Executor for ContainerExecutor {
 }
 
 fn confine(confinement: &ExecConfinement) -> Result<(), WorkloadError> {
-    // Our profiles never use SCMP_ACT_NOTIFY, so there is no listener fd to pass on.
-    libcontainer::seccomp::initialize_seccomp(&confinement.seccomp)
-        .map_err(|e| WorkloadError::Seccomp(e.to_string()))?;
+    match &confinement.seccomp {
+        FilterToLoad::Program(program) => program
+            .load()
+            .map_err(|e| WorkloadError::Seccomp(e.to_string()))?,
+        // Our profiles never use SCMP_ACT_NOTIFY, so there is no listener fd to pass on.
+        FilterToLoad::Compile(seccomp) => {
+            libcontainer::seccomp::initialize_seccomp(seccomp)
+                .map_err(|e| WorkloadError::Seccomp(e.to_string()))?;
+        }
+    }
     if let Some(caps) = &confinement.restore_capabilities {
         // Bounding first, while CAP_SETPCAP is still effective; then the others.
         let syscall = libcontainer::syscall::syscall::create_syscall();

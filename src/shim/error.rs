@@ -41,6 +41,9 @@ pub enum ShimError {
     /// The container's device rules could not be applied; it must not run without them.
     #[error("confine devices: {0}")]
     Devices(#[source] DevicesError),
+    /// The precompiled seccomp program in the shim config is not intact.
+    #[error("seccomp program in the shim config: {0}")]
+    Seccomp(#[source] crate::runtime::seccomp::ProgramError),
     /// libcontainer failed to start the created container.
     #[error("start container: {0}")]
     Start(#[source] LibcontainerError),

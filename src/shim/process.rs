@@ -14,7 +14,7 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use super::error::ShimError;
 use super::kernel;
 use super::monitor::report;
-use crate::disk::records::{SHIM_LOG_FILE, STARTED_FILE, StartedRecord};
+use crate::disk::records::{SHIM_CONFIG_FILE, SHIM_LOG_FILE, STARTED_FILE, StartedRecord};
 use crate::disk::{read_json, write_json_boot_scoped};
 use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::not_applied::{self, NotApplied, RLIMIT_NOT_APPLIED};
@@ -154,6 +154,12 @@ fn create_and_start_inner(
     cfg: &ShimConfig,
     mut not_applied: Vec<NotApplied>,
 ) -> Result<Started, ShimError> {
+    // A damaged program is refused here, before the container exists, with a clear error.
+    let seccomp = crate::runtime::seccomp::read_precompiled(&cfg.bundle.join(SHIM_CONFIG_FILE))
+        .map_err(ShimError::ConfigRead)?;
+    if let Some(seccomp) = &seccomp {
+        seccomp.filter.verify().map_err(ShimError::Seccomp)?;
+    }
     let (stdout_r, stdout_w) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(ShimError::Pipe)?;
     let (stderr_r, stderr_w) =
@@ -166,7 +172,7 @@ fn create_and_start_inner(
         .with_stdin(OwnedFd::from(stdin))
         .with_stdout(stdout_w)
         .with_stderr(stderr_w)
-        .with_executor(ContainerExecutor::for_container())
+        .with_executor(ContainerExecutor::for_container(seccomp.as_ref()))
         .as_init(&cfg.bundle)
         .with_systemd(false)
         .with_detach(true)

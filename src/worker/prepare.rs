@@ -193,8 +193,13 @@ pub fn prepare_attempt(
         container_security(&pod.pod, c, index).map_err(|e| config_err(ConfigError::Security(e)))?;
     let image_user = img.user().clone().unwrap_or_default();
     let user = container_user(pod, c, &sec, &image_user, &lower_dirs).map_err(config_err)?;
-    let (confinement, confinement_warnings) =
+    let (mut confinement, confinement_warnings) =
         super::security::confinement(&ctx.security, pod, &sec, &user).map_err(config_err)?;
+    // Compiled once per distinct filter (this runs on a blocking thread), loaded by the
+    // container's process instead of compiled in it.
+    let seccomp =
+        crate::runtime::seccomp::take_precompiled(&ctx.security.seccomp_programs, &mut confinement)
+            .map_err(|e| spec_err(format!("seccomp filter: {e}")))?;
     let cwd = c
         .working_dir
         .clone()
@@ -300,6 +305,7 @@ pub fn prepare_attempt(
                     root_dir: ctx.layout.root_dir.clone(),
                 }),
             log_rotation: *ctx.log_rotation.borrow(),
+            seccomp,
         },
         stop_signal,
     })

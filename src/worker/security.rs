@@ -32,6 +32,8 @@ pub struct NodeSecurity {
     /// The capabilities podhost itself may hand out (its bounding set): a container
     /// cannot get more than its runtime has.
     pub host_capabilities: u64,
+    /// Seccomp filters compiled once each: `<root-dir>/seccomp-programs/`.
+    pub seccomp_programs: std::sync::Arc<crate::runtime::seccomp::ProgramCache>,
 }
 
 impl NodeSecurity {
@@ -44,6 +46,9 @@ impl NodeSecurity {
             apparmor_enabled: crate::runtime::apparmor::host_enabled(),
             apparmor_default: false,
             host_capabilities: own_bounding_set(),
+            seccomp_programs: std::sync::Arc::new(crate::runtime::seccomp::ProgramCache::new(
+                root_dir.join(crate::runtime::seccomp::PROGRAMS_DIR),
+            )),
         }
     }
 }

@@ -112,3 +112,55 @@ pub enum RuleError {
     #[error("argument condition: {0}")]
     Arg(#[source] oci_spec::OciSpecError),
 }
+
+/// Why a filter could not be compiled to its program, kept, or loaded from it.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    /// SCMP_ACT_NOTIFY needs a listener descriptor handed to an agent: such a filter
+    /// stays with libcontainer (podhost's profiles never use it).
+    #[error("the filter uses SCMP_ACT_NOTIFY, which podhost does not precompile")]
+    Notify,
+    /// SCMP_ACT_TRACE's value does not fit the 16 bits the kernel passes on.
+    #[error("SCMP_ACT_TRACE value {value} does not fit in 16 bits; fix the profile")]
+    TraceValue { value: i32 },
+    /// libseccomp refused a step of building the filter.
+    #[error("libseccomp cannot {what}: {source}; check the profile against this host's libseccomp")]
+    Libseccomp {
+        what: &'static str,
+        #[source]
+        source: libseccomp::error::SeccompError,
+    },
+    /// The compiled program could not be read back from libseccomp.
+    #[error("cannot export the compiled seccomp program: {0}")]
+    Export(#[source] std::io::Error),
+    /// The bytes are not whole BPF instructions.
+    #[error("a seccomp program of {bytes} bytes is not a whole number of 8-byte BPF instructions")]
+    Shape { bytes: usize },
+    /// Longer than the kernel takes.
+    #[error("a seccomp program of {instructions} instructions is longer than the kernel's 4096")]
+    TooLong { instructions: usize },
+    /// The program is not the one that was compiled.
+    #[error(
+        "the seccomp program's SHA-256 is {actual}, not the recorded {expected}: the record is corrupt; remove the container's bundle (or the cache file) so the daemon compiles the filter again"
+    )]
+    HashMismatch { expected: String, actual: String },
+    /// The kernel refused the program.
+    #[error("seccomp(SECCOMP_SET_MODE_FILTER) refused the program: {0}")]
+    Load(#[source] std::io::Error),
+    /// The container's capability sets could not be built (an oci-spec error).
+    #[error("cannot build the container's capability sets: {0}")]
+    Capabilities(String),
+    /// A cache file could not be read (it is compiled again).
+    #[error("seccomp program cache file {}: cannot read it: {source}", path.display())]
+    CacheRead {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cache file is not a valid, intact program (it is compiled again and replaced).
+    #[error("seccomp program cache file {}: {reason}", path.display())]
+    CacheCorrupt { path: PathBuf, reason: &'static str },
+    /// A cache file could not be written.
+    #[error("cannot keep the compiled seccomp program: {0}; check that the root dir is writable")]
+    CacheWrite(#[source] crate::disk::DiskError),
+}

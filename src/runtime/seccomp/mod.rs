@@ -1,5 +1,7 @@
-//! The seccomp filter of a container, as the `linux.seccomp` section of its OCI spec
-//! (libcontainer loads it with libseccomp just before the workload is exec'd).
+//! The seccomp filter of a container: rendered as an OCI `linux.seccomp` section,
+//! compiled once per distinct filter by the daemon (`program`, `cache`), and loaded as
+//! a finished BPF program by podhost's executor in the container's process
+//! (`precompiled`, `runtime/workload.rs`).
 //!
 //! Three profiles, as in Kubernetes' `seccompProfile.type`:
 //! - `Unconfined`: no filter.
@@ -10,10 +12,15 @@
 //! - `Localhost(path)`: an OCI `LinuxSeccomp` JSON file under the node's profile
 //!   directory (`<root-dir>/seccomp/`), read without ever leaving it.
 
+mod cache;
 mod error;
 mod localhost;
 mod masked_order;
+mod precompiled;
 mod profile;
+mod program;
+#[cfg(test)]
+mod program_tests;
 #[cfg(test)]
 mod tests;
 
@@ -22,9 +29,17 @@ use std::path::Path;
 
 use oci_spec::runtime::{Capability, LinuxSeccomp};
 
-pub use error::{RuleError, SeccompError};
+pub use cache::{ProgramCache, Source as ProgramSource};
+pub use error::{ProgramError, RuleError, SeccompError};
 pub use localhost::MAX_PROFILE_BYTES;
 pub use masked_order::for_libcontainer;
+pub use precompiled::{
+    FILTER_LOADING_CAPS, PrecompiledSeccomp, read_precompiled, take_precompiled,
+};
+pub use program::{CompiledFilter, compile, compiler_identity, loaded_program, read_loaded_filter};
+
+/// The directory under the root dir where compiled programs are kept (`cache.rs`).
+pub const PROGRAMS_DIR: &str = "seccomp-programs";
 
 /// podhost's RuntimeDefault profile, in podhost's format (oci/seccomp/README.md).
 pub const RUNTIME_DEFAULT_PROFILE: &str = include_str!("../../../oci/seccomp/runtime-default.json");

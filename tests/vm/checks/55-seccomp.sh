@@ -2,8 +2,9 @@
 # 55-seccomp: containers run under podhost's RuntimeDefault seccomp filter on the real
 # kernel. A pod of the seccomp-probe image (tests/vm/seccomp-probe.c, built static by
 # scripts/vm-test.sh) prints what the kernel answered to calls the filter decides.
-# A process started with `podhost exec` gets the same filter (libcontainer 0.7's tenant
-# exec drops linux.seccomp; podhost's executor loads it) and default signal dispositions.
+# The filter is compiled once by the daemon and loaded as a BPF program by podhost's
+# executor, in the container's init and in a process started with `podhost exec`
+# (which also gets default signal dispositions).
 
 layout=$(dirname "$SUITE_DIR")/seccomp-probe-oci
 [ -f "$layout/index.json" ] || fail "no seccomp-probe image at $layout (scripts/vm-test.sh builds it)"
