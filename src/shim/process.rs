@@ -43,6 +43,13 @@ pub fn run(config_path: &Path) -> i32 {
             report_failure(&e)
         }
         Ok((started, stdout_r, stderr_r, oom_baseline)) => {
+            // The log exists before the container is reported running (containerd's
+            // shim opens it before the start too): `podhost logs` right after Running
+            // must not find it missing while the monitor is still being exec'd. The
+            // monitor's writer appends to it.
+            if let Err(e) = crate::logs::writer::open_log_file(&cfg.log_path) {
+                tracing::warn!(error = %e, "cannot create the container log yet");
+            }
             // Boot-scoped: it tells a restarted daemon which shim to adopt.
             if let Err(e) = write_json_boot_scoped(&cfg.bundle.join(STARTED_FILE), &started) {
                 tracing::error!(error = %e, "cannot record the start");
