@@ -3,6 +3,8 @@
 //! (a pod absent from it was removed); only scans that differ from the previous one
 //! are sent.
 
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::future::pending;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,8 +16,12 @@ use tokio::time::{Instant, MissedTickBehavior, interval, interval_at, timeout};
 use super::ScanResult;
 use super::scan::scan_dir;
 
-/// Quiet time that ends a burst of inotify events before the directory is re-read.
-const DEBOUNCE: Duration = Duration::from_millis(10);
+/// Quiet time that ends a burst of inotify events before the directory is re-read. It
+/// only has to join the steps of one operation (an editor renaming the old file away and
+/// creating the new one, microseconds apart): a file still being written is waited for
+/// by its close (see [`debounce`]), not by this. It is on the path of every manifest
+/// change, a removal's stop signal included, so it is short.
+const DEBOUNCE: Duration = Duration::from_millis(2);
 /// A burst never delays a scan by more than this.
 const MAX_DEBOUNCE: Duration = Duration::from_secs(1);
 /// How often a missing (or unwatchable) directory is tried again.
@@ -44,7 +50,7 @@ pub fn watch(
 /// What an inotify read meant.
 enum Seen {
     /// Something in the directory changed: rescan.
-    Change,
+    Change(Step),
     /// Nothing relevant (a dotfile).
     Nothing,
     /// The watch is gone (directory deleted or moved, read error): rescan and re-watch.
@@ -77,8 +83,8 @@ async fn run(
             seen = next_event(&mut events) => match seen {
                 Seen::Nothing => continue,
                 Seen::Lost => events = None,
-                Seen::Change => {
-                    if !debounce(&mut events).await {
+                Seen::Change(step) => {
+                    if !debounce(&mut events, step).await {
                         events = None;
                     }
                 }
@@ -97,6 +103,16 @@ async fn run(
         }
         health.beat();
     }
+}
+
+/// What a change did to a manifest file being written.
+enum Step {
+    /// A file was created: it is being written until it is closed.
+    Created(OsString),
+    /// A file was closed after writing, moved in or out, or deleted: it is complete.
+    Done(OsString),
+    /// Anything else (attributes, a directory, a queue overflow).
+    Other,
 }
 
 /// Watches `dir`, or returns None (it is retried later).
@@ -119,7 +135,7 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
             {
                 Seen::Lost
             } else if event.mask.contains(EventMask::Q_OVERFLOW) {
-                Seen::Change
+                Seen::Change(Step::Other)
             } else if event
                 .name
                 .as_ref()
@@ -127,7 +143,7 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
             {
                 Seen::Nothing
             } else {
-                Seen::Change
+                Seen::Change(step_of(event.mask, event.name))
             }
         }
         Some(Err(e)) => {
@@ -138,18 +154,60 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
     }
 }
 
-/// Swallows further events until [`DEBOUNCE`] passes without one (at most
-/// [`MAX_DEBOUNCE`]). Returns false when the watch was lost meanwhile.
-async fn debounce(events: &mut Option<Events>) -> bool {
+/// Keeps `writing` the set of files created and not yet closed.
+fn follow(step: Step, writing: &mut HashSet<OsString>) {
+    match step {
+        Step::Created(name) => {
+            writing.insert(name);
+        }
+        Step::Done(name) => {
+            writing.remove(&name);
+        }
+        Step::Other => {}
+    }
+}
+
+/// What `mask` did to the file `name`.
+fn step_of(mask: EventMask, name: Option<OsString>) -> Step {
+    let Some(name) = name.filter(|_| !mask.contains(EventMask::ISDIR)) else {
+        return Step::Other;
+    };
+    if mask.contains(EventMask::CREATE) {
+        Step::Created(name)
+    } else if mask.intersects(
+        EventMask::CLOSE_WRITE | EventMask::MOVED_TO | EventMask::MOVED_FROM | EventMask::DELETE,
+    ) {
+        Step::Done(name)
+    } else {
+        Step::Other
+    }
+}
+
+/// Swallows further events until [`DEBOUNCE`] passes without one while no file created
+/// in the burst is still open for writing (at most [`MAX_DEBOUNCE`] in all): a half
+/// written manifest read as invalid would remove its pod. `first` is the burst's first
+/// step. Returns false when the watch was lost meanwhile.
+async fn debounce(events: &mut Option<Events>, first: Step) -> bool {
     let deadline = Instant::now() + MAX_DEBOUNCE;
-    while Instant::now() < deadline {
-        match timeout(DEBOUNCE, next_event(events)).await {
+    let mut writing: HashSet<OsString> = HashSet::new();
+    follow(first, &mut writing);
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        let quiet = if writing.is_empty() {
+            DEBOUNCE.min(deadline - now)
+        } else {
+            deadline - now
+        };
+        match timeout(quiet, next_event(events)).await {
             Err(_quiet) => return true,
             Ok(Seen::Lost) => return false,
-            Ok(Seen::Change | Seen::Nothing) => {}
+            Ok(Seen::Change(step)) => follow(step, &mut writing),
+            Ok(Seen::Nothing) => {}
         }
     }
-    true
 }
 
 /// What decides whether a scan is worth sending: pods by UID and path, and errors.
