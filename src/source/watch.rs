@@ -31,8 +31,8 @@ type Events = crate::disk::dir_watch::DirEvents;
 
 /// Watches `dir` for node `node_name` and sends a [`ScanResult`] at once, then again
 /// whenever the set of pods (by UID) or errors changes. Changes are noticed through
-/// inotify within about 50 ms, and by a full rescan every `rescan_every` (the kubelet
-/// uses 20 s). A directory that does not exist yet is retried every second.
+/// inotify (a scan [`DEBOUNCE`] after a burst of events ends and its created files are
+/// closed), and by a full rescan every `rescan_every` (the kubelet uses 20 s). A directory that does not exist yet is retried every second.
 ///
 /// The watcher runs in a tokio task (call this inside a runtime) and stops when the
 /// receiver is dropped. Each sent scan has fresh `kubernetes.io/config.seen`
