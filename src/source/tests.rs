@@ -478,6 +478,34 @@ async fn watch_reports_add_edit_delete() {
     assert!(removed.errors.is_empty());
 }
 
+/// A manifest created and written in several steps (no temp file) is read once it is
+/// closed: the short quiet time does not cut the write in half, which would report a
+/// broken manifest (and, for a pod already running, remove it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_waits_for_a_created_file_to_be_closed() {
+    use std::io::Write;
+    let d = TempDir::new().unwrap();
+    let dir = d.path().to_path_buf();
+    let mut rx = watch(dir.clone(), NODE.to_string(), Duration::from_secs(3600));
+    let first = next(&mut rx, Duration::from_secs(2)).await;
+    assert!(first.pods.is_empty() && first.errors.is_empty());
+
+    let (head, tail) = WEB.split_at(WEB.len() / 2);
+    let mut f = fs::File::create(dir.join("web.yaml")).unwrap();
+    f.write_all(head.as_bytes()).unwrap();
+    // Far longer than the quiet time, shorter than the one-second cap.
+    let early = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await;
+    f.write_all(tail.as_bytes()).unwrap();
+    drop(f);
+    assert!(
+        early.is_err(),
+        "a scan was sent while the manifest was half written: {early:?}"
+    );
+    let written = next(&mut rx, Duration::from_secs(2)).await;
+    assert_eq!(written.pods.len(), 1, "{:?}", written.errors);
+    assert!(written.errors.is_empty(), "{:?}", written.errors);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_sends_only_changes() {
     let d = TempDir::new().unwrap();

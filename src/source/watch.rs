@@ -3,6 +3,8 @@
 //! (a pod absent from it was removed); only scans that differ from the previous one
 //! are sent.
 
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::future::pending;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,8 +16,12 @@ use tokio::time::{Instant, MissedTickBehavior, interval, interval_at, timeout};
 use super::ScanResult;
 use super::scan::scan_dir;
 
-/// Quiet time that ends a burst of inotify events before the directory is re-read.
-const DEBOUNCE: Duration = Duration::from_millis(10);
+/// Quiet time that ends a burst of inotify events before the directory is re-read. It
+/// only has to join the steps of one operation (an editor renaming the old file away and
+/// creating the new one, microseconds apart): a file still being written is waited for
+/// by its close (see [`debounce`]), not by this. It is on the path of every manifest
+/// change, a removal's stop signal included, so it is short.
+const DEBOUNCE: Duration = Duration::from_millis(2);
 /// A burst never delays a scan by more than this.
 const MAX_DEBOUNCE: Duration = Duration::from_secs(1);
 /// How often a missing (or unwatchable) directory is tried again.
@@ -25,10 +31,8 @@ type Events = crate::disk::dir_watch::DirEvents;
 
 /// Watches `dir` for node `node_name` and sends a [`ScanResult`] at once, then again
 /// whenever the set of pods (by UID) or errors changes. Changes are noticed through
-/// inotify within about 50 ms, and by a full rescan every `rescan_every` (the kubelet
-/// uses 20 s). A manifest renamed into place (or removed) is read at once; a file being
-/// written is read once its writes pause for 10 ms. A directory that does not exist yet
-/// is retried every second.
+/// inotify (a scan [`DEBOUNCE`] after a burst of events ends and its created files are
+/// closed), and by a full rescan every `rescan_every` (the kubelet uses 20 s). A directory that does not exist yet is retried every second.
 ///
 /// The watcher runs in a tokio task (call this inside a runtime) and stops when the
 /// receiver is dropped. Each sent scan has fresh `kubernetes.io/config.seen`
@@ -45,10 +49,8 @@ pub fn watch(
 
 /// What an inotify read meant.
 enum Seen {
-    /// Something in the directory changed: rescan. `settled`: the change is complete
-    /// (a file was closed after writing, renamed in or out, or deleted), so a scan now
-    /// reads whole files; a created file or changed attributes may still be written to.
-    Change { settled: bool },
+    /// Something in the directory changed: rescan.
+    Change(Step),
     /// Nothing relevant (a dotfile).
     Nothing,
     /// The watch is gone (directory deleted or moved, read error): rescan and re-watch.
@@ -81,19 +83,9 @@ async fn run(
             seen = next_event(&mut events) => match seen {
                 Seen::Nothing => continue,
                 Seen::Lost => events = None,
-                // A settled change is read at once (a manifest renamed into place, the
-                // usual atomic write, starts its pod without waiting); others, and any
-                // burst already queued behind it, wait for a quiet moment.
-                Seen::Change { settled } => {
-                    let queued = if settled {
-                        queued_changes(&mut events).await
-                    } else {
-                        Queued::InProgress
-                    };
-                    match queued {
-                        Queued::Settled => {}
-                        Queued::InProgress if debounce(&mut events).await => {}
-                        Queued::InProgress | Queued::Lost => events = None,
+                Seen::Change(step) => {
+                    if !debounce(&mut events, step).await {
+                        events = None;
                     }
                 }
             },
@@ -111,6 +103,16 @@ async fn run(
         }
         health.beat();
     }
+}
+
+/// What a change did to a manifest file being written.
+enum Step {
+    /// A file was created: it is being written until it is closed.
+    Created(OsString),
+    /// A file was closed after writing, moved in or out, or deleted: it is complete.
+    Done(OsString),
+    /// Anything else (attributes, a directory, a queue overflow).
+    Other,
 }
 
 /// Watches `dir`, or returns None (it is retried later).
@@ -133,7 +135,7 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
             {
                 Seen::Lost
             } else if event.mask.contains(EventMask::Q_OVERFLOW) {
-                Seen::Change { settled: false }
+                Seen::Change(Step::Other)
             } else if event
                 .name
                 .as_ref()
@@ -141,13 +143,7 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
             {
                 Seen::Nothing
             } else {
-                let settled = EventMask::CLOSE_WRITE
-                    | EventMask::MOVED_TO
-                    | EventMask::MOVED_FROM
-                    | EventMask::DELETE;
-                Seen::Change {
-                    settled: event.mask.intersects(settled),
-                }
+                Seen::Change(step_of(event.mask, event.name))
             }
         }
         Some(Err(e)) => {
@@ -158,41 +154,60 @@ async fn next_event(events: &mut Option<Events>) -> Seen {
     }
 }
 
-/// What the events queued behind a settled change say.
-enum Queued {
-    /// Only settled changes (or none): scan now.
-    Settled,
-    /// A change still in progress: wait for a quiet moment.
-    InProgress,
-    /// The watch is gone.
-    Lost,
-}
-
-/// Takes the events already queued, without waiting for more.
-async fn queued_changes(events: &mut Option<Events>) -> Queued {
-    loop {
-        // A zero timeout still polls the stream once: a queued event is taken.
-        match timeout(Duration::ZERO, next_event(events)).await {
-            Err(_nothing_queued) => return Queued::Settled,
-            Ok(Seen::Nothing | Seen::Change { settled: true }) => {}
-            Ok(Seen::Change { settled: false }) => return Queued::InProgress,
-            Ok(Seen::Lost) => return Queued::Lost,
+/// Keeps `writing` the set of files created and not yet closed.
+fn follow(step: Step, writing: &mut HashSet<OsString>) {
+    match step {
+        Step::Created(name) => {
+            writing.insert(name);
         }
+        Step::Done(name) => {
+            writing.remove(&name);
+        }
+        Step::Other => {}
     }
 }
 
-/// Swallows further events until [`DEBOUNCE`] passes without one (at most
-/// [`MAX_DEBOUNCE`]). Returns false when the watch was lost meanwhile.
-async fn debounce(events: &mut Option<Events>) -> bool {
+/// What `mask` did to the file `name`.
+fn step_of(mask: EventMask, name: Option<OsString>) -> Step {
+    let Some(name) = name.filter(|_| !mask.contains(EventMask::ISDIR)) else {
+        return Step::Other;
+    };
+    if mask.contains(EventMask::CREATE) {
+        Step::Created(name)
+    } else if mask.intersects(
+        EventMask::CLOSE_WRITE | EventMask::MOVED_TO | EventMask::MOVED_FROM | EventMask::DELETE,
+    ) {
+        Step::Done(name)
+    } else {
+        Step::Other
+    }
+}
+
+/// Swallows further events until [`DEBOUNCE`] passes without one while no file created
+/// in the burst is still open for writing (at most [`MAX_DEBOUNCE`] in all): a half
+/// written manifest read as invalid would remove its pod. `first` is the burst's first
+/// step. Returns false when the watch was lost meanwhile.
+async fn debounce(events: &mut Option<Events>, first: Step) -> bool {
     let deadline = Instant::now() + MAX_DEBOUNCE;
-    while Instant::now() < deadline {
-        match timeout(DEBOUNCE, next_event(events)).await {
+    let mut writing: HashSet<OsString> = HashSet::new();
+    follow(first, &mut writing);
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        let quiet = if writing.is_empty() {
+            DEBOUNCE.min(deadline - now)
+        } else {
+            deadline - now
+        };
+        match timeout(quiet, next_event(events)).await {
             Err(_quiet) => return true,
             Ok(Seen::Lost) => return false,
-            Ok(Seen::Change { .. } | Seen::Nothing) => {}
+            Ok(Seen::Change(step)) => follow(step, &mut writing),
+            Ok(Seen::Nothing) => {}
         }
     }
-    true
 }
 
 /// What decides whether a scan is worth sending: pods by UID and path, and errors.

@@ -2,6 +2,7 @@
 //! named, lost containers marked), is kept beside the attempt, and is reported; then the
 //! shim's clean-up is awaited and reported.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,15 +31,26 @@ pub async fn watch(
     reports: UnboundedSender<Report>,
 ) {
     let (record, gone) = exit.await;
-    let termination = termination_of(&ctx, &pod, &container, attempt, &record).await;
+    let termination = describe_termination(&ctx, &pod, &container, attempt, &record).await;
     tracing::info!(pod = %pod.name, container = %container, exit_code = record.exit_code,
         finished_at = %record.finished_at, "container exited");
+    // The status is published before the verdict file is on disk: the exit record it is
+    // derived from is durable already (the shim fsyncs it before reporting), and a
+    // restarted daemon that finds no verdict derives it again from that record. The
+    // file is written before the release is reported, so it lands before the attempt's
+    // number is reused or the pod's directory removed.
+    let bundle = ctx.layout.attempt_dir(&pod.uid, &container, attempt);
+    let verdict = termination.clone();
+    let recorded = tokio::task::spawn_blocking(move || record_termination(&bundle, &verdict));
     let _ = reports.send(Report::Exited {
         container: container.clone(),
         attempt,
         termination,
         released: false,
     });
+    if let Err(e) = recorded.await {
+        tracing::warn!(error = %e, pod = %pod.name, container = %container, "recording the terminated state panicked");
+    }
     if tokio::time::timeout(SHIM_CLEANUP_TIMEOUT, gone)
         .await
         .is_err()
@@ -53,6 +65,22 @@ pub async fn watch(
 /// OOM kill `OOMKilled` with its victim named (and an event). Kept beside the attempt's
 /// records so that a restarted daemon shows the same `lastState`.
 pub async fn termination_of(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    container: &str,
+    attempt: u32,
+    record: &ExitRecord,
+) -> Termination {
+    let termination = describe_termination(ctx, pod, container, attempt, record).await;
+    record_termination(
+        &ctx.layout.attempt_dir(&pod.uid, container, attempt),
+        &termination,
+    );
+    termination
+}
+
+/// [`termination_of`] without writing the verdict file.
+async fn describe_termination(
     ctx: &Ctx,
     pod: &PodInfo,
     container: &str,
@@ -83,17 +111,20 @@ pub async fn termination_of(
         Some(_) => message,
         None => termination_message(ctx, pod, container, attempt, record.exit_code).or(message),
     };
-    let termination = termination(record, Some(format!("podhost://{id}")), reason, message);
-    let bundle = ctx.layout.attempt_dir(&pod.uid, container, attempt);
+    termination(record, Some(format!("podhost://{id}")), reason, message)
+}
+
+/// Keeps the verdict beside the attempt's exit record (temp, fsync, rename), so that a
+/// restarted daemon shows the same `lastState`. Blocks on the disk.
+fn record_termination(bundle: &Path, termination: &Termination) {
     if bundle.join(EXIT_FILE).exists()
         && let Err(e) = write_json_atomic(
             &bundle.join(TERMINATED_FILE),
-            &terminated_state(&termination),
+            &terminated_state(termination),
         )
     {
         tracing::warn!(error = %e, "cannot record the container's terminated state");
     }
-    termination
 }
 
 /// The termination an exit record describes.
