@@ -29,6 +29,7 @@ pub mod seccomp;
 pub mod shim_client;
 pub mod shim_config;
 pub mod shim_log;
+mod shim_log_watch;
 pub mod signals;
 pub mod spec;
 pub mod sys;
