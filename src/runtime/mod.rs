@@ -28,6 +28,7 @@ pub mod sandbox;
 pub mod seccomp;
 pub mod shim_client;
 pub mod shim_config;
+pub mod heap;
 pub mod shim_log;
 mod shim_log_watch;
 pub mod signals;
