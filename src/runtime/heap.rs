@@ -16,7 +16,10 @@ pub fn limit_arenas(arenas: i32) {
     // count and applies to arenas created from now on.
     let ok = unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) };
     if ok != 1 {
-        tracing::debug!(arenas, "mallopt(M_ARENA_MAX) refused; the allocator keeps its default");
+        tracing::debug!(
+            arenas,
+            "mallopt(M_ARENA_MAX) refused; the allocator keeps its default"
+        );
     }
 }
 

@@ -78,7 +78,9 @@ impl SharedWatch {
         }
     }
 
-    fn lock_waiters(&self) -> std::sync::MutexGuard<'_, HashMap<WatchDescriptor, Vec<Arc<Notify>>>> {
+    fn lock_waiters(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<WatchDescriptor, Vec<Arc<Notify>>>> {
         self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

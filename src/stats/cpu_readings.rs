@@ -102,7 +102,11 @@ mod tests {
     #[test]
     fn a_rate_needs_an_earlier_reading_a_window_old() {
         let mut r = CpuReadings::default();
-        assert_eq!(pass_of(&mut r, "/a", (0, 0)), None, "first reading: no rate");
+        assert_eq!(
+            pass_of(&mut r, "/a", (0, 0)),
+            None,
+            "first reading: no rate"
+        );
         // 0.2 s later: too short a window, and the reading is not kept as the base.
         assert_eq!(pass_of(&mut r, "/a", (S / 10, S / 5)), None);
         // 10 s after the first: half a core over the 10 s.
@@ -110,7 +114,12 @@ mod tests {
         // 0.1 s later: the rate is over the window from the first reading (>= 1 s).
         assert_eq!(
             pass_of(&mut r, "/a", (5 * S + S / 10, 10 * S + S / 10)),
-            Some(u64::try_from(u128::from(5 * S + S / 10) * u128::from(S) / u128::from(10 * S + S / 10)).unwrap())
+            Some(
+                u64::try_from(
+                    u128::from(5 * S + S / 10) * u128::from(S) / u128::from(10 * S + S / 10)
+                )
+                .unwrap()
+            )
         );
     }
 
@@ -119,6 +128,10 @@ mod tests {
         let mut r = CpuReadings::default();
         pass_of(&mut r, "/gone", (0, 0));
         pass_of(&mut r, "/other", (0, 2 * S));
-        assert_eq!(pass_of(&mut r, "/gone", (S, 4 * S)), None, "forgotten: no base");
+        assert_eq!(
+            pass_of(&mut r, "/gone", (S, 4 * S)),
+            None,
+            "forgotten: no base"
+        );
     }
 }

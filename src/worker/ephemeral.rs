@@ -92,7 +92,7 @@ impl EphemeralRegistry {
             container: Box::new(container),
             reply,
         })
-            .map_err(|_| gone())?;
+        .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
     }
 
