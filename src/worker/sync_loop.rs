@@ -70,7 +70,9 @@ pub async fn run_containers(
     if !ephemeral.is_empty() {
         ctx.store.set_ephemeral_containers(&pod.uid, &ephemeral);
     }
-    let (observed, adopted) = adopt_pod(&ctx, &pod, &facts).await;
+    // Boxed: the adoption's state would otherwise be part of this future for the pod's
+    // whole life (see `pod::run`).
+    let (observed, adopted) = Box::pin(adopt_pod(&ctx, &pod, &facts)).await;
     let (reports_tx, reports) = mpsc::unbounded_channel();
     let (probe_tx, probe_reports) = mpsc::unbounded_channel();
     let mut exec = Executor {
