@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
 use inotify::{Inotify, WatchDescriptor, WatchMask, Watches};
@@ -23,19 +23,28 @@ struct SharedWatch {
     alive: AtomicBool,
 }
 
-/// The shared instance, made (and its reader task spawned) on first use; `None` where
-/// inotify cannot be used at all.
-fn shared() -> Option<&'static Arc<SharedWatch>> {
-    static SHARED: OnceLock<Option<Arc<SharedWatch>>> = OnceLock::new();
-    SHARED
-        .get_or_init(|| match start() {
-            Ok(s) => Some(s),
-            Err(e) => {
+/// The shared instance, made (and its reader task spawned on the current runtime) on
+/// first use, and again if its reader ended (a runtime shut down: tests run several);
+/// `None` where inotify cannot be used now.
+fn shared() -> Option<Arc<SharedWatch>> {
+    static SHARED: Mutex<Option<Arc<SharedWatch>>> = Mutex::new(None);
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let mut current = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(s) = current.as_ref().filter(|s| s.alive.load(Ordering::Acquire)) {
+        return Some(s.clone());
+    }
+    match start() {
+        Ok(s) => {
+            *current = Some(s.clone());
+            Some(s)
+        }
+        Err(e) => {
+            if !WARNED.swap(true, Ordering::Relaxed) {
                 tracing::warn!(error = %e, "cannot use inotify for the shims' logs; they are polled");
-                None
             }
-        })
-        .as_ref()
+            None
+        }
+    }
 }
 
 fn start() -> std::io::Result<Arc<SharedWatch>> {
@@ -46,21 +55,30 @@ fn start() -> std::io::Result<Arc<SharedWatch>> {
         alive: AtomicBool::new(true),
     });
     let mut events = inotify.into_event_stream([0u8; 4096])?;
-    let reader = me.clone();
+    let reader = ReaderGone(me.clone());
     tokio::spawn(async move {
         while let Some(event) = events.next().await {
             match event {
-                Ok(event) => reader.wake(&event.wd),
+                Ok(event) => reader.0.wake(&event.wd),
                 Err(e) => {
                     tracing::warn!(error = %e, "the shims' log watch failed; their logs are polled from now on");
                     break;
                 }
             }
         }
-        reader.alive.store(false, Ordering::Release);
-        reader.wake_all();
     });
     Ok(me)
+}
+
+/// Held by the reader task: when the task ends (a failed stream, or its runtime shut
+/// down), followers switch to polling instead of waiting for events that never come.
+struct ReaderGone(Arc<SharedWatch>);
+
+impl Drop for ReaderGone {
+    fn drop(&mut self) {
+        self.0.alive.store(false, Ordering::Release);
+        self.0.wake_all();
+    }
 }
 
 impl SharedWatch {
@@ -93,7 +111,14 @@ impl SharedWatch {
 /// written to (or at once if it was since the last call). Dropping it removes the watch.
 pub struct LogWatch {
     /// `None`: not watched (no inotify, or the watch could not be added): poll.
-    watched: Option<(WatchDescriptor, Arc<Notify>)>,
+    watched: Option<Watched>,
+}
+
+/// The instance holding the watch, its descriptor and the follower's wake-up.
+struct Watched {
+    shared: Arc<SharedWatch>,
+    wd: WatchDescriptor,
+    notify: Arc<Notify>,
 }
 
 impl LogWatch {
@@ -110,8 +135,9 @@ impl LogWatch {
             Ok(wd) => {
                 let notify = Arc::new(Notify::new());
                 waiters.entry(wd.clone()).or_default().push(notify.clone());
+                drop(waiters);
                 Self {
-                    watched: Some((wd, notify)),
+                    watched: Some(Watched { shared, wd, notify }),
                 }
             }
             Err(e) => {
@@ -123,13 +149,15 @@ impl LogWatch {
 
     /// Whether the follower must poll the file instead of waiting for [`changed`].
     pub fn polling(&self) -> bool {
-        self.watched.is_none() || shared().is_none_or(|s| !s.alive.load(Ordering::Acquire))
+        self.watched
+            .as_ref()
+            .is_none_or(|w| !w.shared.alive.load(Ordering::Acquire))
     }
 
     /// Resolves after the next write (never when polling).
     pub async fn changed(&self) {
         match &self.watched {
-            Some((_, notify)) if !self.polling() => notify.notified().await,
+            Some(w) if !self.polling() => w.notify.notified().await,
             _ => std::future::pending().await,
         }
     }
@@ -137,7 +165,7 @@ impl LogWatch {
 
 impl Drop for LogWatch {
     fn drop(&mut self) {
-        let (Some((wd, notify)), Some(shared)) = (self.watched.take(), shared()) else {
+        let Some(Watched { shared, wd, notify }) = self.watched.take() else {
             return;
         };
         let mut waiters = shared.lock_waiters();
@@ -153,5 +181,40 @@ impl Drop for LogWatch {
             // Fails when the file is gone (the kernel dropped the watch): nothing to do.
             let _ = shared.lock_watches().remove(wd);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::time::Duration;
+
+    /// A guard against a hang, not a speed requirement.
+    const HANG: Duration = Duration::from_secs(30);
+
+    // One test: the shared instance lives on the runtime that made it, and two tests
+    // (two runtimes) at once would hand each other a reader that ends with its test.
+    #[tokio::test]
+    async fn a_write_wakes_every_follower_of_the_file_and_a_missing_file_is_polled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shim.log");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let (a, b) = (LogWatch::new(&path), LogWatch::new(&path));
+        assert!(!a.polling() && !b.polling(), "inotify works on this host");
+        f.write_all(b"one\n").unwrap();
+        tokio::time::timeout(HANG, a.changed())
+            .await
+            .expect("a woken");
+        tokio::time::timeout(HANG, b.changed())
+            .await
+            .expect("b woken");
+        drop(a);
+        f.write_all(b"two\n").unwrap();
+        tokio::time::timeout(HANG, b.changed())
+            .await
+            .expect("b still woken after a's watch is gone");
+        let missing = LogWatch::new(&dir.path().join("missing.log"));
+        assert!(missing.polling());
     }
 }
