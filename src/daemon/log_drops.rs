@@ -5,13 +5,14 @@
 //! The shim cannot reach the daemon reliably (the daemon may be down, its report pipe
 //! gone), and the record is its only channel that survives a daemon restart, so the
 //! daemon looks at the records of the pods' current containers every
-//! [`CHECK_EVERY`]. That is a few small reads per container, and the one place where a
-//! disk-full episode becomes visible in `podhost describe`.
+//! [`CHECK_EVERY`]. That is one stat(2) per container (a record is read only when its
+//! size or modification time changed; most containers never have one), and the one
+//! place where a disk-full episode becomes visible in `podhost describe`.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::disk::Layout;
 use crate::logs::{LOG_DROPS_FILE, LogDrops, read_drops};
@@ -31,50 +32,110 @@ struct Watched {
 /// Starts the task (it runs until aborted).
 pub fn start(store: Arc<StatusStore>, layout: Layout) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let mut seen: HashMap<PathBuf, LogDrops> = HashMap::new();
+        let mut seen: HashMap<PathBuf, Seen> = HashMap::new();
         let mut ticker = tokio::time::interval(CHECK_EVERY);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticker.tick().await;
             let watched = current_containers(&store, &layout);
-            let read = tokio::task::spawn_blocking(move || {
-                watched
-                    .into_iter()
-                    .filter_map(|w| match read_drops(&w.record) {
-                        Ok(Some(d)) => Some((w, d)),
-                        Ok(None) => None,
-                        Err(e) => {
-                            // A record being rewritten reads torn; the next look is whole.
-                            tracing::debug!(path = %w.record.display(), error = %e, "cannot read log drop record");
-                            None
-                        }
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .await
-            .unwrap_or_default();
-            let mut still = HashMap::new();
-            for (w, drops) in read {
-                let before = seen.remove(&w.record);
-                report(&store, &w, before.as_ref(), &drops);
-                still.insert(w.record, drops);
+            let before = std::mem::take(&mut seen);
+            let looked = tokio::task::spawn_blocking(move || look_at(watched, before)).await;
+            let Ok((now, changed)) = looked else {
+                continue; // the look panicked (a bug, logged by tokio): look again next time
+            };
+            for (w, previous) in changed {
+                if let Some(record) = now.get(&w.record) {
+                    report(&store, &w, previous.as_ref(), &record.drops);
+                }
             }
-            seen = still;
+            seen = now;
         }
     })
+}
+
+/// A record as last read, with the file's identity then.
+struct Seen {
+    stamp: Stamp,
+    drops: LogDrops,
+}
+
+/// What tells a rewritten record: it is written to a temp file and renamed over the old
+/// one, so its inode changes (size and modification time as well, in case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    inode: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+fn stamp(path: &Path) -> std::io::Result<Option<Stamp>> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(Stamp {
+            inode: std::os::unix::fs::MetadataExt::ino(&m),
+            len: m.len(),
+            modified: m.modified().ok(),
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Stats each watched record and reads those that are new or changed since `before`.
+/// Returns every existing record (for the next look) and the containers whose record
+/// changed, with what it said before.
+#[allow(clippy::type_complexity)]
+fn look_at(
+    watched: Vec<Watched>,
+    mut before: HashMap<PathBuf, Seen>,
+) -> (HashMap<PathBuf, Seen>, Vec<(Watched, Option<LogDrops>)>) {
+    let mut now = HashMap::new();
+    let mut changed = Vec::new();
+    for w in watched {
+        let stamp = match stamp(&w.record) {
+            Ok(Some(s)) => s,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::debug!(path = %w.record.display(), error = %e, "cannot stat log drop record");
+                continue;
+            }
+        };
+        let previous = before.remove(&w.record);
+        if let Some(p) = previous.as_ref().filter(|p| p.stamp == stamp) {
+            now.insert(
+                w.record.clone(),
+                Seen {
+                    stamp,
+                    drops: p.drops.clone(),
+                },
+            );
+            continue;
+        }
+        match read_drops(&w.record) {
+            Ok(Some(drops)) => {
+                now.insert(w.record.clone(), Seen { stamp, drops });
+                changed.push((w, previous.map(|p| p.drops)));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                // A record being rewritten reads torn; the next look is whole (its stamp
+                // is not kept, so it is read again).
+                tracing::debug!(path = %w.record.display(), error = %e, "cannot read log drop record");
+            }
+        }
+    }
+    (now, changed)
 }
 
 /// Every pod's containers at their current restart count.
 fn current_containers(store: &StatusStore, layout: &Layout) -> Vec<Watched> {
     let mut out = Vec::new();
-    for rec in store.pods() {
+    store.visit(|rec| {
         let statuses = rec
             .pod
             .status
             .as_ref()
-            .and_then(|s| s.container_statuses.clone())
-            .unwrap_or_default();
-        for cs in statuses {
+            .and_then(|s| s.container_statuses.as_ref());
+        for cs in statuses.into_iter().flatten() {
             let attempt = crate::model::convert::non_negative_u32(cs.restart_count);
             out.push(Watched {
                 uid: rec.uid().to_string(),
@@ -82,10 +143,10 @@ fn current_containers(store: &StatusStore, layout: &Layout) -> Vec<Watched> {
                 record: layout
                     .attempt_dir(rec.uid(), &cs.name, attempt)
                     .join(LOG_DROPS_FILE),
-                container: cs.name,
+                container: cs.name.clone(),
             });
         }
-    }
+    });
     out
 }
 

@@ -201,11 +201,15 @@ impl Manager {
 
     /// Pods a previous daemon ran whose manifest is gone: adopt them only to stop them.
     fn terminate_orphans(&mut self, desired: &HashMap<&str, &StaticPod>) {
-        for rec in self.ctx.store.pods() {
-            if desired.contains_key(rec.uid()) || self.workers.contains_key(rec.uid()) {
-                continue;
+        // Only the orphans' records are copied (this runs at every rescan).
+        let mut orphans = Vec::new();
+        self.ctx.store.visit(|rec| {
+            if !desired.contains_key(rec.uid()) && !self.workers.contains_key(rec.uid()) {
+                orphans.push(rec.clone());
             }
-            let info = PodInfo::from_pod(rec.pod.clone());
+        });
+        for rec in orphans {
+            let info = PodInfo::from_pod(rec.pod);
             let grace = info.grace;
             tracing::info!(pod = %info.name, uid = %info.uid, "pod from a previous run has no manifest: terminating");
             let uid = info.uid.clone();

@@ -25,6 +25,9 @@ pub const RELIST_EVERY: Duration = Duration::from_secs(10);
 /// How long a shim may take to report the start (image layers are already unpacked).
 const READY_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The read buffer of a shim's report pipe.
+const REPORT_BUFFER: usize = 512;
+
 /// A running container, through its shim.
 #[derive(Debug)]
 pub struct ShimHandle {
@@ -87,7 +90,9 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
             container: cfg.container_id.clone(),
             message: "shim has no stdout".into(),
         })?;
-    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    // The shim writes two short JSON lines in all: a small buffer (a longer line is
+    // still read whole), not the default 8 KiB kept per running container.
+    let mut lines = tokio::io::BufReader::with_capacity(REPORT_BUFFER, stdout).lines();
     let read = tokio::time::timeout(READY_TIMEOUT, lines.next_line()).await;
     let failed = |message: String| RuntimeError::ShimFailed {
         container: cfg.container_id.clone(),

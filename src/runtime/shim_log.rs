@@ -6,15 +6,15 @@
 //! whose reader died gives EPIPE (or SIGPIPE), one whose reader is slow blocks the
 //! shim, and neither can be re-attached by the next daemon; the file needs no reader,
 //! keeps what was written while the daemon was down, and is read again after a
-//! restart. The daemon follows it with inotify until the shim's pidfd says the shim is
-//! gone, then reads the rest.
+//! restart. The daemon follows it with inotify (one instance for all logs,
+//! `shim_log_watch`) until the shim's pidfd says the shim is gone, then reads the rest.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use futures::StreamExt;
-use inotify::{Inotify, WatchMask};
 use tokio::io::unix::AsyncFd;
+
+use super::shim_log_watch::LogWatch;
 
 use crate::disk::records::SHIM_LOG_FILE;
 
@@ -88,35 +88,18 @@ impl Tail {
     }
 
     async fn follow(&mut self, pidfd: AsyncFd<OwnedFd>) {
-        let mut changes = Inotify::init().and_then(|i| {
-            i.watches().add(&self.path, WatchMask::MODIFY)?;
-            i.into_event_stream([0u8; 1024])
-        });
-        if let Err(e) = &changes {
-            // Typically fs.inotify.max_user_instances (128 on Debian) with many
-            // containers: a slow look at the file's size does instead.
-            tracing::debug!(error = %e, log = %self.path.display(),
-                "cannot watch the shim's log with inotify; polling it every {POLL_EVERY:?}");
-        }
+        let watch = LogWatch::new(&self.path);
+        // Only where the file cannot be watched: a slow look at it instead.
         let mut poll = tokio::time::interval(POLL_EVERY);
         self.forward_new(false);
         loop {
             tokio::select! {
                 _ = pidfd.readable() => break,
-                event = async {
-                    match changes.as_mut() {
-                        Ok(stream) => stream.next().await,
-                        Err(_) => std::future::pending().await,
-                    }
-                } => {
-                    if event.is_none() {
-                        changes = Err(std::io::Error::other("inotify stream ended"));
-                    }
-                    self.forward_new(false);
-                }
-                _ = poll.tick(), if changes.is_err() => self.forward_new(false),
+                () = watch.changed() => self.forward_new(false),
+                _ = poll.tick(), if watch.polling() => self.forward_new(false),
             }
         }
+        drop(watch);
         self.forward_new(true);
     }
 

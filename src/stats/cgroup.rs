@@ -94,6 +94,19 @@ impl CgroupReader {
         std::fs::read_to_string(self.dir(controller, rel).join(file)).ok()
     }
 
+    /// The cgroup's CPU usage counter alone (ns), one file read.
+    pub fn cpu_usage_ns(&self, rel: &str) -> Option<u64> {
+        match self.layout {
+            CgroupLayout::V2 => self
+                .read("", rel, "cpu.stat")
+                .and_then(|t| flat_keyed(&t).get("usage_usec").copied())
+                .map(|us| us.saturating_mul(1000)),
+            CgroupLayout::V1 => self
+                .read("cpuacct", rel, "cpuacct.usage")
+                .and_then(|t| single_value(&t)),
+        }
+    }
+
     pub fn sample(&self, rel: &str) -> CgroupSample {
         match self.layout {
             CgroupLayout::V2 => self.sample_v2(rel),

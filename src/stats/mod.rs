@@ -1,11 +1,15 @@
 //! Node, pod and container statistics: a [`Collector`] the daemon creates once samples
-//! cgroups (v2 or v1), /proc, the pods' network namespaces and their disk usage in the
-//! background, as cadvisor's housekeeping does (every ~10 s), and again on demand when a
-//! request finds the last sample older than a second, so CPU rates always come from
-//! two samples. The API serves its samples as the kubelet's Summary and as cadvisor
-//! Prometheus text.
+//! cgroups (v2 or v1), /proc, the pods' network namespaces and their disk usage when a
+//! request finds the last sample older than a second ([`MAX_SAMPLE_AGE`]): every value
+//! is then at most that old. In the background, as cadvisor's housekeeping (every
+//! ~10 s), only the CPU counters are read, so that a request's CPU rates come from two
+//! readings at most [`HOUSEKEEPING_INTERVAL`] (and at least a second) apart; the rest
+//! (disk usage walks, a setns per pod, a dozen files per cgroup) is read only when
+//! asked for, which was most of an idle daemon's work with many pods. The API serves
+//! the samples as the kubelet's Summary and as cadvisor Prometheus text.
 
 pub mod cgroup;
+pub mod cpu_readings;
 pub mod fs;
 pub mod netns;
 pub mod node;
@@ -57,7 +61,7 @@ impl Collector {
         }
     }
 
-    /// Samples now and then every `every`, until the task is aborted.
+    /// Reads the CPU counters now and then every `every`, until the task is aborted.
     pub fn spawn_housekeeping(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(async move {
@@ -65,7 +69,10 @@ impl Collector {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                if let Err(e) = me.refresh(Duration::ZERO).await {
+                // The lock keeps a full sample from running at the same time.
+                let _sampling = me.latest.lock().await;
+                let sampler = me.sampler.clone();
+                if let Err(e) = tokio::task::spawn_blocking(move || sampler.sample_cpu()).await {
                     tracing::warn!(error = %e, "statistics housekeeping");
                 }
             }

@@ -2,7 +2,6 @@
 //! the Summary and the cadvisor series. Blocking (files, du, a netns thread): it runs on
 //! a blocking thread, never on the async workers.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -11,13 +10,13 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
 use super::cgroup::{CgroupReader, CgroupSample};
+use super::cpu_readings::CpuReadings;
 use super::fs::{TreeUsage, filesystem, tree_usage, usage_stats};
 use super::{netns, node};
 use crate::disk::Layout;
 use crate::model::k8s_time::from_k8s;
 use crate::model::qos::{pod_resources, qos_class};
 use crate::model::stats::cadvisor::CgroupSeries;
-use crate::model::stats::nano_cores;
 use crate::model::stats::summary::{
     ContainerStats, CpuStats, FsStats, IoStats, MemoryStats, NodeStats, PodReference, PodStats,
     ProcessStats, RuntimeStats, Summary, VolumeStats,
@@ -44,8 +43,8 @@ pub struct Sampler {
     pub reader: CgroupReader,
     /// When the collector started: the origin of the counters' timestamps.
     epoch: Instant,
-    /// `(usage_ns, at_ns)` by cgroup path (`/` for the node), from the last sample.
-    previous_cpu: Mutex<HashMap<String, (u64, u64)>>,
+    /// The CPU counters' earlier readings by cgroup path (`/` for the node), for rates.
+    cpu_readings: Mutex<CpuReadings>,
 }
 
 /// A running container as its status tells it.
@@ -103,8 +102,37 @@ impl Sampler {
             store,
             reader,
             epoch: Instant::now(),
-            previous_cpu: Mutex::new(HashMap::new()),
+            cpu_readings: Mutex::new(CpuReadings::default()),
         }
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(0)
+    }
+
+    /// Reads only the CPU counters of the node, the pods and their running containers
+    /// (the background housekeeping: the rates of a later full sample need them).
+    pub fn sample_cpu(&self) {
+        let mut cgroups = Vec::new();
+        self.store.visit(|rec| {
+            let uid = rec.uid();
+            let qos = qos_class(&pod_resources(&rec.pod));
+            cgroups.push(self.cgroups.pod_path(qos, uid));
+            for c in running_containers(&rec.pod) {
+                cgroups.push(self.cgroups.container_path(qos, uid, &c.name));
+            }
+        });
+        let mut readings = self.cpu_readings.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pass = readings.begin();
+        if let Some(usage) = node::cpu_usage_ns() {
+            pass.record("/", (usage, self.now_ns()));
+        }
+        for rel in cgroups {
+            if let Some(usage) = self.reader.cpu_usage_ns(&rel) {
+                pass.record(&rel, (usage, self.now_ns()));
+            }
+        }
+        readings.finish(pass);
     }
 
     /// Reads everything once.
@@ -112,20 +140,13 @@ impl Sampler {
         let taken = Instant::now();
         let at_ns = u64::try_from(taken.duration_since(self.epoch).as_nanos()).unwrap_or(0);
         let now = Utc::now();
-        let mut cpu_now: HashMap<String, (u64, u64)> = HashMap::new();
-        let previous = self
-            .previous_cpu
-            .lock()
-            .map(|p| p.clone())
-            .unwrap_or_default();
+        let mut readings = self.cpu_readings.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pass = readings.begin();
         let mut cpu = |key: &str, usage: Option<u64>, psi| {
             let usage = usage?;
-            cpu_now.insert(key.to_string(), (usage, at_ns));
             Some(CpuStats {
                 time: now,
-                usage_nano_cores: previous
-                    .get(key)
-                    .and_then(|p| nano_cores(*p, (usage, at_ns))),
+                usage_nano_cores: pass.record(key, (usage, at_ns)),
                 usage_core_nano_seconds: Some(usage),
                 psi,
             })
@@ -269,9 +290,7 @@ impl Sampler {
                 pod.network = node::network_stats(interfaces, now);
             }
         }
-        if let Ok(mut p) = self.previous_cpu.lock() {
-            *p = cpu_now;
-        }
+        readings.finish(pass);
         Snapshot {
             summary: Summary {
                 node: node_stats,

@@ -316,6 +316,16 @@ impl StatusStore {
         self.lock().pods.values().cloned().collect()
     }
 
+    /// Calls `f` with every pod's record under the lock, without copying them: for the
+    /// periodic loops that need a few fields of each pod (copying every pod, its status
+    /// and events each time cost more than their work). `f` must be quick and must not
+    /// call into the store.
+    pub fn visit(&self, mut f: impl FnMut(&PodRecord)) {
+        for rec in self.lock().pods.values() {
+            f(rec);
+        }
+    }
+
     pub fn node_events(&self) -> Vec<Event> {
         self.lock().node_events.clone()
     }

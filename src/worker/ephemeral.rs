@@ -50,7 +50,9 @@ pub enum EphemeralError {
 
 /// One request to a pod's sync loop.
 pub struct EphemeralRequest {
-    pub container: EphemeralContainer,
+    /// Boxed: an unbounded channel allocates its messages in blocks of 32, so every
+    /// pod's channel would hold 32 whole `EphemeralContainer`s (~75 KiB) even when idle.
+    pub container: Box<EphemeralContainer>,
     pub reply: oneshot::Sender<Result<(), EphemeralError>>,
 }
 
@@ -86,8 +88,11 @@ impl EphemeralRegistry {
         };
         let (reply, answer) = oneshot::channel();
         let gone = || EphemeralError::Gone { pod: pod.into() };
-        tx.send(EphemeralRequest { container, reply })
-            .map_err(|_| gone())?;
+        tx.send(EphemeralRequest {
+            container: Box::new(container),
+            reply,
+        })
+        .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
     }
 

@@ -51,12 +51,12 @@ pub async fn run_containers(
     let requests = ctx.ephemeral.register(&pod.uid);
     let mut facts = pod_facts(&pod, ctx.backoff);
     let spec = pod.pod.spec.clone().unwrap_or_default();
-    let mut specs: HashMap<String, Container> = spec
+    let mut specs: HashMap<String, Box<Container>> = spec
         .init_containers
         .into_iter()
         .flatten()
         .chain(spec.containers)
-        .map(|c| (c.name.clone(), c))
+        .map(|c| (c.name.clone(), Box::new(c)))
         .collect();
     let ephemeral = ephemeral::load(&ctx, &pod.uid);
     for e in &ephemeral {
@@ -64,13 +64,15 @@ pub async fn run_containers(
             facts
                 .ephemeral_containers
                 .push(container_facts(&c, ContainerKind::Ephemeral));
-            specs.insert(c.name.clone(), c);
+            specs.insert(c.name.clone(), Box::new(c));
         }
     }
     if !ephemeral.is_empty() {
         ctx.store.set_ephemeral_containers(&pod.uid, &ephemeral);
     }
-    let (observed, adopted) = adopt_pod(&ctx, &pod, &facts).await;
+    // Boxed: the adoption's state would otherwise be part of this future for the pod's
+    // whole life (see `pod::run`).
+    let (observed, adopted) = Box::pin(adopt_pod(&ctx, &pod, &facts)).await;
     let (reports_tx, reports) = mpsc::unbounded_channel();
     let (probe_tx, probe_reports) = mpsc::unbounded_channel();
     let mut exec = Executor {
@@ -109,7 +111,8 @@ struct Executor {
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
     facts: PodFacts,
-    specs: HashMap<String, Container>,
+    /// Boxed: a map's spare slots then cost a pointer, not a whole `Container` (~2 KiB).
+    specs: HashMap<String, Box<Container>>,
     /// The ephemeral containers added by `podhost debug`, as recorded.
     ephemeral: Vec<EphemeralContainer>,
     observed: PodObserved,
@@ -165,7 +168,7 @@ impl Executor {
                 Some(report) = reports.recv() => self.fold(report),
                 Some(report) = probe_reports.recv() => self.fold_probe(report),
                 Some(request) = requests.recv() => {
-                    let answer = self.add_ephemeral(request.container);
+                    let answer = self.add_ephemeral(*request.container);
                     let _ = request.reply.send(answer);
                 }
                 changed = term.changed(), if term_open => term_open = changed.is_ok(),
@@ -181,6 +184,9 @@ impl Executor {
             while let Ok(report) = probe_reports.try_recv() {
                 self.fold_probe(report);
             }
+            // A finished task's memory (its whole future) stays in the set until joined:
+            // without this, every start and hook of the pod's life would stay allocated.
+            while self.tasks.try_join_next().is_some() {}
         }
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
@@ -221,7 +227,7 @@ impl Executor {
 
     fn perform(&mut self, action: Action, now: chrono::DateTime<Utc>) {
         let name = action.container().to_string();
-        let Some(spec) = self.specs.get(&name).cloned() else {
+        let Some(spec) = self.specs.get(&name).map(|c| Container::clone(c)) else {
             return;
         };
         let Some(obs) = self.observed.container_mut(&name) else {
@@ -318,7 +324,7 @@ impl Executor {
         self.observed
             .ephemeral_containers
             .push(ContainerObserved::new(&c.name));
-        self.specs.insert(c.name.clone(), c);
+        self.specs.insert(c.name.clone(), Box::new(c));
         Ok(())
     }
 
@@ -342,7 +348,7 @@ impl Executor {
         let (Some(run), Some(handler)) = (self.running.get(&container).cloned(), handler) else {
             return;
         };
-        let Some(spec) = self.specs.get(&container).cloned() else {
+        let Some(spec) = self.specs.get(&container).map(|c| Container::clone(c)) else {
             return;
         };
         self.tasks.spawn(run_hook(
