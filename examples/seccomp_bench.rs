@@ -19,26 +19,8 @@ use std::time::{Duration, Instant};
 use nix::sys::resource::{UsageWho, getrusage};
 use oci_spec::runtime::{Capability, LinuxSeccomp};
 use podhost::runtime::seccomp::{
-    CompiledFilter, SeccompProfile, compile, for_libcontainer, linux_seccomp,
+    CompiledFilter, SeccompProfile, compile, default_capabilities, for_libcontainer, linux_seccomp,
 };
-
-/// The capabilities a container gets by default (containerd's set).
-const DEFAULT_CAPS: [Capability; 14] = [
-    Capability::Chown,
-    Capability::DacOverride,
-    Capability::Fsetid,
-    Capability::Fowner,
-    Capability::Mknod,
-    Capability::NetRaw,
-    Capability::Setgid,
-    Capability::Setuid,
-    Capability::Setfcap,
-    Capability::Setpcap,
-    Capability::NetBindService,
-    Capability::SysChroot,
-    Capability::Kill,
-    Capability::AuditWrite,
-];
 
 fn child(mode: &str, file: &Path) {
     let bytes = std::fs::read(file).unwrap();
@@ -88,7 +70,7 @@ fn main() {
         return;
     }
     let rounds: u32 = args.get(1).map(|r| r.parse().unwrap()).unwrap_or(100);
-    let caps: HashSet<Capability> = DEFAULT_CAPS.into_iter().collect();
+    let caps: HashSet<Capability> = default_capabilities().into_iter().collect();
     let oci = linux_seccomp(&SeccompProfile::RuntimeDefault, &caps, Path::new("/"))
         .unwrap()
         .unwrap();

@@ -21,38 +21,15 @@ if [ -z "${PODHOST:-}" ]; then
 fi
 work=$(mktemp -d /tmp/podhost-idle.XXXXXX)
 node=idle$$
-cleanup() {
-  if [ -n "${pid:-}" ]; then
-    rm -f "$work"/manifests/*.yaml
-    for _ in $(seq 600); do
-      "$PODHOST" --socket "$work/sock" get pods -o json 2>/dev/null \
-        | grep -q '"items": \[\]' && break
-      sleep 0.5
-    done
-    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  fi
-  umount -R "$work/root" 2>/dev/null || true
-  rm -rf "$work"
-  for top in /sys/fs/cgroup /sys/fs/cgroup/*/; do
-    [ -d "$top/podhost-idle-$$" ] &&
-      find "$top/podhost-idle-$$" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  true
-}
-mkdir -p "$work/manifests"
-bash oci/busybox/build.sh "$work/layout" >/dev/null 2>&1
-"$PODHOST" load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
+# shellcheck source=scripts/bench_daemon.sh
+. scripts/bench_daemon.sh
 # shellcheck disable=SC2086 # the flags are words
-"$PODHOST" daemon --pod-manifest-path "$work/manifests" --root-dir "$work/root" \
-  --log-dir "$work/logs" --socket "$work/sock" --node-name "$node" \
-  --cgroup-root "podhost-idle-$$" $flags >"$work/daemon.log" 2>&1 &
-pid=$!
+bench_daemon_start "$PODHOST" "$work" "$node" "podhost-idle-$$" "$work/daemon.log" $flags
 if [ -n "${KEEP:-}" ]; then
   trap 'echo "kept: daemon $pid, manifests $work/manifests; stop: rm $work/manifests/*.yaml, then kill $pid"' EXIT
 else
-  trap cleanup EXIT
+  trap bench_daemon_stop EXIT
 fi
-for _ in $(seq 200); do [ -S "$work/sock" ] && break; sleep 0.05; done
 echo "daemon $pid ($PODHOST), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 scripts/bench_idle.py "$work/sock" "$work/manifests" "$node" "$pid" "$pods" \
   "$seconds" ${KEEP:+--keep}

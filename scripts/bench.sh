@@ -42,36 +42,12 @@ echo "results: $RESULTS (load before: $(cut -d' ' -f1-3 /proc/loadavg))"
 
 work=$(mktemp -d /tmp/podhost-bench.XXXXXX)
 node=bench$$
-cleanup() {
-  if [ -n "${pid:-}" ]; then
-    # Stop the pods this run started (manifests gone), then the daemon.
-    rm -f "$work"/manifests/*.yaml
-    for _ in $(seq 300); do
-      "$REPO/target/release/podhost" --socket "$work/sock" get pods -o json 2>/dev/null \
-        | grep -q '"items": \[\]' && break
-      sleep 0.2
-    done
-    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true
-  fi
-  umount -R "$work/root" 2>/dev/null || true
-  rm -rf "$work"
-  # The daemon's cgroup root, in every hierarchy (v2, or each v1 controller).
-  for top in /sys/fs/cgroup /sys/fs/cgroup/*/; do
-    [ -d "$top/podhost-bench-$$" ] &&
-      find "$top/podhost-bench-$$" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
-  true
-}
-trap cleanup EXIT
-mkdir -p "$work/manifests"
-bash oci/busybox/build.sh "$work/layout" >/dev/null 2>&1
+# shellcheck source=scripts/bench_daemon.sh
+. scripts/bench_daemon.sh
+trap bench_daemon_stop EXIT
 podhost=$REPO/target/release/podhost
-"$podhost" load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
-"$podhost" daemon --pod-manifest-path "$work/manifests" --root-dir "$work/root" \
-  --log-dir "$work/logs" --socket "$work/sock" --node-name "$node" --pod-network none \
-  --cgroup-root "podhost-bench-$$" --eviction-hard= >"$RESULTS/daemon.log" 2>&1 &
-pid=$!
-for _ in $(seq 200); do [ -S "$work/sock" ] && break; sleep 0.05; done
+bench_daemon_start "$podhost" "$work" "$node" "podhost-bench-$$" "$RESULTS/daemon.log" \
+  --pod-network none --eviction-hard=
 
 echo "== podhost ($PODS pods, $IDLE idle pods)"
 IDLE_PODS=$IDLE python3 scripts/bench_podhost.py "$work/sock" "$work/manifests" "$node" \

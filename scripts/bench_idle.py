@@ -14,22 +14,13 @@ touching its API:
 Then (unless --keep) removes the manifests and waits for the pods to be gone.
 """
 import glob
-import http.client
 import json
 import os
-import socket
 import sys
 import time
 
+from bench_common import api_pods, smaps_kib
 
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("podhost")
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.unix_path)
 
 
 SOCK, MANIFESTS, NODE, PID = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -39,11 +30,7 @@ SLEEP = ["sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"]
 
 
 def pods():
-    c = UnixConnection(SOCK)
-    c.request("GET", "/pods")
-    body = c.getresponse().read()
-    c.close()
-    return {p["metadata"]["name"]: p for p in json.loads(body)["items"]}
+    return api_pods(SOCK)
 
 
 def running(pod):
@@ -89,13 +76,7 @@ def switches():
 
 
 def memory_kib():
-    out = {}
-    with open("/proc/%d/smaps_rollup" % PID) as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("Rss", "Pss", "Anonymous"):
-                out[key] = int(rest.split()[0])
-    return out
+    return smaps_kib(PID, ("Rss", "Pss", "Anonymous"))
 
 
 def main():

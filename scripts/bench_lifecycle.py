@@ -8,32 +8,19 @@
 
 Polls the API on its unix socket every 2 ms. Prints medians and ranges in ms.
 """
-import http.client
 import json
 import os
-import socket
 import statistics
 import sys
 import time
 from datetime import datetime
 
+from bench_common import api_pods
 
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("podhost")
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
 
 
 def pods(sock):
-    c = UnixConnection(sock)
-    c.request("GET", "/pods")
-    body = c.getresponse().read()
-    c.close()
-    return {p["metadata"]["name"]: p for p in json.loads(body)["items"]}
+    return api_pods(sock)
 
 
 def poll(sock, pred, timeout=30):

@@ -23,26 +23,15 @@ The API is polled on its unix socket; polling stops during the idle measurement.
 Writes the figures as JSON to OUT.json and prints them.
 """
 import glob
-import http.client
 import json
 import os
-import socket
 import statistics
 import sys
 import time
 from datetime import datetime
 
-from bench_common import pct, rss_pss_kib
+from bench_common import api_pods, pct, rss_pss_kib
 
-
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("podhost")
-        self.unix_path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.unix_path)
 
 
 SOCK, MANIFESTS, NODE, ROOT, DAEMON_PID = sys.argv[1:6]
@@ -52,11 +41,7 @@ IDLE_PODS = int(os.environ.get("IDLE_PODS", "250"))
 
 
 def pods():
-    c = UnixConnection(SOCK)
-    c.request("GET", "/pods")
-    body = c.getresponse().read()
-    c.close()
-    return {p["metadata"]["name"]: p for p in json.loads(body)["items"]}
+    return api_pods(SOCK)
 
 
 def wait_for(pred, timeout=120, every=0.002):

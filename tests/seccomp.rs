@@ -43,19 +43,42 @@ fn probe_layout(work: &Path) -> PathBuf {
     static_program_layout(&src, work, PROBE_IMAGE)
 }
 
-#[test]
-fn a_pod_runs_under_the_runtime_default_filter() {
+/// A daemon with the probe image loaded; the work dir must outlive it.
+fn daemon_with_probe(prefix: &str) -> (tempfile::TempDir, TestDaemon) {
     assert!(
         nix::unistd::geteuid().is_root(),
         "this test needs root (namespaces, mounts, cgroups)"
     );
     let work = tempfile::Builder::new()
-        .prefix("podhost-seccomp-")
+        .prefix(prefix)
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
     let layout = probe_layout(work.path());
     let d = TestDaemon::start();
     d.load(&layout);
+    (work, d)
+}
+
+/// One container of the probe image that sleeps, with this securityContext.
+fn sleeping_probe(name: &str, security: &str) -> String {
+    format!(
+        "  - name: {name}\n    image: {PROBE_IMAGE}\n    imagePullPolicy: Never\n    command: [\"sleep\", \"3600\"]\n    securityContext: {security}\n"
+    )
+}
+
+/// The lines of a /proc/PID/status that start with one of `prefixes` (but not `SigQ`,
+/// the queue count), tabs squeezed.
+fn status_lines(status: &str, prefixes: &[&str]) -> Vec<String> {
+    status
+        .lines()
+        .filter(|l| prefixes.iter().any(|p| l.starts_with(p)) && !l.starts_with("SigQ"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn a_pod_runs_under_the_runtime_default_filter() {
+    let (_work, d) = daemon_with_probe("podhost-seccomp-");
     d.write_manifest(
         "probe.yaml",
         &format!(
@@ -94,43 +117,18 @@ fn a_pod_runs_under_the_runtime_default_filter() {
     d.wait_gone("probe", 30);
 }
 
-/// The `Cap*` and `Sig*` lines of a /proc/PID/status, tabs squeezed.
-fn caps_and_signals(status: &str) -> Vec<String> {
-    status
-        .lines()
-        .filter(|l| l.starts_with("Cap") || l.starts_with("Sig") || l.starts_with("NoNewPrivs"))
-        .filter(|l| !l.starts_with("SigQ"))
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect()
-}
-
 #[test]
 fn exec_gets_the_containers_filter_capabilities_and_default_signals() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test needs root (namespaces, mounts, cgroups)"
-    );
-    let work = tempfile::Builder::new()
-        .prefix("podhost-seccomp-exec-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let layout = probe_layout(work.path());
-    let d = TestDaemon::start();
-    d.load(&layout);
+    let (_work, d) = daemon_with_probe("podhost-seccomp-exec-");
     // Root with the default capabilities (the filter loads with CAP_SYS_ADMIN added for
     // the moment), no_new_privs (it loads unprivileged) and a non-root user.
-    let container = |name: &str, security: &str| {
-        format!(
-            "  - name: {name}\n    image: {PROBE_IMAGE}\n    imagePullPolicy: Never\n    command: [\"sleep\", \"3600\"]\n    securityContext: {security}\n"
-        )
-    };
     d.write_manifest(
         "exec.yaml",
         &format!(
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: exec\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n{}{}{}",
-            container("root", "{}"),
-            container("nnp", "{allowPrivilegeEscalation: false}"),
-            container("user", "{runAsUser: 1000, runAsGroup: 1000}"),
+            sleeping_probe("root", "{}"),
+            sleeping_probe("nnp", "{allowPrivilegeEscalation: false}"),
+            sleeping_probe("user", "{runAsUser: 1000, runAsGroup: 1000}"),
         ),
     );
     d.wait_pod("exec", "exec Running", 30, |p| {
@@ -158,8 +156,14 @@ fn exec_gets_the_containers_filter_capabilities_and_default_signals() {
 
         // Exactly the container's capabilities and no_new_privs (nothing of what the
         // exec'd process held while loading the filter), and default signal handling.
-        let own = caps_and_signals(&exec(c, &["cat", "/proc/self/status"]));
-        let init = caps_and_signals(&exec(c, &["cat", "/proc/1/status"]));
+        let own = status_lines(
+            &exec(c, &["cat", "/proc/self/status"]),
+            &["Cap", "Sig", "NoNewPrivs"],
+        );
+        let init = status_lines(
+            &exec(c, &["cat", "/proc/1/status"]),
+            &["Cap", "Sig", "NoNewPrivs"],
+        );
         assert_eq!(own, init, "exec'd process vs the container's in {c}");
         for line in &init {
             if line.starts_with("SigIgn") || line.starts_with("SigBlk") {
@@ -194,41 +198,17 @@ fn exec_gets_the_containers_filter_capabilities_and_default_signals() {
     d.wait_gone("exec", 30);
 }
 
-/// The lines of a /proc/PID/status that say how a process is confined, tabs squeezed.
-fn confinement_lines(status: &str) -> Vec<String> {
-    status
-        .lines()
-        .filter(|l| l.starts_with("Cap") || l.starts_with("NoNewPrivs") || l.starts_with("Seccomp"))
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect()
-}
-
 #[test]
 fn a_containers_process_runs_the_precompiled_program_with_its_exact_capabilities() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test needs root (namespaces, mounts, cgroups, ptrace)"
-    );
-    let work = tempfile::Builder::new()
-        .prefix("podhost-seccomp-caps-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let layout = probe_layout(work.path());
-    let d = TestDaemon::start();
-    d.load(&layout);
-    let container = |name: &str, security: &str| {
-        format!(
-            "  - name: {name}\n    image: {PROBE_IMAGE}\n    imagePullPolicy: Never\n    command: [\"sleep\", \"3600\"]\n    securityContext: {security}\n"
-        )
-    };
+    let (_work, d) = daemon_with_probe("podhost-seccomp-caps-");
     d.write_manifest(
         "caps.yaml",
         &format!(
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: caps\nspec:\n  terminationGracePeriodSeconds: 1\n  containers:\n{}{}{}{}",
-            container("root", "{}"),
-            container("nnp", "{allowPrivilegeEscalation: false}"),
-            container("user", "{runAsUser: 1000, runAsGroup: 1000}"),
-            container("admin", "{capabilities: {add: [SYS_ADMIN]}}"),
+            sleeping_probe("root", "{}"),
+            sleeping_probe("nnp", "{allowPrivilegeEscalation: false}"),
+            sleeping_probe("user", "{runAsUser: 1000, runAsGroup: 1000}"),
+            sleeping_probe("admin", "{capabilities: {add: [SYS_ADMIN]}}"),
         ),
     );
     let pod = d.wait_pod("caps", "caps Running", 30, |p| {
@@ -263,7 +243,11 @@ fn a_containers_process_runs_the_precompiled_program_with_its_exact_capabilities
         };
         let pid = i32::try_from(read("started.json")["init_pid"].as_i64().unwrap()).unwrap();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        assert_eq!(confinement_lines(&status), want, "{c}: /proc/{pid}/status");
+        assert_eq!(
+            status_lines(&status, &["Cap", "NoNewPrivs", "Seccomp"]),
+            want,
+            "{c}: /proc/{pid}/status"
+        );
 
         // The kernel holds the daemon's program, which is a fresh compile of the
         // container's RuntimeDefault filter (the same program libcontainer loads: the

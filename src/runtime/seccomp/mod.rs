@@ -41,6 +41,15 @@ pub use program::{CompiledFilter, compile, compiler_identity, loaded_program, re
 /// The directory under the root dir where compiled programs are kept (`cache.rs`).
 pub const PROGRAMS_DIR: &str = "seccomp-programs";
 
+/// containerd's default capability set (`model::security::DEFAULT_CAPABILITIES`) as OCI
+/// capabilities: what a container gets without changes.
+pub fn default_capabilities() -> Vec<Capability> {
+    crate::model::security::DEFAULT_CAPABILITIES
+        .iter()
+        .filter_map(|c| c.trim_start_matches("CAP_").parse().ok())
+        .collect()
+}
+
 /// podhost's RuntimeDefault profile, in podhost's format (oci/seccomp/README.md).
 pub const RUNTIME_DEFAULT_PROFILE: &str = include_str!("../../../oci/seccomp/runtime-default.json");
 

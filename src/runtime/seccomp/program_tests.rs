@@ -9,24 +9,6 @@ use oci_spec::runtime::{Capability, LinuxSeccomp};
 use super::*;
 use crate::runtime::spec::Confinement;
 
-/// containerd's default capabilities (what a pod container gets without changes).
-const DEFAULT_CAPS: [Capability; 14] = [
-    Capability::Chown,
-    Capability::DacOverride,
-    Capability::Fsetid,
-    Capability::Fowner,
-    Capability::Mknod,
-    Capability::NetRaw,
-    Capability::Setgid,
-    Capability::Setuid,
-    Capability::Setfcap,
-    Capability::Setpcap,
-    Capability::NetBindService,
-    Capability::SysChroot,
-    Capability::Kill,
-    Capability::AuditWrite,
-];
-
 fn runtime_default_with(caps: &[Capability]) -> LinuxSeccomp {
     let caps: HashSet<Capability> = caps.iter().copied().collect();
     runtime_default(std::env::consts::ARCH, &caps).unwrap()
@@ -36,10 +18,10 @@ fn runtime_default_with(caps: &[Capability]) -> LinuxSeccomp {
 fn cap_sets() -> Vec<Vec<Capability>> {
     vec![
         Vec::new(),
-        DEFAULT_CAPS.to_vec(),
-        [DEFAULT_CAPS.as_slice(), &[Capability::SysAdmin]].concat(),
+        default_capabilities(),
+        [default_capabilities().as_slice(), &[Capability::SysAdmin]].concat(),
         [
-            DEFAULT_CAPS.as_slice(),
+            default_capabilities().as_slice(),
             &[
                 Capability::SysPtrace,
                 Capability::SysModule,
@@ -126,7 +108,7 @@ fn the_precompiled_program_is_the_one_libcontainer_loads() {
 
 #[test]
 fn a_loaded_program_refuses_what_the_filter_refuses() {
-    let program = compile(&runtime_default_with(&DEFAULT_CAPS)).unwrap();
+    let program = compile(&runtime_default_with(&default_capabilities())).unwrap();
     // SAFETY: the child only calls prctl, seccomp(2), unshare, getpid and _exit.
     match unsafe { nix::unistd::fork() }.unwrap() {
         nix::unistd::ForkResult::Child => {
@@ -183,7 +165,7 @@ fn cache_dir() -> tempfile::TempDir {
 #[test]
 fn each_filter_is_compiled_once_and_kept_across_restarts() {
     let dir = cache_dir();
-    let oci = runtime_default_with(&DEFAULT_CAPS);
+    let oci = runtime_default_with(&default_capabilities());
     let cache = ProgramCache::new(dir.path().to_path_buf());
     let (first, source) = cache.program_from(&oci).unwrap();
     assert_eq!(source, ProgramSource::Compiled);
@@ -207,7 +189,7 @@ fn each_filter_is_compiled_once_and_kept_across_restarts() {
 #[test]
 fn a_corrupt_cache_file_is_detected_and_compiled_again() {
     let dir = cache_dir();
-    let oci = runtime_default_with(&DEFAULT_CAPS);
+    let oci = runtime_default_with(&default_capabilities());
     let (good, _) = ProgramCache::new(dir.path().to_path_buf())
         .program_from(&oci)
         .unwrap();
@@ -260,7 +242,7 @@ fn confinement(caps: &[Capability], no_new_privileges: bool) -> Confinement {
 fn the_filter_leaves_the_spec_and_the_loading_caps_are_added_only_without_nnp() {
     let dir = cache_dir();
     let cache = ProgramCache::new(dir.path().to_path_buf());
-    let mut conf = confinement(&DEFAULT_CAPS, false);
+    let mut conf = confinement(&default_capabilities(), false);
     let expected = compile(conf.seccomp.as_ref().unwrap()).unwrap();
     let pre = take_precompiled(&cache, &mut conf).unwrap().unwrap();
     assert_eq!(pre.filter, expected);
@@ -270,8 +252,8 @@ fn the_filter_leaves_the_spec_and_the_loading_caps_are_added_only_without_nnp() 
     );
     // Started with CAP_SYS_ADMIN (and the CAP_SETPCAP it already has), restored to its own.
     assert!(conf.capabilities.contains(&Capability::SysAdmin));
-    assert_eq!(conf.capabilities.len(), DEFAULT_CAPS.len() + 1);
-    let own: HashSet<Capability> = DEFAULT_CAPS.into_iter().collect();
+    assert_eq!(conf.capabilities.len(), default_capabilities().len() + 1);
+    let own: HashSet<Capability> = default_capabilities().into_iter().collect();
     let restore = pre.restore_capabilities.unwrap();
     for set in [restore.bounding(), restore.effective(), restore.permitted()] {
         assert_eq!(set.as_ref().unwrap(), &own);
@@ -297,7 +279,7 @@ fn the_filter_leaves_the_spec_and_the_loading_caps_are_added_only_without_nnp() 
 fn the_shim_config_carries_the_program_for_the_shim_only() {
     let dir = cache_dir();
     let cache = ProgramCache::new(dir.path().to_path_buf());
-    let mut conf = confinement(&DEFAULT_CAPS, false);
+    let mut conf = confinement(&default_capabilities(), false);
     let pre = take_precompiled(&cache, &mut conf).unwrap();
     let cfg = crate::runtime::shim_config::ShimConfig {
         container_id: "c".into(),

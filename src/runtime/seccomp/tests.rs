@@ -12,7 +12,6 @@ use oci_spec::runtime::{
 
 use super::*;
 use crate::model::security::DEFAULT_CAPABILITIES;
-use std::str::FromStr;
 
 #[derive(Debug, PartialEq, Eq)]
 enum Verdict {
@@ -54,10 +53,13 @@ fn verdict(s: &LinuxSeccomp, name: &str, args: &[u64]) -> Verdict {
 }
 
 fn default_caps() -> HashSet<Capability> {
-    DEFAULT_CAPABILITIES
-        .iter()
-        .map(|c| Capability::from_str(c.trim_start_matches("CAP_")).unwrap())
-        .collect()
+    let caps: HashSet<Capability> = super::default_capabilities().into_iter().collect();
+    assert_eq!(
+        caps.len(),
+        DEFAULT_CAPABILITIES.len(),
+        "every default capability parses"
+    );
+    caps
 }
 
 fn with(extra: Capability) -> HashSet<Capability> {
