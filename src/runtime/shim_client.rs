@@ -41,6 +41,31 @@ pub struct ShimHandle {
 /// Resolves when the shim process is gone, i.e. its clean-up (cgroup, rootfs) is done.
 pub type ShimGone = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 
+/// Resolves to `true` once the shim has said that `exit.json` is durable, to `false`
+/// when it will not say so any more (its report pipe closed or broke first: it died,
+/// or it could not write the record).
+pub type ExitRecorded = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+
+/// A container's end as [`ShimHandle::wait`] learns it.
+pub struct ShimExit {
+    /// The exit, possibly known before it is durable on disk (see `recorded`).
+    pub record: ExitRecord,
+    /// Whether `exit.json` became durable. Anything that must survive a crash or a
+    /// power loss (the verdict file, the pod's terminal phase, the next attempt) waits
+    /// for it; with `false`, the caller awaits `gone` and records the exit itself
+    /// ([`record_reported_exit`]).
+    pub recorded: ExitRecorded,
+    pub gone: ShimGone,
+}
+
+impl std::fmt::Debug for ShimExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShimExit")
+            .field("record", &self.record)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug)]
 enum Waiter {
     Child(tokio::process::Child),
@@ -126,7 +151,7 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
             let _ = child.wait().await;
             Err(failed(message))
         }
-        Ok(ShimReady::Exited(_)) | Err(_) => {
+        Ok(ShimReady::Exited(_) | ShimReady::Recorded) | Err(_) => {
             let _ = child.wait().await;
             // Killed mid-create, the shim leaves a created container (its init waiting
             // for start) and the rootfs mount behind; nothing else would release them.
@@ -143,13 +168,16 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
 }
 
 impl ShimHandle {
-    /// Waits for the container's exit and returns its record, with a future for the end
-    /// of the shim's clean-up (await it before reusing the container's cgroup or rootfs).
+    /// Waits for the container's exit and returns it, with futures for its record's
+    /// durability and for the end of the shim's clean-up (await it before reusing the
+    /// container's cgroup or rootfs).
     ///
-    /// The shim's own report line is the fast path; the shim's exit (child wait or
+    /// The shim's own report line is the fast path: the monitor reports the exit before
+    /// it fsyncs `exit.json`, then reports `Recorded`. The shim's exit (child wait or
     /// pidfd) is the sure one; a slow look at `exit.json` every [`RELIST_EVERY`] is only
-    /// the safety net for a shim that recorded the exit but hangs in its clean-up.
-    pub async fn wait(self) -> (ExitRecord, ShimGone) {
+    /// the safety net for a shim that recorded the exit but hangs in its clean-up. An
+    /// exit learnt from the disk is durable already.
+    pub async fn wait(self) -> ShimExit {
         let exit_file = self.bundle.join(EXIT_FILE);
         let mut gone: ShimGone = match self.waiter {
             Waiter::Child(mut child) => Box::pin(async move {
@@ -159,16 +187,16 @@ impl ShimHandle {
                 let _ = fd.readable().await;
             }),
         };
-        let mut reports = self.reports;
-        let reported = async {
-            let Some(lines) = reports.as_mut() else {
+        let reports = self.reports;
+        let reported = async move {
+            let Some(mut lines) = reports else {
                 return std::future::pending().await;
             };
             loop {
                 match lines.next_line().await {
                     Ok(Some(line)) => {
                         if let Ok(ShimReady::Exited(rec)) = serde_json::from_str(line.trim()) {
-                            return rec;
+                            return (rec, lines);
                         }
                     }
                     // The shim closed its stdout: only its exit tells now.
@@ -180,24 +208,69 @@ impl ShimHandle {
         let mut ticker = tokio::time::interval(RELIST_EVERY);
         ticker.tick().await;
         let mut seen_record = false;
+        let durable = || -> ExitRecorded { Box::pin(std::future::ready(true)) };
         loop {
             tokio::select! {
-                rec = &mut reported => return (rec, gone),
+                (record, lines) = &mut reported => {
+                    return ShimExit { record, recorded: Box::pin(await_recorded(lines)), gone };
+                }
                 _ = &mut gone => break,
                 _ = ticker.tick() => {
                     if exit_file.exists() {
                         if seen_record {
                             tracing::warn!(bundle = %self.bundle.display(), "shim still alive long after recording the exit; using the record");
-                            let rec = read_exit_or_reap_async(&self.bundle, Some(&self.started)).await;
-                            return (rec, gone);
+                            let record = read_exit_or_reap_async(&self.bundle, Some(&self.started)).await;
+                            return ShimExit { record, recorded: durable(), gone };
                         }
                         seen_record = true;
                     }
                 }
             }
         }
-        let rec = read_exit_or_reap_async(&self.bundle, Some(&self.started)).await;
-        (rec, Box::pin(std::future::ready(())))
+        let record = read_exit_or_reap_async(&self.bundle, Some(&self.started)).await;
+        ShimExit {
+            record,
+            recorded: durable(),
+            gone: Box::pin(std::future::ready(())),
+        }
+    }
+}
+
+/// The line after the exit: `Recorded`, or the pipe's end without it.
+async fn await_recorded(
+    mut lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) -> bool {
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) => {
+                if let Ok(ShimReady::Recorded) = serde_json::from_str(line.trim()) {
+                    return true;
+                }
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// For a shim that reported the exit but is gone without saying that it recorded it
+/// (killed in between, or its write failed): writes the exit it reported as
+/// `exit.json` (durable), unless a record is there, after releasing what the shim's
+/// clean-up would have released (`shim_gone`: only when it is gone, never under a live
+/// one). The reported exit is the truth (the shim took it from waitpid); recording it
+/// keeps a restarted daemon from calling the container lost. Blocks: run it off the
+/// async threads.
+pub fn record_reported_exit(bundle: &Path, reported: &ExitRecord, shim_gone: bool) {
+    let exit_file = bundle.join(EXIT_FILE);
+    if let Ok(Some(_)) = read_json::<ExitRecord>(&exit_file) {
+        return;
+    }
+    if shim_gone {
+        let reaped = reap_lost_container(bundle);
+        tracing::warn!(bundle = %bundle.display(), killed = reaped.killed,
+            "the shim reported the exit but died before recording it; podhost records it");
+    }
+    if let Err(e) = write_json_atomic(&exit_file, reported) {
+        tracing::warn!(error = %e, "cannot record a reported exit");
     }
 }
 

@@ -43,11 +43,16 @@ pub struct ShimConfig {
 }
 
 /// The lines a shim prints on its stdout for the daemon that spawned it: how the start
-/// went, then (once `exit.json` is written) the exit, before its clean-up.
+/// went, then the exit as soon as it is known, then `Recorded` once `exit.json` is
+/// durable (both before its clean-up).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ShimReady {
     Started(StartedRecord),
-    Failed { message: String },
+    Failed {
+        message: String,
+    },
     Exited(ExitRecord),
+    /// `exit.json` holds the reported exit and is fsynced (file and directory).
+    Recorded,
 }

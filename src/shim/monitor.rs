@@ -250,10 +250,17 @@ pub fn watch(
         memory_max,
         unknown: None,
     };
-    if let Err(e) = write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
-        tracing::error!(error = %e, "cannot record the exit");
+    // The daemon learns the exit first and shows it; the two fsyncs of the record
+    // (0.5-11 ms on this disk under load: most of the exit -> status time) run while it
+    // does. Whatever must survive a crash waits for `Recorded` (or, without it, for this
+    // process's end; see worker/exit.rs), so a monitor killed in between loses nothing:
+    // the daemon records the exit it was told itself.
+    report(&ShimReady::Exited(record.clone()));
+    stop_here_for_tests();
+    match write_json_atomic(&cfg.bundle.join(EXIT_FILE), &record) {
+        Ok(()) => report(&ShimReady::Recorded),
+        Err(e) => tracing::error!(error = %e, "cannot record the exit"),
     }
-    report(&ShimReady::Exited(record));
     tracing::info!(container = %cfg.container_id, exit_code, "container exited");
     // Let a compression of a rotated log finish (bounded), so no `.tmp` is left; not
     // when a stray process still holds the pipes (the copy never ended).
@@ -262,6 +269,16 @@ pub fn watch(
     }
     cleanup();
     0
+}
+
+/// Debug builds only: with `PODHOST_TEST_MONITOR_STOP_AFTER_REPORT` set (inherited from
+/// the daemon), the monitor stops itself (SIGSTOP) between reporting the exit and
+/// recording it, so that tests can kill it or the daemon in that window.
+fn stop_here_for_tests() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("PODHOST_TEST_MONITOR_STOP_AFTER_REPORT").is_some() {
+        let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+    }
 }
 
 /// Reaps every child (we are the subreaper) until the init process's status is known.

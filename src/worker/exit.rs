@@ -15,13 +15,15 @@ use super::termination_message::termination_message;
 use crate::disk::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
 use crate::disk::write_json_atomic;
 use crate::model::podsync::{Termination, terminated_state};
+use crate::runtime::shim_client::{ShimExit, ShimGone, record_reported_exit};
 use crate::status::EventKind;
 
 /// How long the shim's clean-up (cgroup and rootfs removal) may take before the next
 /// start or the pod's removal goes ahead anyway.
 const SHIM_CLEANUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Awaits the exit of attempt `attempt` of `container`, then its shim's clean-up.
+/// Awaits the exit of attempt `attempt` of `container`, then its record's durability
+/// and its shim's clean-up.
 pub async fn watch(
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
@@ -30,35 +32,65 @@ pub async fn watch(
     exit: ExitFuture,
     reports: UnboundedSender<Report>,
 ) {
-    let (record, gone) = exit.await;
+    let ShimExit {
+        record,
+        recorded,
+        gone,
+    } = exit.await;
     let termination = describe_termination(&ctx, &pod, &container, attempt, &record).await;
     tracing::info!(pod = %pod.name, container = %container, exit_code = record.exit_code,
         finished_at = %record.finished_at, "container exited");
-    // The status is published before the verdict file is on disk: the exit record it is
-    // derived from is durable already (the shim fsyncs it before reporting), and a
-    // restarted daemon that finds no verdict derives it again from that record. The
-    // file is written before the release is reported, so it lands before the attempt's
-    // number is reused or the pod's directory removed.
-    let bundle = ctx.layout.attempt_dir(&pod.uid, &container, attempt);
-    let verdict = termination.clone();
-    let recorded = tokio::task::spawn_blocking(move || record_termination(&bundle, &verdict));
+    // The exit is shown as soon as the shim reports it, possibly before its `exit.json`
+    // is durable: what only shows it may be lost in a crash and is derived again. What
+    // must survive one waits for the record: the verdict file (written below), the
+    // pod's terminal phase (`Report::Recorded`), the next attempt and the removal of
+    // the attempt's state (`Report::Released`, sent last).
     let _ = reports.send(Report::Exited {
         container: container.clone(),
         attempt,
-        termination,
+        termination: termination.clone(),
         released: false,
+        recorded: false,
     });
+    let bundle = ctx.layout.attempt_dir(&pod.uid, &container, attempt);
+    let mut gone = Some(gone);
+    if !recorded.await {
+        // The shim did not confirm the record: it died after its report, or its write
+        // failed. Once it is gone, the daemon records the exit it was told (and releases
+        // what its clean-up would have); a daemon killed before that finds no record and
+        // reports the container lost, as before this report existed.
+        let finished = await_gone(&pod, &container, gone.take()).await;
+        let (b, r) = (bundle.clone(), record.clone());
+        if let Err(e) =
+            tokio::task::spawn_blocking(move || record_reported_exit(&b, &r, finished)).await
+        {
+            tracing::warn!(error = %e, pod = %pod.name, container = %container, "recording the reported exit panicked");
+        }
+    }
+    let _ = reports.send(Report::Recorded {
+        container: container.clone(),
+    });
+    let recorded = tokio::task::spawn_blocking(move || record_termination(&bundle, &termination));
+    await_gone(&pod, &container, gone).await;
     if let Err(e) = recorded.await {
         tracing::warn!(error = %e, pod = %pod.name, container = %container, "recording the terminated state panicked");
     }
+    let _ = reports.send(Report::Released { container });
+}
+
+/// Awaits the shim's end (its clean-up), at most [`SHIM_CLEANUP_TIMEOUT`]; whether it
+/// ended.
+async fn await_gone(pod: &PodInfo, container: &str, gone: Option<ShimGone>) -> bool {
+    let Some(gone) = gone else { return true };
     if tokio::time::timeout(SHIM_CLEANUP_TIMEOUT, gone)
         .await
         .is_err()
     {
         tracing::warn!(pod = %pod.name, container = %container,
             "shim clean-up takes over {SHIM_CLEANUP_TIMEOUT:?}; going on");
+        return false;
     }
-    let _ = reports.send(Report::Released { container });
+    true
 }
 
 /// How the instance ended, as shown: a lost container is `ContainerStatusUnknown`, an

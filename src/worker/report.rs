@@ -5,12 +5,13 @@ use std::pin::Pin;
 
 use nix::sys::signal::Signal;
 
-use crate::disk::records::{ExitRecord, StartedRecord};
+use crate::disk::records::StartedRecord;
 use crate::model::podsync::{BlockKind, Termination};
-use crate::runtime::shim_client::ShimGone;
+use crate::runtime::shim_client::ShimExit;
 
-/// Resolves when the container's init has exited (then when its shim is gone).
-pub type ExitFuture = Pin<Box<dyn Future<Output = (ExitRecord, ShimGone)> + Send>>;
+/// Resolves when the container's init has exited (then its record is durable and its
+/// shim gone).
+pub type ExitFuture = Pin<Box<dyn Future<Output = ShimExit> + Send>>;
 
 /// A running container as signals and hooks need it.
 #[derive(Debug, Clone)]
@@ -37,13 +38,19 @@ pub enum Report {
         kind: BlockKind,
         message: String,
     },
-    /// The instance ended (a failed start counts, already released).
+    /// The instance ended (a failed start counts, already released). `recorded`: its
+    /// `exit.json` is durable already; if not, [`Report::Recorded`] follows (at the
+    /// latest with [`Report::Released`]).
     Exited {
         container: String,
         attempt: u32,
         termination: Termination,
         released: bool,
+        recorded: bool,
     },
+    /// The exited instance's `exit.json` is durable: what must survive a crash may
+    /// follow from its exit now.
+    Recorded { container: String },
     /// The exited instance's shim is gone: cgroup and rootfs are released.
     Released { container: String },
     /// The pod must be evicted (an emptyDir over its sizeLimit, node pressure), for this

@@ -136,6 +136,7 @@ async fn start_report(
                 attempt,
                 termination: start_failed(ctx, pod, c, attempt, &id, e.to_string()),
                 released: true,
+                recorded: true,
             }
         }
     }

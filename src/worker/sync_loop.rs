@@ -396,6 +396,7 @@ impl Executor {
                 attempt,
                 termination,
                 released,
+                recorded,
             } => {
                 self.running.remove(&container);
                 if let Some(prober) = self.probers.remove(&container) {
@@ -403,6 +404,14 @@ impl Executor {
                 }
                 if let Some(obs) = self.observed.container_mut(&container) {
                     obs.on_exited(attempt, termination, released);
+                    if !recorded {
+                        obs.on_exit_not_yet_recorded();
+                    }
+                }
+            }
+            Report::Recorded { container } => {
+                if let Some(obs) = self.observed.container_mut(&container) {
+                    obs.on_exit_recorded();
                 }
             }
             Report::Released { container } => {

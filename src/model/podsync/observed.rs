@@ -172,6 +172,11 @@ pub struct ContainerObserved {
     /// Some instance was published as started: a sidecar no longer holds up the next
     /// init container.
     pub started_once: bool,
+    /// The instance's exit is known (its shim reported it) but its record is not yet
+    /// durable: it is shown, but the pod's phase does not become terminal on it (a
+    /// terminal phase is persisted and never goes back; after a power loss the exit
+    /// might be gone and the container count as lost).
+    pub exit_unrecorded: bool,
 }
 
 impl ContainerObserved {
@@ -282,13 +287,26 @@ impl ContainerObserved {
             termination,
             released,
         };
+        self.exit_unrecorded = false;
     }
 
-    /// The exited instance's shim has released the cgroup and rootfs.
+    /// The exit just reported by [`Self::on_exited`] is not yet durable on disk.
+    pub fn on_exit_not_yet_recorded(&mut self) {
+        self.exit_unrecorded = matches!(self.instance, Instance::Exited { .. });
+    }
+
+    /// The exited instance's record is durable.
+    pub fn on_exit_recorded(&mut self) {
+        self.exit_unrecorded = false;
+    }
+
+    /// The exited instance's shim has released the cgroup and rootfs (its record was
+    /// durable before: the worker reports the release only after that).
     pub fn on_released(&mut self) {
         if let Instance::Exited { released, .. } = &mut self.instance {
             *released = true;
         }
+        self.exit_unrecorded = false;
     }
 
     /// The worker began performing [`Action::RunPreStop`](super::Action::RunPreStop).

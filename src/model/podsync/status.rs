@@ -181,9 +181,19 @@ pub(super) fn pod_status(
         (_, InitProgress::Running) => PodPhase::Pending,
         _ => pod_phase(pod.restart_policy, &summaries),
     };
+    // An exit whose record is not yet durable is shown, but the pod does not become
+    // terminal on it until it is (a terminal phase is persisted and final).
+    let unrecorded = observed
+        .init_containers
+        .iter()
+        .chain(&observed.containers)
+        .any(|c| c.exit_unrecorded);
     // A terminal phase never goes back (the kubelet's rule).
     let phase = match observed.phase {
         Some(p @ (PodPhase::Succeeded | PodPhase::Failed)) => p,
+        last if unrecorded && matches!(computed, PodPhase::Succeeded | PodPhase::Failed) => {
+            last.unwrap_or(PodPhase::Running)
+        }
         _ => computed,
     };
     let (reason, message) = match cause {

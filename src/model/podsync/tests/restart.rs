@@ -391,3 +391,39 @@ fn a_blocked_retry_uses_the_attempt_after_the_last_that_ran() {
         "attempt 1 never ran"
     );
 }
+
+#[test]
+fn an_exit_not_yet_recorded_is_shown_but_the_phase_waits_for_the_record() {
+    for (policy, code, final_phase) in [
+        (Never, 0, PodPhase::Succeeded),
+        (Never, 1, PodPhase::Failed),
+        (OnFailure, 0, PodPhase::Succeeded),
+    ] {
+        let pod = one(policy);
+        let mut obs = observed(&pod);
+        obs.phase = Some(PodPhase::Running);
+        let c = &mut obs.containers[0];
+        c.on_start_begun(t(0.0), Default::default());
+        c.on_started(0, t(0.0), "podhost://a0".into());
+        c.on_exited(0, exit(code, 0.0, 1.0), false);
+        c.on_exit_not_yet_recorded();
+        let case = format!("{policy:?} exit {code}");
+        let d = sync_pod(&pod, &obs, t(1.0));
+        assert_eq!(d.status.phase, PodPhase::Running, "{case}");
+        assert!(
+            reason(&d, 0).starts_with("Terminated:"),
+            "{case}: shown at once"
+        );
+        obs.containers[0].on_exit_recorded();
+        let d = sync_pod(&pod, &obs, t(1.0));
+        assert_eq!(d.status.phase, final_phase, "{case}");
+        // The release implies the record (the shim fsyncs before its clean-up).
+        obs.containers[0].on_exit_not_yet_recorded();
+        obs.containers[0].on_released();
+        assert_eq!(
+            sync_pod(&pod, &obs, t(1.0)).status.phase,
+            final_phase,
+            "{case}"
+        );
+    }
+}
