@@ -51,7 +51,7 @@ fn attempt_dir(d: &TestDaemon, pod: &Value, attempt: u32) -> PathBuf {
 fn shim_pid(bundle: &Path) -> i32 {
     let started: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("started.json")).unwrap()).unwrap();
-    started["shim_pid"].as_i64().unwrap() as i32
+    i32::try_from(started["shim_pid"].as_i64().unwrap()).unwrap()
 }
 
 /// The process state letter from /proc/PID/stat (`T`: stopped); None once it is gone.
@@ -61,9 +61,8 @@ fn proc_state(pid: i32) -> Option<char> {
 }
 
 fn terminated(pod: &Value) -> Option<Value> {
-    container_status(pod, "main")?["state"]["terminated"]
-        .is_object()
-        .then(|| container_status(pod, "main").unwrap()["state"]["terminated"].clone())
+    let state = &container_status(pod, "main")?["state"]["terminated"];
+    state.is_object().then(|| state.clone())
 }
 
 /// Waits until the API shows the exit while the monitor is stopped before recording it.
