@@ -11,7 +11,7 @@ container's planned end (its `sleep 1`) only, so that the polls do not load the 
 for the whole second. A poll finds a change up to one poll period after it happened: the
 exit figure is the time the first response showing it arrived (an upper bound); the
 lower bound (the previous poll, which did not show it, was sent then) is printed too.
-Prints medians, p99 and ranges in ms.
+Prints medians, p99 and ranges in ms; BENCH_RAW=FILE appends the raw samples as JSON.
 """
 import json
 import os
@@ -113,6 +113,10 @@ def main():
         os.unlink(path)
         t4, _ = poll(sock, lambda ps: True if full not in ps else None)
         to_gone.append((t4 - t3) * 1000)
+    if os.environ.get("BENCH_RAW"):
+        # Raw samples (ms), one JSON line per run of the script, to pool runs.
+        with open(os.environ["BENCH_RAW"], "a") as f:
+            f.write(json.dumps({"running": to_running, "exit": to_status, "exit_lo": to_status_lo, "gone": to_gone}) + "\n")
     for label, xs in [
         ("manifest written -> Running", to_running),
         ("container exit -> status Terminated", to_status),
