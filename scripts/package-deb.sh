@@ -72,6 +72,12 @@ mkdir -p "$pkg/usr/lib/podhost"
 strip --remove-section=.comment --remove-section=.note --strip-unneeded \
   -o "$pkg/usr/lib/podhost/podhost-monitor" "$monitor"
 chmod 0755 "$pkg/usr/lib/podhost/podhost-monitor"
+# The shim's own small binary (podhost execs it per container; see runtime/helper_exe.rs).
+shim=$(dirname "$binary")/podhost-shim
+[ -x "$shim" ] || { echo "package-deb: $shim missing (cargo builds it beside podhost)" >&2; exit 1; }
+strip --remove-section=.comment --remove-section=.note --strip-unneeded \
+  -o "$pkg/usr/lib/podhost/podhost-shim" "$shim"
+chmod 0755 "$pkg/usr/lib/podhost/podhost-shim"
 install -m 0644 contrib/podhost.service "$pkg/lib/systemd/system/podhost.service"
 install -m 0644 contrib/deb/config.yaml "$pkg/etc/podhost/config.yaml"
 install -m 0644 contrib/deb/example-pod.yaml "$pkg/usr/share/doc/podhost/examples/hello.yaml"
@@ -94,7 +100,7 @@ install -m 0644 oci/layout.sh "$pkg/usr/share/podhost/oci/layout.sh"
 # plus what podhost runs: nft for the pod bridge's NAT and hostPorts.
 mkdir -p "$work/shlibs/debian"
 printf 'Source: podhost\n\nPackage: podhost\nArchitecture: any\n' >"$work/shlibs/debian/control"
-shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$pkg/usr/bin/podhost" "$pkg/usr/lib/podhost/podhost-monitor" 2>/dev/null |
+shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$pkg/usr/bin/podhost" "$pkg/usr/lib/podhost/podhost-monitor" "$pkg/usr/lib/podhost/podhost-shim" 2>/dev/null |
   sed -n 's/^shlibs:Depends=//p')
 [ -n "$shlibs" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 installed_size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)

@@ -134,6 +134,8 @@ mkdir -p "$SHARE/bin" "$SHARE/out"
 install -m 0755 "$PODHOST" "$SHARE/bin/podhost"
 # The per-container monitor the shim execs (src/shim/monitor.rs), next to podhost.
 install -m 0755 "$(dirname "$PODHOST")/podhost-monitor" "$SHARE/bin/podhost-monitor"
+# The shim's own binary (src/shim_main.rs), which podhost execs per container.
+install -m 0755 "$(dirname "$PODHOST")/podhost-shim" "$SHARE/bin/podhost-shim"
 bash oci/busybox/build.sh "$SHARE/busybox-oci" >/dev/null 2>"$VM_DIR/busybox-oci.log" || {
   cat "$VM_DIR/busybox-oci.log" >&2
   exit 1

@@ -460,9 +460,9 @@ fn parent_pid(pid: i32) -> i32 {
         .unwrap_or(0)
 }
 
-/// Once its container runs, the shim is the small `podhost-monitor` binary (same pid,
-/// still the container's parent), and the full binary's `shim-cleanup` still deletes
-/// libcontainer's state and the rootfs mount after the exit.
+/// The shim is the small `podhost-shim` binary, and once its container runs it is the
+/// smaller `podhost-monitor` (same pid, still the container's parent); podhost-shim's
+/// `shim-cleanup` still deletes libcontainer's state and the rootfs mount after the exit.
 #[test]
 fn the_running_shim_is_the_small_monitor_and_cleans_up_after_the_exit() {
     assert!(nix::unistd::geteuid().is_root(), "this test needs root");
@@ -482,6 +482,15 @@ fn the_running_shim_is_the_small_monitor_and_cleans_up_after_the_exit() {
     assert!(
         argv[2].ends_with(b"/containers/main/0/shim-config.json"),
         "{argv:?}"
+    );
+    // The shim that created the container (and whose binary runs the clean-up) was
+    // the small podhost-shim, not podhost: the monitor's state names it.
+    let state: serde_json::Value = serde_json::from_slice(argv[3]).unwrap();
+    let cleanup_exe = std::path::Path::new(state["podhost_exe"].as_str().unwrap());
+    assert_eq!(
+        cleanup_exe.file_name().and_then(|n| n.to_str()),
+        Some("podhost-shim"),
+        "{state}"
     );
     assert_eq!(
         parent_pid(before[0]),

@@ -86,7 +86,8 @@ pub enum Adopted {
     NeverStarted,
 }
 
-/// Writes the shim config into the bundle and starts `podhost shim` for it.
+/// Writes the shim config into the bundle and starts `podhost-shim shim` for it (or
+/// `podhost shim` where the small binary is not installed: see `helper_exe`).
 pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, RuntimeError> {
     let config_path = cfg.bundle.join(SHIM_CONFIG_FILE);
     // Durable although it describes a shim of this boot: after a power loss it is what
@@ -96,7 +97,8 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     // stderr is the shim's log file, followed into the daemon's log (see shim_log).
     let stderr = super::shim_log::open_for_shim(&cfg.bundle)
         .map_err(|e| RuntimeError::io("open the shim log in", &cfg.bundle, e))?;
-    let mut child = tokio::process::Command::new(podhost_exe)
+    let shim_exe = super::helper_exe::shim_binary(podhost_exe);
+    let mut child = tokio::process::Command::new(&shim_exe)
         .arg("shim")
         .arg(&config_path)
         .stdin(Stdio::null())
@@ -104,7 +106,7 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
         .stderr(stderr)
         .kill_on_drop(false)
         .spawn()
-        .map_err(|e| RuntimeError::io("spawn shim", podhost_exe, e))?;
+        .map_err(|e| RuntimeError::io("spawn shim", &shim_exe, e))?;
     if let Some(pid) = child.id() {
         super::shim_log::forward(&cfg.bundle, pid as i32, super::shim_log::ForwardFrom::Now);
     }

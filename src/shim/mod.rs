@@ -6,11 +6,13 @@
 //! stdout/stderr to the CRI log file, reaps the init process, writes `exit.json`
 //! atomically, deletes the container and exits. The daemon's death never touches it.
 
+mod entry;
 mod error;
 mod kernel;
 pub mod monitor;
 mod monitor_log;
 mod process;
 
+pub use entry::shim_main;
 pub use error::ShimError;
 pub use process::{cleanup_after_monitor, run};

@@ -74,25 +74,14 @@ pub enum MonitorError {
     Decode(#[source] serde_json::Error),
 }
 
-/// Where the monitor is looked for: beside podhost (a build tree, /usr/local/bin), then
-/// in `../lib/podhost/` (a package: a helper binary is not a command of /usr/bin).
+/// Where the monitor is looked for: see `runtime::helper_exe::find`.
 fn find_monitor() -> Result<PathBuf, MonitorError> {
     let exe = std::env::current_exe().map_err(MonitorError::OwnExe)?;
-    let beside = exe.with_file_name(MONITOR_EXE);
-    if beside.is_file() {
-        return Ok(beside);
-    }
-    let packaged = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|prefix| prefix.join("lib/podhost").join(MONITOR_EXE));
-    match packaged {
-        Some(p) if p.is_file() => Ok(p),
-        _ => Err(MonitorError::Missing(beside)),
-    }
+    crate::runtime::helper_exe::find(&exe, MONITOR_EXE)
+        .ok_or_else(|| MonitorError::Missing(exe.with_file_name(MONITOR_EXE)))
 }
 
-/// The podhost binary this shim runs (for the monitor's cleanup exec).
+/// The binary this shim runs (podhost-shim or podhost), for the monitor's cleanup exec.
 pub fn own_exe() -> Result<PathBuf, MonitorError> {
     std::env::current_exe().map_err(MonitorError::OwnExe)
 }

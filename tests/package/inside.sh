@@ -69,7 +69,7 @@ snapshot >"$root.before"
 in_root dpkg -i /tmp/podhost.deb >&2 || fail "dpkg -i failed"
 [ "$(in_root dpkg-query -W -f='${Status}' podhost)" = "install ok installed" ] ||
   fail "podhost is not 'install ok installed'"
-for f in usr/bin/podhost usr/lib/podhost/podhost-monitor lib/systemd/system/podhost.service etc/podhost/config.yaml \
+for f in usr/bin/podhost usr/lib/podhost/podhost-monitor usr/lib/podhost/podhost-shim lib/systemd/system/podhost.service etc/podhost/config.yaml \
   usr/share/doc/podhost/examples/hello.yaml usr/share/doc/podhost/copyright \
   usr/share/podhost/load-busybox-image usr/share/podhost/oci/busybox/build.sh \
   usr/share/podhost/oci/layout.sh usr/share/man/man8/podhost.8.gz; do

@@ -77,6 +77,7 @@ trap on_signal TERM INT
 # A local copy: a rebuild on the host must not change the binary under the running daemon.
 cp "$SHARE/bin/podhost" /usr/local/bin/podhost && chmod 0755 /usr/local/bin/podhost
 cp "$SHARE/bin/podhost-monitor" /usr/local/bin/podhost-monitor && chmod 0755 /usr/local/bin/podhost-monitor
+cp "$SHARE/bin/podhost-shim" /usr/local/bin/podhost-shim && chmod 0755 /usr/local/bin/podhost-shim
 say "$(podhost --version 2>&1), kernel $(uname -r), $(nproc) CPUs, $(($(sed -n 's/^MemTotal: *\([0-9]*\).*/\1/p' /proc/meminfo) / 1024)) MiB, cgroup controllers: $(cat /sys/fs/cgroup/cgroup.subtree_control)"
 t=$(secs)
 if ! podhost load --root-dir "$PODHOST_ROOT" "$SHARE/busybox-oci" >"$OUT/load.log" 2>&1; then

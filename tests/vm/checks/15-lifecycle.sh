@@ -19,6 +19,7 @@ mkdir -p "$LIFECYCLE_TARGET_DIR/release" "$LIFECYCLE_TARGET_DIR/tmp" ||
   fail "cannot make $LIFECYCLE_TARGET_DIR in the guest"
 ln -sf "$share/bin/podhost" "$LIFECYCLE_TARGET_DIR/release/podhost"
 ln -sf "$share/bin/podhost-monitor" "$LIFECYCLE_TARGET_DIR/release/podhost-monitor"
+ln -sf "$share/bin/podhost-shim" "$LIFECYCLE_TARGET_DIR/release/podhost-shim"
 rm -rf "$LIFECYCLE_TARGET_DIR/tmp/busybox-layout"
 cp -r "$share/busybox-oci" "$LIFECYCLE_TARGET_DIR/tmp/busybox-layout"
 

@@ -1,0 +1,8 @@
+//! `podhost-shim`: the per-container shim in a binary of its own, a fraction of
+//! podhost's size (see `podhost::runtime::helper_exe::SHIM_EXE`). Not meant to be
+//! started by hand.
+
+fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    std::process::exit(podhost::shim::shim_main(&args));
+}
