@@ -5,6 +5,8 @@
 use k8s_openapi::api::core::v1::NodeCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::model::eviction::NodeCondition as PressureKind;
+
 /// What the eviction manager and the daemon observe now.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodePressure {
@@ -14,36 +16,6 @@ pub struct NodePressure {
     /// Why the node is not ready (e.g. the runtime's health); empty: ready.
     pub not_ready: Vec<String>,
 }
-
-struct Wording {
-    type_: &'static str,
-    true_reason: &'static str,
-    true_message: &'static str,
-    false_reason: &'static str,
-    false_message: &'static str,
-}
-
-const MEMORY: Wording = Wording {
-    type_: "MemoryPressure",
-    true_reason: "KubeletHasInsufficientMemory",
-    true_message: "kubelet has insufficient memory available",
-    false_reason: "KubeletHasSufficientMemory",
-    false_message: "kubelet has sufficient memory available",
-};
-const DISK: Wording = Wording {
-    type_: "DiskPressure",
-    true_reason: "KubeletHasDiskPressure",
-    true_message: "kubelet has disk pressure",
-    false_reason: "KubeletHasNoDiskPressure",
-    false_message: "kubelet has no disk pressure",
-};
-const PID: Wording = Wording {
-    type_: "PIDPressure",
-    true_reason: "KubeletHasInsufficientPID",
-    true_message: "kubelet has insufficient PID available",
-    false_reason: "KubeletHasSufficientPID",
-    false_message: "kubelet has sufficient PID available",
-};
 
 /// The conditions to post now, from the previous ones (the Node as last written) and
 /// what is observed: MemoryPressure, DiskPressure, PIDPressure, Ready, in the kubelet's
@@ -59,9 +31,9 @@ pub fn next_conditions(
         Some(observed.not_ready.join(", "))
     };
     let mut next = vec![
-        pressure(previous, &MEMORY, observed.memory, now),
-        pressure(previous, &DISK, observed.disk, now),
-        pressure(previous, &PID, observed.pid, now),
+        pressure(previous, PressureKind::MemoryPressure, observed.memory, now),
+        pressure(previous, PressureKind::DiskPressure, observed.disk, now),
+        pressure(previous, PressureKind::PidPressure, observed.pid, now),
         condition(
             previous,
             "Ready",
@@ -99,13 +71,15 @@ pub fn conditions_changed(before: &[NodeCondition], after: &[NodeCondition]) -> 
     before.len() != after.len() || before.iter().zip(after).any(|(b, a)| key(b) != key(a))
 }
 
-fn pressure(previous: &[NodeCondition], w: &Wording, on: bool, now: &Time) -> NodeCondition {
-    let (reason, message) = if on {
-        (w.true_reason, w.true_message)
-    } else {
-        (w.false_reason, w.false_message)
-    };
-    condition(previous, w.type_, on, reason, message.to_string(), now)
+fn pressure(previous: &[NodeCondition], kind: PressureKind, on: bool, now: &Time) -> NodeCondition {
+    condition(
+        previous,
+        kind.name(),
+        on,
+        kind.condition_reason(on),
+        kind.message(on).to_string(),
+        now,
+    )
 }
 
 fn condition(
@@ -129,5 +103,22 @@ fn condition(
         message: Some(message),
         last_heartbeat_time: Some(now.clone()),
         last_transition_time: Some(transition),
+    }
+}
+
+impl NodePressure {
+    /// The pressure the eviction manager reports (its conditions in the status store).
+    pub fn from_eviction(conditions: &[NodeCondition], not_ready: Vec<String>) -> Self {
+        let on = |kind: PressureKind| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == kind.name() && c.status == "True")
+        };
+        Self {
+            memory: on(PressureKind::MemoryPressure),
+            disk: on(PressureKind::DiskPressure),
+            pid: on(PressureKind::PidPressure),
+            not_ready,
+        }
     }
 }
