@@ -34,6 +34,7 @@
 //! small trait instead (`api::GcTrigger`, `gc::runner::GcTargets`).
 pub mod api;
 pub mod cli;
+pub mod cluster;
 pub mod configdir;
 pub mod daemon;
 pub mod disk;
