@@ -7,11 +7,12 @@ use std::path::Path;
 use crate::model::node::HostFacts;
 
 /// Reads the host's facts. `node_ips` are `--node-ip` (empty: the source addresses of
-/// the default routes); `root_dir` is where nodefs is measured.
-pub fn read(root_dir: &Path, node_ips: &[IpAddr]) -> HostFacts {
+/// the default routes); `root_dir` is where nodefs is measured; `memory_bytes` the
+/// daemon's reading of MemTotal.
+pub fn read(root_dir: &Path, node_ips: &[IpAddr], memory_bytes: i64) -> HostFacts {
     HostFacts {
         cpus: online_cpus(),
-        memory_bytes: crate::daemon::host::memory_capacity(),
+        memory_bytes,
         ephemeral_storage_bytes: filesystem_size(root_dir),
         machine_id: first_line("/etc/machine-id"),
         system_uuid: first_line("/sys/class/dmi/id/product_uuid").to_lowercase(),

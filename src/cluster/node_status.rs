@@ -47,7 +47,7 @@ pub async fn post_once(
         .await
         .map_err(ClusterError::api(format!("reading Node {name}")))?;
     let previous = node.status.and_then(|s| s.conditions).unwrap_or_default();
-    let now = crate::status::k8s_time(chrono::Utc::now());
+    let now = crate::model::k8s_time::to_k8s(chrono::Utc::now());
     let conditions = next_conditions(&previous, observed, &now);
     let ours: Vec<NodeCondition> = conditions
         .into_iter()
@@ -92,7 +92,7 @@ pub async fn run(
         let due = match &posted {
             None => true,
             Some((last, at)) => {
-                let now = crate::status::k8s_time(chrono::Utc::now());
+                let now = crate::model::k8s_time::to_k8s(chrono::Utc::now());
                 conditions_changed(last, &next_conditions(last, &observed, &now))
                     || at.elapsed() >= settings.status_report_every
             }

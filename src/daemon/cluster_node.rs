@@ -37,7 +37,11 @@ pub async fn start(
         kubelet_port: i32::from(cluster.port),
         kubelet_version: KUBELET_VERSION.to_string(),
     });
-    let host = crate::cluster::host_facts::read(&cfg.root_dir, &cluster.node_ips);
+    let host = crate::cluster::host_facts::read(
+        &cfg.root_dir,
+        &cluster.node_ips,
+        super::host::memory_capacity(),
+    );
     Ok(tokio::spawn(async move {
         let node = node_object(&host, &settings.node);
         let registered = crate::cluster::register::register(&client, &node).await;

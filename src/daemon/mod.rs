@@ -6,7 +6,7 @@ mod config_dir;
 mod ephemeral_target;
 pub mod flags;
 mod gc_trigger;
-pub mod host;
+mod host;
 pub mod kubelet_config;
 mod log_drops;
 mod manager;
