@@ -31,6 +31,8 @@ pub enum FlagError {
     ManifestUrl(#[from] crate::source::ManifestUrlError),
     #[error(transparent)]
     Eviction(#[from] crate::eviction::EvictionConfigError),
+    #[error(transparent)]
+    Cluster(#[from] super::cluster_flags::ClusterFlagError),
     /// A duration flag that is negative, NaN or too large.
     #[error("--{flag} must be a positive number of seconds")]
     Seconds {
@@ -222,6 +224,9 @@ pub struct DaemonFlags {
     /// limit without CAP_SYS_RESOURCE.
     #[arg(long, default_value_t = 1_000_000)]
     pub max_open_files: i64,
+    // ---- cluster mode (issue 13) ----
+    #[command(flatten)]
+    pub cluster: super::cluster_flags::ClusterFlags,
 }
 
 /// `path` made absolute against the working directory: the daemon's paths end up in
@@ -338,6 +343,7 @@ impl DaemonFlags {
             read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
             max_open_files: u64::try_from(self.max_open_files).unwrap_or(1),
             config_file: None,
+            cluster: self.cluster.into_config()?,
         })
     }
 }

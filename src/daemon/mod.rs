@@ -1,5 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
+pub mod cluster_flags;
+mod cluster_node;
 mod config_dir;
 mod ephemeral_target;
 pub mod flags;
@@ -86,6 +88,8 @@ pub struct DaemonConfig {
     pub max_open_files: u64,
     /// `--config`: the file, for its start-up report and SIGHUP re-reads.
     pub config_file: Option<reload::ReloadSource>,
+    /// `--kubeconfig` and the node's registration settings; `None`: static pods only.
+    pub cluster: Option<cluster_flags::ClusterConfig>,
 }
 
 /// Daemon start-up failures.
@@ -98,6 +102,9 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+    /// Cluster mode cannot start (the kubeconfig).
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
     /// Another daemon already uses the root dir.
     #[error(
         "another podhost daemon already uses {0} (lock held); stop it or use another --root-dir"
@@ -424,6 +431,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             evictions_tx,
         ),
     );
+    if let Some(cluster) = &cfg.cluster {
+        essential.watch(
+            "cluster node (registration, lease, status)",
+            cluster_node::start(&cfg, cluster, store.clone()).await?,
+        );
+    }
     let (scans, mut runonce) = match cfg.runonce {
         None => (pod_sources::watch_sources(&cfg), None),
         Some(bound) => {

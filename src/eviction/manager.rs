@@ -246,8 +246,8 @@ fn publish_conditions(
             K8sCondition {
                 type_: c.name().to_string(),
                 status: status.to_string(),
-                reason: Some(c.event_reason(pressure).to_string()),
-                message: Some(condition_message(c, pressure).to_string()),
+                reason: Some(c.condition_reason(pressure).to_string()),
+                message: Some(c.message(pressure).to_string()),
                 last_heartbeat_time: Some(at.clone()),
                 last_transition_time: Some(kept.unwrap_or_else(|| at.clone())),
             }
@@ -261,17 +261,5 @@ fn publish_conditions(
             reason,
             format!("Node status is now: {reason}"),
         );
-    }
-}
-
-/// The kubelet's condition messages.
-fn condition_message(c: NodeCondition, pressure: bool) -> &'static str {
-    match (c, pressure) {
-        (NodeCondition::MemoryPressure, true) => "kubelet has insufficient memory available",
-        (NodeCondition::MemoryPressure, false) => "kubelet has sufficient memory available",
-        (NodeCondition::DiskPressure, true) => "kubelet has disk pressure",
-        (NodeCondition::DiskPressure, false) => "kubelet has no disk pressure",
-        (NodeCondition::PidPressure, true) => "kubelet has insufficient PID available",
-        (NodeCondition::PidPressure, false) => "kubelet has sufficient PID available",
     }
 }

@@ -120,6 +120,30 @@ impl NodeCondition {
         }
     }
 
+    /// The condition's reason on the Node (the kubelet's `setters.go`).
+    pub fn condition_reason(self, pressure: bool) -> &'static str {
+        match (self, pressure) {
+            (NodeCondition::MemoryPressure, true) => "KubeletHasInsufficientMemory",
+            (NodeCondition::MemoryPressure, false) => "KubeletHasSufficientMemory",
+            (NodeCondition::DiskPressure, true) => "KubeletHasDiskPressure",
+            (NodeCondition::DiskPressure, false) => "KubeletHasNoDiskPressure",
+            (NodeCondition::PidPressure, true) => "KubeletHasInsufficientPID",
+            (NodeCondition::PidPressure, false) => "KubeletHasSufficientPID",
+        }
+    }
+
+    /// The condition's message on the Node.
+    pub fn message(self, pressure: bool) -> &'static str {
+        match (self, pressure) {
+            (NodeCondition::MemoryPressure, true) => "kubelet has insufficient memory available",
+            (NodeCondition::MemoryPressure, false) => "kubelet has sufficient memory available",
+            (NodeCondition::DiskPressure, true) => "kubelet has disk pressure",
+            (NodeCondition::DiskPressure, false) => "kubelet has no disk pressure",
+            (NodeCondition::PidPressure, true) => "kubelet has insufficient PID available",
+            (NodeCondition::PidPressure, false) => "kubelet has sufficient PID available",
+        }
+    }
+
     /// The kubelet's node event when the condition becomes true / false
     /// (`NodeHasSufficientMemory`… are the kubelet's names for "no pressure").
     pub fn event_reason(self, pressure: bool) -> &'static str {

@@ -1,0 +1,215 @@
+#!/bin/bash
+# scripts/cluster/control-plane-up.sh DIR NODE...
+#
+# Starts a loopback-only Kubernetes control plane for podhost's cluster-mode tests:
+# etcd (Debian's etcd-server) and the kube-apiserver binary $KUBE_APISERVER (not
+# installable from Debian: bring your own build), with `Node,RBAC` authorization and the
+# NodeRestriction admission, and kube-controller-manager when $KUBE_CONTROLLER_MANAGER
+# names one. Certificates, kubeconfigs (admin, and one per NODE as system:node:NODE),
+# data and logs live in DIR; DIR/env.sh has the exports. Stop with control-plane-down.sh.
+set -euo pipefail
+
+usage() { echo "usage: $0 DIR NODE..." >&2; exit 2; }
+[ $# -ge 2 ] || usage
+DIR=$1; shift
+NODES=("$@")
+HERE=$(cd "$(dirname "$0")" && pwd)
+KUBE_APISERVER=${KUBE_APISERVER:?set KUBE_APISERVER to a kube-apiserver binary}
+KUBE_CONTROLLER_MANAGER=${KUBE_CONTROLLER_MANAGER:-}
+ETCD=${ETCD:-$(command -v etcd || true)}
+NODE_IP=${NODE_IP:-127.0.0.1}
+if [ -z "${WITH_KCM:-}" ]; then
+  if [ -x "$KUBE_CONTROLLER_MANAGER" ]; then WITH_KCM=1; else WITH_KCM=0; fi
+fi
+
+[ -x "$KUBE_APISERVER" ] || { echo "kube-apiserver not found at $KUBE_APISERVER " >&2; exit 1; }
+[ -n "$ETCD" ] && [ -x "$ETCD" ] || { echo "etcd not found (apt-get install etcd-server)" >&2; exit 1; }
+command -v openssl >/dev/null || { echo "openssl not found" >&2; exit 1; }
+command -v curl >/dev/null || { echo "curl not found" >&2; exit 1; }
+# RFC 1123 subdomain, as Kubernetes requires for node names
+for NODE in "${NODES[@]}"; do
+  [[ "$NODE" =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$ ]] || { echo "bad node name: $NODE" >&2; exit 2; }
+done
+
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+if [ -e "$DIR/apiserver.pid" ] || [ -e "$DIR/etcd.pid" ]; then
+  echo "$DIR already has a cluster (pid files present); run stop-cluster.sh $DIR first" >&2; exit 1
+fi
+touch "$DIR/.podhost-control-plane"   # marker: stop-cluster.sh only deletes dirs carrying it
+# on any failure: stop whatever was started, keep DIR (logs) for inspection
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "start failed; stopping what was started (DIR kept: $DIR)" >&2; "$HERE/control-plane-down.sh" "$DIR" --keep; fi' EXIT
+PKI=$DIR/pki; mkdir -p "$PKI" "$DIR/logs"
+
+# ---------- free loopback ports ----------
+port_in_use() { ss -Htln "sport = :$1" 2>/dev/null | grep -q . ; }
+pick_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$(( 20000 + RANDOM % 30000 ))
+    case " ${PICKED:-} " in *" $p "*) continue;; esac
+    if ! port_in_use "$p"; then PICKED="${PICKED:-} $p"; echo "$p"; return 0; fi
+  done
+  echo "no free port found" >&2; return 1
+}
+PICKED=""
+ETCD_CLIENT_PORT=$(pick_port); PICKED="$PICKED $ETCD_CLIENT_PORT"
+ETCD_PEER_PORT=$(pick_port);   PICKED="$PICKED $ETCD_PEER_PORT"
+API_PORT=$(pick_port);         PICKED="$PICKED $API_PORT"
+KCM_PORT=$(pick_port);         PICKED="$PICKED $KCM_PORT"
+SERVER=https://127.0.0.1:$API_PORT
+
+# ---------- certificates (openssl) ----------
+ossl() { openssl "$@" 2>>"$DIR/logs/openssl.log"; }
+ossl req -x509 -newkey rsa:2048 -nodes -sha256 -days 365 \
+  -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -subj "/CN=podhost-local-ca" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
+
+# sign NAME SUBJECT EXTKEYUSAGE [SAN]
+sign() {
+  local name=$1 subj=$2 eku=$3 san=${4:-}
+  local ext="$PKI/$name.ext"
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$eku"
+    [ -n "$san" ] && echo "subjectAltName=$san"
+  } > "$ext"
+  ossl req -new -newkey rsa:2048 -nodes -keyout "$PKI/$name.key" -out "$PKI/$name.csr" -subj "$subj"
+  ossl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 365 -sha256 -extfile "$ext" -out "$PKI/$name.crt"
+  rm -f "$PKI/$name.csr" "$ext"
+}
+SVC_CIDR=10.96.0.0/16      # only an allocation range inside the apiserver; nothing is routed there
+SVC_IP=10.96.0.1
+sign apiserver "/CN=kube-apiserver" serverAuth \
+  "IP:127.0.0.1,IP:::1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:$SVC_IP"
+sign admin "/O=system:masters/CN=admin" clientAuth
+for NODE in "${NODES[@]}"; do
+  sign "node-$NODE" "/O=system:nodes/CN=system:node:$NODE" clientAuth
+  sign "kubelet-$NODE" "/O=system:nodes/CN=system:node:$NODE" serverAuth \
+    "DNS:$NODE,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP"
+done
+# client cert the apiserver presents to kubelets (logs/exec/port-forward via :10250)
+sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+sign kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+# service-account token signing key pair
+ossl genrsa -out "$PKI/sa.key" 2048
+ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
+chmod 600 "$PKI"/*.key
+
+# ---------- kubeconfigs ----------
+b64() { base64 -w0 < "$1"; }
+kubeconfig() { # FILE USER CERT KEY
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $SERVER
+    certificate-authority-data: $(b64 "$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(b64 "$3")
+    client-key-data: $(b64 "$4")
+contexts:
+- name: $2@local
+  context:
+    cluster: local
+    user: $2
+current-context: $2@local
+EOF
+  chmod 600 "$1"
+}
+kubeconfig "$DIR/admin.kubeconfig" admin "$PKI/admin.crt" "$PKI/admin.key"
+for NODE in "${NODES[@]}"; do
+  kubeconfig "$DIR/node-$NODE.kubeconfig" "system:node:$NODE" "$PKI/node-$NODE.crt" "$PKI/node-$NODE.key"
+done
+kubeconfig "$DIR/kube-controller-manager.kubeconfig" system:kube-controller-manager \
+  "$PKI/kube-controller-manager.crt" "$PKI/kube-controller-manager.key"
+
+# ---------- etcd ----------
+mkdir -p "$DIR/etcd-data"; chmod 700 "$DIR/etcd-data"
+setsid "$ETCD" --name podhost-local --data-dir "$DIR/etcd-data" \
+  --listen-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+  --advertise-client-urls "http://127.0.0.1:$ETCD_CLIENT_PORT" \
+  --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster "podhost-local=http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster-state new --initial-cluster-token "podhost-$$" \
+  </dev/null >"$DIR/logs/etcd.log" 2>&1 &
+echo $! > "$DIR/etcd.pid"
+for i in $(seq 1 100); do
+  curl -fsS "http://127.0.0.1:$ETCD_CLIENT_PORT/health" 2>/dev/null | grep -q '"health":"true"' && break
+  kill -0 "$(cat "$DIR/etcd.pid")" 2>/dev/null || { echo "etcd died; see $DIR/logs/etcd.log" >&2; tail -20 "$DIR/logs/etcd.log" >&2; exit 1; }
+  [ "$i" = 100 ] && { echo "etcd not healthy after 20s" >&2; exit 1; }
+  sleep 0.2
+done
+
+# ---------- kube-apiserver ----------
+setsid "$KUBE_APISERVER" \
+  --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+  --insecure-port=0 \
+  --endpoint-reconciler-type=none \
+  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+  --client-ca-file="$PKI/ca.crt" \
+  --authorization-mode=Node,RBAC \
+  --enable-admission-plugins=NodeRestriction \
+  --allow-privileged=true \
+  --service-cluster-ip-range="$SVC_CIDR" \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --api-audiences=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$PKI/sa.pub" \
+  --service-account-signing-key-file="$PKI/sa.key" \
+  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+  --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+  --kubelet-certificate-authority="$PKI/ca.crt" \
+  --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP \
+  --cert-dir="$DIR/apiserver-certs" \
+  --profiling=false \
+  --v=1 \
+  </dev/null >"$DIR/logs/kube-apiserver.log" 2>&1 &
+echo $! > "$DIR/apiserver.pid"
+for i in $(seq 1 300); do
+  if curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+       "$SERVER/readyz" 2>/dev/null | grep -q '^ok$'; then break; fi
+  kill -0 "$(cat "$DIR/apiserver.pid")" 2>/dev/null || { echo "kube-apiserver died; see $DIR/logs/kube-apiserver.log" >&2; tail -30 "$DIR/logs/kube-apiserver.log" >&2; exit 1; }
+  [ "$i" = 300 ] && { echo "kube-apiserver not ready after 60s; see $DIR/logs/kube-apiserver.log" >&2; exit 1; }
+  sleep 0.2
+done
+
+# ---------- kube-controller-manager (optional) ----------
+if [ "$WITH_KCM" = 1 ]; then
+  [ -x "$KUBE_CONTROLLER_MANAGER" ] || { echo "kube-controller-manager not found at $KUBE_CONTROLLER_MANAGER" >&2; exit 1; }
+  setsid "$KUBE_CONTROLLER_MANAGER" \
+    --kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
+    --authentication-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
+    --authorization-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --port=0 \
+    --leader-elect=false \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file="$PKI/sa.key" \
+    --root-ca-file="$PKI/ca.crt" \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --service-cluster-ip-range="$SVC_CIDR" \
+    --controllers='*,-cloud-node-lifecycle,-route,-service' \
+    --cert-dir="$DIR/kcm-certs" \
+    --profiling=false --v=1 \
+    </dev/null >"$DIR/logs/kube-controller-manager.log" 2>&1 &
+  echo $! > "$DIR/kcm.pid"
+  sleep 1
+  kill -0 "$(cat "$DIR/kcm.pid")" 2>/dev/null || { echo "kube-controller-manager died; see $DIR/logs/kube-controller-manager.log" >&2; exit 1; }
+fi
+
+cat > "$DIR/env.sh" <<EOF
+export KUBECONFIG=$DIR/admin.kubeconfig
+export PODHOST_ADMIN_KUBECONFIG=$DIR/admin.kubeconfig
+export KUBE_APISERVER_URL=$SERVER
+export KUBE_CA_FILE=$PKI/ca.crt
+export ETCD_ENDPOINT=http://127.0.0.1:$ETCD_CLIENT_PORT
+EOF
+cat "$DIR/env.sh"
+echo "# cluster up: kube-apiserver $SERVER (pid $(cat "$DIR/apiserver.pid")), etcd 127.0.0.1:$ETCD_CLIENT_PORT (pid $(cat "$DIR/etcd.pid"))$( [ "$WITH_KCM" = 1 ] && echo ", kube-controller-manager (pid $(cat "$DIR/kcm.pid"))"); logs in $DIR/logs; stop with: $HERE/control-plane-down.sh $DIR" >&2

@@ -1,0 +1,36 @@
+//! The API client from `--kubeconfig`, recording its exchanges when `--kube-record` is
+//! given.
+
+use std::path::Path;
+
+use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use super::ClusterError;
+use super::record::Recorder;
+
+/// Builds the client from the kubeconfig's current context (client certificate, token
+/// or exec plugin, as kube-rs supports them).
+pub async fn from_kubeconfig(
+    path: &Path,
+    record: Option<&Path>,
+) -> Result<kube::Client, ClusterError> {
+    let kubeconfig = Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|source| ClusterError::Kubeconfig {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let builder = ClientBuilder::try_from(config).map_err(|source| ClusterError::Client {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(match record {
+        None => builder.build(),
+        Some(file) => builder.with_layer(&Recorder::create(file)?).build(),
+    })
+}

@@ -1,0 +1,236 @@
+//! The node side of cluster mode against recorded exchanges of a real kube-apiserver
+//! (v1.20.2 with etcd, `Node,RBAC` authorization and the NodeRestriction admission,
+//! recorded with `podhost daemon --kube-record` as the node `podhost-a`): what podhost
+//! sends, and what it makes of the answers. `scripts/cluster-test.sh` runs the same
+//! against a live server when one is available.
+//!
+//! - `register-new.jsonl`: first registration (Node created, Lease missing → created,
+//!   status posted, Lease renewed).
+//! - `register-existing.jsonl`: the daemon restarted with other `--node-labels` and a
+//!   hard eviction threshold the disk was under (Node exists → labels patched, status
+//!   with DiskPressure, Lease renewed).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use podhost::cluster::replay::Replay;
+use podhost::cluster::{lease, node_status, register};
+use podhost::model::eviction::parse_thresholds;
+use podhost::model::node::{
+    HostFacts, NodePressure, NodeSettings, Reserved, node_object, parse_node_labels, parse_taints,
+};
+
+fn fixture(name: &str) -> Replay {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cluster")
+        .join(name);
+    Replay::load(&path).unwrap()
+}
+
+fn host() -> HostFacts {
+    HostFacts {
+        cpus: 2,
+        memory_bytes: 24_684_084 * 1024,
+        ephemeral_storage_bytes: 264_212_084 * 1024,
+        machine_id: "3d1219c7c4c5404aaa1f6d2a48adfda4".into(),
+        system_uuid: String::new(),
+        boot_id: "d1932dce-b041-4e7b-afd0-88b1efd2acdb".into(),
+        kernel_version: "6.18.44".into(),
+        os_image: "Debian GNU/Linux 12 (bookworm)".into(),
+        architecture: "amd64".into(),
+        hostname: "vm".into(),
+        internal_ips: vec!["192.0.2.2".into()],
+    }
+}
+
+fn settings(labels: &str, taints: &str, eviction_hard: &str) -> NodeSettings {
+    NodeSettings {
+        name: "podhost-a".into(),
+        labels: parse_node_labels(labels).unwrap(),
+        taints: parse_taints(taints).unwrap(),
+        kube_reserved: Reserved::parse("--kube-reserved", "cpu=100m,memory=128Mi").unwrap(),
+        system_reserved: Reserved::default(),
+        eviction_hard: parse_thresholds(eviction_hard, "", "", "").unwrap(),
+        max_pods: 110,
+        kubelet_port: 10250,
+        kubelet_version: podhost::cluster::KUBELET_VERSION.into(),
+    }
+}
+
+fn asked(replay: &Replay, method: &str, path_end: &str) -> Vec<serde_json::Value> {
+    replay
+        .asked()
+        .into_iter()
+        .filter(|e| e.method == method && e.path.ends_with(path_end))
+        .map(|e| e.request.unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test]
+async fn first_registration_creates_node_and_lease_and_posts_ready() {
+    let replay = fixture("register-new.jsonl");
+    let client = replay.client();
+    let node_settings = settings("tier=edge", "dedicated=edge:NoSchedule", "");
+    let node = node_object(&host(), &node_settings);
+
+    let registered = register::register_once(&client, &node).await.unwrap();
+    let uid = registered.metadata.uid.clone().unwrap();
+    assert_eq!(
+        uid, "c4cf576b-90f5-4cd6-bab1-83ea8d0615a4",
+        "the server's UID"
+    );
+    let posted = &asked(&replay, "POST", "/api/v1/nodes")[0];
+    assert_eq!(posted["metadata"]["labels"]["tier"], "edge");
+    assert_eq!(
+        posted["metadata"]["labels"]["kubernetes.io/hostname"],
+        "podhost-a"
+    );
+    assert_eq!(posted["spec"]["taints"][0]["key"], "dedicated");
+    assert_eq!(posted["status"]["allocatable"]["cpu"], "1900m");
+    assert_eq!(
+        posted["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
+        10250
+    );
+
+    let leases: Api<Lease> = Api::namespaced(client.clone(), lease::LEASE_NAMESPACE);
+    let duration = Duration::from_secs(40);
+    let created = lease::renew_once(&leases, None, "podhost-a", &uid, duration)
+        .await
+        .unwrap();
+    let lease_posted = &asked(&replay, "POST", "/leases")[0];
+    assert_eq!(lease_posted["spec"]["holderIdentity"], "podhost-a");
+    assert_eq!(lease_posted["spec"]["leaseDurationSeconds"], 40);
+    assert_eq!(
+        lease_posted["metadata"]["ownerReferences"][0]["uid"],
+        uid.as_str()
+    );
+    assert_eq!(
+        lease_posted["metadata"]["ownerReferences"][0]["kind"],
+        "Node"
+    );
+
+    let nodes: Api<Node> = Api::all(client.clone());
+    let conditions =
+        node_status::post_once(&nodes, &host(), &node_settings, &NodePressure::default())
+            .await
+            .unwrap();
+    assert_eq!(conditions.len(), 4);
+    let patch = &asked(&replay, "PATCH", "/nodes/podhost-a/status")[0];
+    let posted: Vec<(String, String, String)> = patch["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["type"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+                c["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        posted,
+        [
+            ("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+            ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+            ("PIDPressure", "False", "KubeletHasSufficientPID"),
+            ("Ready", "True", "KubeletReady"),
+        ]
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    );
+
+    // The renewal updates the Lease as the server returned it (its resourceVersion).
+    let renewed = lease::renew_once(&leases, Some(created.clone()), "podhost-a", &uid, duration)
+        .await
+        .unwrap();
+    let put = &asked(&replay, "PUT", "/leases/podhost-a")[0];
+    assert_eq!(
+        put["metadata"]["resourceVersion"],
+        created.metadata.resource_version.clone().unwrap().as_str()
+    );
+    assert!(renewed.spec.unwrap().renew_time.is_some());
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+}
+
+#[tokio::test]
+async fn re_registration_patches_only_the_labels_that_differ_and_posts_pressure() {
+    let replay = fixture("register-existing.jsonl");
+    let client = replay.client();
+    let node_settings = settings("tier=core,zone=z1", "", "nodefs.available<50%");
+    let node = node_object(&host(), &node_settings);
+
+    let registered = register::register_once(&client, &node).await.unwrap();
+    let patch = &asked(&replay, "PATCH", "/api/v1/nodes/podhost-a")[0];
+    assert_eq!(
+        *patch,
+        serde_json::json!({"metadata": {"labels": {"tier": "core", "zone": "z1"}}}),
+        "only what differs from the Node the server has (tier=edge, no zone)"
+    );
+    let labels = registered.metadata.labels.unwrap();
+    assert_eq!(
+        (labels["tier"].as_str(), labels["zone"].as_str()),
+        ("core", "z1")
+    );
+    // The kubelet leaves the taints of an existing Node alone.
+    assert!(registered.spec.unwrap().taints.is_some());
+
+    let nodes: Api<Node> = Api::all(client.clone());
+    let pressure = NodePressure {
+        disk: true,
+        ..NodePressure::default()
+    };
+    node_status::post_once(&nodes, &host(), &node_settings, &pressure)
+        .await
+        .unwrap();
+    let status = &asked(&replay, "PATCH", "/nodes/podhost-a/status")[0]["status"];
+    let disk = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "DiskPressure")
+        .unwrap()
+        .clone();
+    assert_eq!(disk["status"], "True");
+    assert_eq!(disk["reason"], "KubeletHasDiskPressure");
+    let memory = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "MemoryPressure")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        memory["lastTransitionTime"], "2026-11-24T16:08:19Z",
+        "an unchanged condition keeps the transition time the server has"
+    );
+    // Half the disk held back by the hard threshold.
+    assert_eq!(status["allocatable"]["ephemeral-storage"], "132106042Ki");
+
+    let leases: Api<Lease> = Api::namespaced(client, lease::LEASE_NAMESPACE);
+    let uid = "c4cf576b-90f5-4cd6-bab1-83ea8d0615a4";
+    let existing = lease::renew_once(&leases, None, "podhost-a", uid, Duration::from_secs(40))
+        .await
+        .unwrap();
+    assert_eq!(
+        existing.spec.unwrap().holder_identity.as_deref(),
+        Some("podhost-a")
+    );
+    assert!(
+        asked(&replay, "POST", "/leases").is_empty(),
+        "an existing Lease is updated, not created again"
+    );
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+}
+
+#[tokio::test]
+async fn a_request_with_no_recorded_answer_is_an_error_not_a_guess() {
+    let replay = fixture("register-new.jsonl");
+    let nodes: Api<Node> = Api::all(replay.client());
+    let error = nodes.get("someone-else").await.unwrap_err();
+    assert!(error.to_string().contains("no recorded answer"), "{error}");
+    assert_eq!(replay.unexpected(), ["GET /api/v1/nodes/someone-else"]);
+}
