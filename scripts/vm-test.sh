@@ -113,7 +113,7 @@ step "kernel $KPKG ready ($(since "$t"))"
 t=${EPOCHREALTIME/./}
 PODHOST=${PODHOST_BIN:-$REPO/target/release/podhost}
 if [ -z "${PODHOST_BIN:-}" ] && [ "${SKIP_BUILD:-}" != 1 ]; then
-  command -v cargo >/dev/null || { echo "vm-test: cargo (Rust 1.85+) is required" >&2; exit 1; }
+  command -v cargo >/dev/null || { echo "vm-test: cargo (Rust 1.89+) is required" >&2; exit 1; }
   cargo build --release --locked
 fi
 [ -x "$PODHOST" ] || { echo "vm-test: $PODHOST missing" >&2; exit 1; }

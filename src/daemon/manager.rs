@@ -240,10 +240,10 @@ impl Manager {
     }
 
     fn finished(&mut self, uid: &str) {
-        if let Some(h) = self.workers.remove(uid) {
-            if self.newest_by_name.get(&h.name).map(String::as_str) == Some(uid) {
-                self.newest_by_name.remove(&h.name);
-            }
+        if let Some(h) = self.workers.remove(uid)
+            && self.newest_by_name.get(&h.name).map(String::as_str) == Some(uid)
+        {
+            self.newest_by_name.remove(&h.name);
         }
     }
 

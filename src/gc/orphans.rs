@@ -121,11 +121,12 @@ fn newest_mtime(path: &Path, depth: usize) -> SystemTime {
     let mut newest = std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .unwrap_or(SystemTime::UNIX_EPOCH);
-    if depth > 0 && path.is_dir() {
-        if let Ok(rd) = std::fs::read_dir(path) {
-            for e in rd.flatten() {
-                newest = newest.max(newest_mtime(&e.path(), depth - 1));
-            }
+    if depth > 0
+        && path.is_dir()
+        && let Ok(rd) = std::fs::read_dir(path)
+    {
+        for e in rd.flatten() {
+            newest = newest.max(newest_mtime(&e.path(), depth - 1));
         }
     }
     newest
@@ -139,12 +140,12 @@ fn has_live_shim(layout: &Layout, uid: &str) -> bool {
     for name in names.flatten() {
         for attempt in attempts(&name.path()) {
             let dir = name.path().join(attempt.to_string());
-            if let Ok(Some(s)) = read_json::<StartedRecord>(&dir.join(STARTED_FILE)) {
-                if is_our_shim(s.shim_pid, &dir) {
-                    tracing::warn!(pod_uid = %uid, dir = %dir.display(),
+            if let Ok(Some(s)) = read_json::<StartedRecord>(&dir.join(STARTED_FILE))
+                && is_our_shim(s.shim_pid, &dir)
+            {
+                tracing::warn!(pod_uid = %uid, dir = %dir.display(),
                         "container GC: a pod that is gone still has a running shim; kept");
-                    return true;
-                }
+                return true;
             }
         }
     }

@@ -69,11 +69,11 @@ fn dead_since(dir: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
             return None;
         }
     };
-    if let Ok(Some(started)) = read_json::<StartedRecord>(&dir.join(STARTED_FILE)) {
-        if is_our_shim(started.shim_pid, dir) {
-            tracing::debug!(dir = %dir.display(), "container GC: shim still cleaning up; kept");
-            return None;
-        }
+    if let Ok(Some(started)) = read_json::<StartedRecord>(&dir.join(STARTED_FILE))
+        && is_our_shim(started.shim_pid, dir)
+    {
+        tracing::debug!(dir = %dir.display(), "container GC: shim still cleaning up; kept");
+        return None;
     }
     Some(exit.finished_at)
 }
@@ -84,10 +84,10 @@ pub(crate) fn pod_log_dir(layout: &Layout, uid: &str) -> Option<PathBuf> {
     let status: Option<serde_json::Value> = read_json(&layout.pod_dir(uid).join("status.json"))
         .ok()
         .flatten();
-    if let Some(meta) = status.as_ref().map(|s| &s["pod"]["metadata"]) {
-        if let (Some(ns), Some(name)) = (meta["namespace"].as_str(), meta["name"].as_str()) {
-            return Some(layout.pod_log_dir(ns, name, uid));
-        }
+    if let Some(meta) = status.as_ref().map(|s| &s["pod"]["metadata"])
+        && let (Some(ns), Some(name)) = (meta["namespace"].as_str(), meta["name"].as_str())
+    {
+        return Some(layout.pod_log_dir(ns, name, uid));
     }
     let suffix = format!("_{uid}");
     std::fs::read_dir(&layout.log_dir)

@@ -36,14 +36,14 @@ pub fn expand_env_refs(input: &str, env: &[(String, String)]) -> String {
                 i += 2;
                 continue;
             }
-            if bytes[i + 1] == b'(' {
-                if let Some(end) = input[i + 2..].find(')') {
-                    let name = &input[i + 2..i + 2 + end];
-                    if let Some((_, v)) = env.iter().rev().find(|(k, _)| k == name) {
-                        out.push_str(v);
-                        i += end + 3;
-                        continue;
-                    }
+            if bytes[i + 1] == b'('
+                && let Some(end) = input[i + 2..].find(')')
+            {
+                let name = &input[i + 2..i + 2 + end];
+                if let Some((_, v)) = env.iter().rev().find(|(k, _)| k == name) {
+                    out.push_str(v);
+                    i += end + 3;
+                    continue;
                 }
             }
         }

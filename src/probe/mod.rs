@@ -111,7 +111,7 @@ async fn bounded(
 /// `1s`, `1.5s`: durations as Go prints them in the kubelet's messages.
 fn humantime(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{}s", d.as_secs_f64())

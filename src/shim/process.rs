@@ -192,10 +192,10 @@ fn create_and_start_inner(
     // The init waits for start(): its device rules, score and OOM baseline are set
     // before it runs. Without its device rules it must not run at all.
     confine_devices(cfg)?;
-    if let Some(adj) = cfg.oom_score_adj {
-        if let Err(n) = kernel::write_oom_score_adj(&init_pid.to_string(), adj) {
-            not_applied.push(n);
-        }
+    if let Some(adj) = cfg.oom_score_adj
+        && let Err(n) = kernel::write_oom_score_adj(&init_pid.to_string(), adj)
+    {
+        not_applied.push(n);
     }
     for n in &not_applied {
         tracing::warn!(container = %cfg.container_id, reason = %n.reason, "{}", n.message());

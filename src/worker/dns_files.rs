@@ -235,12 +235,13 @@ fn read_host_resolv_conf(
     own_netns: bool,
 ) -> std::io::Result<(ResolvConf, Option<PathBuf>)> {
     let conf = dns::parse_resolv_conf(&std::fs::read_to_string(primary)?);
-    if own_netns && conf.only_loopback_nameservers() {
-        if let Ok(text) = std::fs::read_to_string(upstream) {
-            let behind = dns::parse_resolv_conf(&text);
-            if !behind.nameservers.is_empty() && !behind.only_loopback_nameservers() {
-                return Ok((behind, Some(upstream.to_path_buf())));
-            }
+    if own_netns
+        && conf.only_loopback_nameservers()
+        && let Ok(text) = std::fs::read_to_string(upstream)
+    {
+        let behind = dns::parse_resolv_conf(&text);
+        if !behind.nameservers.is_empty() && !behind.only_loopback_nameservers() {
+            return Ok((behind, Some(upstream.to_path_buf())));
         }
     }
     Ok((conf, None))

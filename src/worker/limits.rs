@@ -75,17 +75,18 @@ pub fn kernel_settings(
     let defaults = ctx.default_rlimits.clone();
     for r in wanted {
         let (mut soft, mut hard) = (r.soft, r.hard);
-        if !ctx.can_raise_limits && !defaults.contains(&r) {
-            if let Some(host) = hard_limit(&r.resource).filter(|h| hard > *h) {
-                out.warnings.push(format!(
+        if !ctx.can_raise_limits
+            && !defaults.contains(&r)
+            && let Some(host) = hard_limit(&r.resource).filter(|h| hard > *h)
+        {
+            out.warnings.push(format!(
                     "rlimit {} {}:{} clamped to the host's hard limit {host} (podhost lacks CAP_SYS_RESOURCE)",
                     r.resource,
                     show(soft),
                     show(hard)
                 ));
-                hard = host;
-                soft = soft.min(host);
-            }
+            hard = host;
+            soft = soft.min(host);
         }
         let typ = rlimit_type(&r.resource).ok_or_else(|| LimitsError::UnknownRlimit {
             name: r.resource.clone(),

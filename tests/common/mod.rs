@@ -421,18 +421,18 @@ impl TestDaemon {
         // Kill every container init this test started, then its shims.
         let pods = self.root.join("pods");
         for started in glob_started(&pods) {
-            if let Ok(text) = std::fs::read_to_string(&started) {
-                if let Ok(v) = serde_json::from_str::<Value>(&text) {
-                    for key in ["init_pid", "shim_pid"] {
-                        // A pid that is not a positive i32 is not one of ours (0 or -1
-                        // would signal whole process groups).
-                        let pid = v[key].as_i64().and_then(|p| i32::try_from(p).ok());
-                        if let Some(pid) = pid.filter(|p| *p > 0) {
-                            let _ = nix::sys::signal::kill(
-                                nix::unistd::Pid::from_raw(pid),
-                                nix::sys::signal::Signal::SIGKILL,
-                            );
-                        }
+            if let Ok(text) = std::fs::read_to_string(&started)
+                && let Ok(v) = serde_json::from_str::<Value>(&text)
+            {
+                for key in ["init_pid", "shim_pid"] {
+                    // A pid that is not a positive i32 is not one of ours (0 or -1
+                    // would signal whole process groups).
+                    let pid = v[key].as_i64().and_then(|p| i32::try_from(p).ok());
+                    if let Some(pid) = pid.filter(|p| *p > 0) {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(pid),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
                     }
                 }
             }

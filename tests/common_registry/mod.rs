@@ -219,10 +219,10 @@ impl Registry {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
-            if let Some(status) = http_status(&self.addr, "/v2/") {
-                if status == 200 || status == 401 {
-                    return true;
-                }
+            if let Some(status) = http_status(&self.addr, "/v2/")
+                && (status == 200 || status == 401)
+            {
+                return true;
             }
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -203,10 +203,10 @@ fn killed_load_leaves_nothing_and_next_open_cleans_up() {
         let found = names(&snapshots)
             .into_iter()
             .find(|n| n.starts_with("tmp-"));
-        if let Some(t) = found.map(|n| snapshots.join(n)) {
-            if names(&t).len() >= 10 {
-                break t;
-            }
+        if let Some(t) = found.map(|n| snapshots.join(n))
+            && names(&t).len() >= 10
+        {
+            break t;
         }
         assert!(
             child.try_wait().unwrap().is_none(),

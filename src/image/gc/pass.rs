@@ -213,10 +213,10 @@ pub(super) fn full_pass(
                 keep[i] = true;
             }
         }
-        if let Some(idx) = entry.index.as_deref().and_then(|d| sha256_hex(d).ok()) {
-            if let Some(&i) = interner.ids.get(&Item::Blob(idx.to_string())) {
-                keep[i] = true;
-            }
+        if let Some(idx) = entry.index.as_deref().and_then(|d| sha256_hex(d).ok())
+            && let Some(&i) = interner.ids.get(&Item::Blob(idx.to_string()))
+        {
+            keep[i] = true;
         }
     }
     let doomed: Vec<Item> = disk

@@ -313,10 +313,10 @@ impl<'a> Unpacker<'a> {
         };
         let src_st = src.lstat().map_err(self.io_err(name))?;
         let src_st = src_st.filter(|s| !is_dir(s)).ok_or_else(not_here)?;
-        if let Some(st) = at.lstat().map_err(self.io_err(name))? {
-            if same_inode(&st, &src_st) {
-                return Ok(());
-            }
+        if let Some(st) = at.lstat().map_err(self.io_err(name))?
+            && same_inode(&st, &src_st)
+        {
+            return Ok(());
         }
         self.clear(at, false, name)?;
         at.hardlink_to(&src).map_err(self.io_err(name))
@@ -402,10 +402,10 @@ impl<'a> Unpacker<'a> {
         file.set_permissions(Permissions::from_mode(meta.mode))
             .map_err(self.io_err(name))?;
         for (key, value) in &meta.xattrs {
-            if self.xattr_ok(key, name) {
-                if let Err(e) = file.set_xattr(key, value) {
-                    self.xattr_failed(key, &e, name);
-                }
+            if self.xattr_ok(key, name)
+                && let Err(e) = file.set_xattr(key, value)
+            {
+                self.xattr_failed(key, &e, name);
             }
         }
         futimens(file, &meta.mtime, &meta.mtime).map_err(|e| (self.io_err(name))(e.into()))
@@ -427,10 +427,10 @@ impl<'a> Unpacker<'a> {
             at.chmod(meta.mode).map_err(self.io_err(name))?;
         }
         for (key, value) in &meta.xattrs {
-            if self.xattr_ok(key, name) {
-                if let Err(e) = at.set_xattr(key, value) {
-                    self.xattr_failed(key, &e, name);
-                }
+            if self.xattr_ok(key, name)
+                && let Err(e) = at.set_xattr(key, value)
+            {
+                self.xattr_failed(key, &e, name);
             }
         }
         at.set_times(&meta.mtime).map_err(self.io_err(name))

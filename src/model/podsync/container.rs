@@ -73,10 +73,10 @@ fn running_instance(
     out: &mut Decision,
 ) -> ContainerState {
     if let Some(cause) = kill_cause(pod, spec, obs) {
-        if obs.stop.began_at.is_none() {
-            if let Some((reason, message)) = &cause.warning {
-                out.event(true, reason, &spec.name, message.clone());
-            }
+        if obs.stop.began_at.is_none()
+            && let Some((reason, message)) = &cause.warning
+        {
+            out.event(true, reason, &spec.name, message.clone());
         }
         stop_instance(
             spec,

@@ -235,14 +235,12 @@ pub(super) fn pod_status(
         .evicted
         .as_ref()
         .filter(|_| cause == Some(StopCause::Evicted))
-    {
-        if let Some(c) = conditions
+        && let Some(c) = conditions
             .iter_mut()
             .find(|c| c.type_ == "DisruptionTarget")
-        {
-            c.reason = Some("TerminationByKubelet".to_string());
-            c.message = Some(message.clone());
-        }
+    {
+        c.reason = Some("TerminationByKubelet".to_string());
+        c.message = Some(message.clone());
     }
     PodStatusView {
         phase,

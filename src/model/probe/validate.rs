@@ -50,14 +50,14 @@ pub fn validate_probe(
             });
         }
     }
-    if kind.failure_restarts() {
-        if let Some(v) = probe.success_threshold.filter(|v| *v != 1 && *v > 0) {
-            errors.push(ProbeSpecError::SuccessNotOne {
-                field: format!("{field}.successThreshold"),
-                value: v,
-                kind: kind.field(),
-            });
-        }
+    if kind.failure_restarts()
+        && let Some(v) = probe.success_threshold.filter(|v| *v != 1 && *v > 0)
+    {
+        errors.push(ProbeSpecError::SuccessNotOne {
+            field: format!("{field}.successThreshold"),
+            value: v,
+            kind: kind.field(),
+        });
     }
     if let Some(g) = probe.termination_grace_period_seconds {
         let f = format!("{field}.terminationGracePeriodSeconds");

@@ -38,14 +38,14 @@ impl Runner<'_> {
     {
         let mut prev: Option<(Value, CniResult)> = None;
         for (index, plugin) in list.plugins.iter().enumerate() {
-            if let Some((raw, _)) = prev.as_ref().filter(|_| index > 0) {
-                if let Err(e) = progress(raw.clone()).await {
-                    return Err(AddFailure {
-                        error: e,
-                        failed_index: index - 1,
-                        partial: prev.map(|p| p.0),
-                    });
-                }
+            if let Some((raw, _)) = prev.as_ref().filter(|_| index > 0)
+                && let Err(e) = progress(raw.clone()).await
+            {
+                return Err(AddFailure {
+                    error: e,
+                    failed_index: index - 1,
+                    partial: prev.map(|p| p.0),
+                });
             }
             let stdin = plugin_stdin(list, plugin, prev.as_ref().map(|p| &p.0), rt);
             let fail = |error: CniError, prev: Option<(Value, CniResult)>| AddFailure {

@@ -127,7 +127,7 @@ impl CompiledFilter {
 }
 
 fn check_shape(program: &[u8]) -> Result<(), ProgramError> {
-    if program.is_empty() || program.len() % INSTRUCTION_BYTES != 0 {
+    if program.is_empty() || !program.len().is_multiple_of(INSTRUCTION_BYTES) {
         return Err(ProgramError::Shape {
             bytes: program.len(),
         });

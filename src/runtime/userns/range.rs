@@ -30,7 +30,7 @@ impl IdRange {
 
     /// Whether `base` starts one of this range's blocks.
     pub fn holds(&self, base: u32) -> bool {
-        base % BLOCK_SIZE == 0
+        base.is_multiple_of(BLOCK_SIZE)
             && base / BLOCK_SIZE >= self.first_block
             && base / BLOCK_SIZE < self.first_block + self.blocks
     }
@@ -56,7 +56,7 @@ impl FromStr for IdRange {
         let start: u64 = start.parse().map_err(|_| bad("START is not a number"))?;
         let len: u64 = len.parse().map_err(|_| bad("LENGTH is not a number"))?;
         let block = u64::from(BLOCK_SIZE);
-        if start % block != 0 || len % block != 0 {
+        if !start.is_multiple_of(block) || !len.is_multiple_of(block) {
             return Err(bad("START and LENGTH must be multiples of 65536"));
         }
         if start == 0 {
