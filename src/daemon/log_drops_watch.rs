@@ -182,3 +182,93 @@ impl RecordWatch {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::FileExt as _;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn paths(changes: Vec<Change>) -> Vec<PathBuf> {
+        changes.into_iter().map(|c| c.path).collect()
+    }
+
+    /// The next change; a generous bound only so that a broken watch fails instead of
+    /// hanging the test.
+    async fn next_change(w: &mut RecordWatch) -> Vec<PathBuf> {
+        tokio::time::timeout(Duration::from_secs(30), w.changed())
+            .await
+            .map(paths)
+            .expect("no inotify event for a rewritten record")
+    }
+
+    #[tokio::test]
+    async fn records_are_read_when_watched_and_when_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("log-drops.json");
+        let mut w = RecordWatch::new();
+        assert!(w.inotify.is_some(), "inotify must work on this host");
+
+        // Not created yet: nothing to read, looked at again next time.
+        assert!(w.follow(std::slice::from_ref(&record)).is_empty());
+        std::fs::write(&record, b"{}").unwrap();
+        // Now watched, and read once for what it says so far.
+        assert_eq!(
+            paths(w.follow(std::slice::from_ref(&record))),
+            [record.clone()]
+        );
+        assert!(w.follow(std::slice::from_ref(&record)).is_empty());
+
+        // Rewritten in place, as the shim does: the watch reports it.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&record)
+            .unwrap();
+        file.write_all_at(b"{ }", 0).unwrap();
+        assert_eq!(next_change(&mut w).await, [record.clone()]);
+
+        // Removed: its watch goes; created again, it is watched and read again.
+        drop(file);
+        std::fs::remove_file(&record).unwrap();
+        loop {
+            if next_change(&mut w).await.is_empty() && !w.by_path.contains_key(&record) {
+                break;
+            }
+        }
+        assert!(w.follow(std::slice::from_ref(&record)).is_empty());
+        std::fs::write(&record, b"{}").unwrap();
+        assert_eq!(
+            paths(w.follow(std::slice::from_ref(&record))),
+            [record.clone()]
+        );
+
+        // No longer a current container's: unwatched and forgotten.
+        assert!(w.follow(&[]).is_empty());
+        assert!(w.by_path.is_empty() && w.by_wd.is_empty() && w.unwatched.is_empty());
+    }
+
+    #[test]
+    fn without_inotify_a_changed_stamp_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("log-drops.json");
+        let mut w = RecordWatch {
+            inotify: None,
+            by_wd: HashMap::new(),
+            by_path: HashMap::new(),
+            unwatched: HashMap::new(),
+        };
+        std::fs::write(&record, b"{}").unwrap();
+        assert_eq!(
+            paths(w.follow(std::slice::from_ref(&record))),
+            [record.clone()]
+        );
+        assert!(w.follow(std::slice::from_ref(&record)).is_empty());
+        // A longer content: the size alone tells (the mtime may not move within a tick).
+        std::fs::write(&record, b"{ }").unwrap();
+        assert_eq!(
+            paths(w.follow(std::slice::from_ref(&record))),
+            [record.clone()]
+        );
+    }
+}
