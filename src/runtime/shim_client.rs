@@ -177,8 +177,9 @@ impl ShimHandle {
             }
         };
         tokio::pin!(reported);
+        // Its first tick is the grid's next instant, within one period: awaited only
+        // inside the select below, never before it (the exit must not wait for it).
         let mut ticker = relist_ticker();
-        ticker.tick().await;
         let mut seen_record = false;
         loop {
             tokio::select! {
