@@ -9,6 +9,7 @@ mod gc_trigger;
 mod host;
 pub mod kubelet_config;
 mod log_drops;
+mod log_drops_watch;
 mod manager;
 mod node_name;
 mod oom;

@@ -56,7 +56,18 @@ fn load(
     name: &mut Option<String>,
 ) -> Result<StaticPod, ManifestError> {
     let bytes = read_manifest(path)?;
-    let doc = parse_document(path, &bytes)?;
+    load_bytes(path, node_name, &bytes, fields, name)
+}
+
+/// [`load_manifest`] of the bytes already read from `path`.
+pub(crate) fn load_bytes(
+    path: &Path,
+    node_name: &str,
+    bytes: &[u8],
+    fields: &mut Vec<FieldReport>,
+    name: &mut Option<String>,
+) -> Result<StaticPod, ManifestError> {
+    let doc = parse_document(path, bytes)?;
     load_document(path, PodOrigin::File(path), node_name, &doc, fields, name)
 }
 
@@ -146,6 +157,6 @@ fn admit(
         uid,
         path: path.to_path_buf(),
         warnings,
-        pod,
+        pod: std::sync::Arc::new(pod),
     })
 }

@@ -28,9 +28,12 @@ mod validate;
 mod watch;
 
 #[cfg(test)]
+mod scan_cache_tests;
+#[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -60,8 +63,9 @@ pub(crate) use validate::dns1123_subdomain;
 pub struct StaticPod {
     /// The pod as podhost runs it: API defaults applied, `metadata.name` =
     /// [`StaticPod::name`], `metadata.uid` = [`StaticPod::uid`], config annotations,
-    /// `spec.nodeName`, the NoExecute toleration, phase Pending.
-    pub pod: Pod,
+    /// `spec.nodeName`, the NoExecute toleration, phase Pending. Immutable and shared:
+    /// the rescans, the manager and the pod's worker hold this one copy.
+    pub pod: Arc<Pod>,
     /// 32 hex digits, FNV-128a of the pod ‖ node ‖ path; changes with any edit.
     pub uid: String,
     /// `<metadata.name>-<lowercase node name>`.

@@ -112,7 +112,7 @@ fn explicit_values_are_kept() {
     let (_d, r) = load_str(&y);
     let sp = r.unwrap();
     assert_eq!(sp.namespace, "kube-system");
-    let spec = sp.pod.spec.unwrap();
+    let spec = sp.pod.spec.clone().unwrap();
     assert_eq!(spec.restart_policy.as_deref(), Some("Never"));
     assert_eq!(spec.termination_grace_period_seconds, Some(5));
     assert_eq!(
@@ -335,7 +335,7 @@ fn warnings_for_unhonoured_fields() {
         ]
     );
     // Warned fields are still kept in the pod (for status and future use).
-    assert!(sp.pod.spec.unwrap().readiness_gates.is_some());
+    assert!(sp.pod.spec.clone().unwrap().readiness_gates.is_some());
 }
 
 #[test]

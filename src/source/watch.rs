@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, MissedTickBehavior, interval, interval_at, timeout};
 
 use super::ScanResult;
-use super::scan::scan_dir;
+use super::scan::{DecodedManifests, scan_dir_with};
 
 /// Quiet time that ends a burst of inotify events before the directory is re-read. It
 /// only has to join the steps of one operation (an editor renaming the old file away and
@@ -35,8 +35,9 @@ type Events = crate::disk::dir_watch::DirEvents;
 /// closed), and by a full rescan every `rescan_every` (the kubelet uses 20 s). A directory that does not exist yet is retried every second.
 ///
 /// The watcher runs in a tokio task (call this inside a runtime) and stops when the
-/// receiver is dropped. Each sent scan has fresh `kubernetes.io/config.seen`
-/// annotations; consumers keep the first one seen per UID.
+/// receiver is dropped. A rescan decodes only the manifests whose bytes changed (see
+/// `DecodedManifests`): a pod's `kubernetes.io/config.seen` is the time its content was
+/// first read (consumers keep the first one seen per UID).
 pub fn watch(
     dir: PathBuf,
     node_name: String,
@@ -66,8 +67,9 @@ async fn run(
     let rescan_every = rescan_every.max(Duration::from_millis(10));
     let mut events = add_watch(&dir);
     let mut last = None;
+    let mut decoded = DecodedManifests::default();
     let health = crate::metrics::health().periodic("manifest source", rescan_every);
-    if !send_scan(&dir, &node_name, &tx, &mut last).await {
+    if !send_scan(&dir, &node_name, &tx, &mut last, &mut decoded).await {
         return;
     }
     health.beat();
@@ -98,7 +100,7 @@ async fn run(
                 // The directory appeared: read it now rather than at the next rescan.
             }
         }
-        if !send_scan(&dir, &node_name, &tx, &mut last).await {
+        if !send_scan(&dir, &node_name, &tx, &mut last, &mut decoded).await {
             return;
         }
         health.beat();
@@ -237,10 +239,20 @@ async fn send_scan(
     node_name: &str,
     tx: &mpsc::Sender<ScanResult>,
     last: &mut Option<Fingerprint>,
+    decoded: &mut DecodedManifests,
 ) -> bool {
     let (d, n) = (dir.to_path_buf(), node_name.to_string());
-    let scan = match tokio::task::spawn_blocking(move || scan_dir(&d, &n)).await {
-        Ok(scan) => scan,
+    let mut cache = std::mem::take(decoded);
+    let scanned = tokio::task::spawn_blocking(move || {
+        let scan = scan_dir_with(&d, &n, &mut cache);
+        (scan, cache)
+    })
+    .await;
+    let scan = match scanned {
+        Ok((scan, cache)) => {
+            *decoded = cache;
+            scan
+        }
         Err(e) => {
             tracing::error!(error = %e, "manifest scan task failed");
             return !tx.is_closed();

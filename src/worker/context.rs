@@ -69,7 +69,9 @@ pub struct PodInfo {
     pub uid: String,
     pub name: String,
     pub namespace: String,
-    pub pod: Pod,
+    /// The pod as admitted; shared with the manifest source and the manager, which
+    /// hold the same immutable value (one copy per pod instead of three).
+    pub pod: Arc<Pod>,
     pub host_network: bool,
     /// hostIPC: the host's IPC namespace and /dev/shm.
     pub host_ipc: bool,
@@ -87,7 +89,8 @@ pub struct PodInfo {
 }
 
 impl PodInfo {
-    pub fn from_pod(pod: Pod) -> Self {
+    pub fn from_pod(pod: impl Into<Arc<Pod>>) -> Self {
+        let pod: Arc<Pod> = pod.into();
         let spec = pod.spec.clone().unwrap_or_default();
         Self {
             uid: pod.metadata.uid.clone().unwrap_or_default(),

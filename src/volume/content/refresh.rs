@@ -39,7 +39,7 @@ pub fn refresh_volume(
 /// FailedMount event); a volume keeps its last good payload meanwhile.
 pub async fn keep_fresh<T>(
     volumes: Vec<ContentVolume>,
-    pod: Pod,
+    pod: impl Into<Arc<Pod>>,
     inputs: DownwardInputs,
     fs_group: Option<u32>,
     mut objects: watch::Receiver<Arc<T>>,
@@ -48,7 +48,7 @@ pub async fn keep_fresh<T>(
 ) where
     T: ConfigLookup + Send + Sync + 'static,
 {
-    let pod = Arc::new(pod);
+    let pod: Arc<Pod> = pod.into();
     let inputs = Arc::new(inputs);
     let mut last_error: HashMap<String, String> = HashMap::new();
     let mut tick = tokio::time::interval(period.max(Duration::from_millis(100)));
