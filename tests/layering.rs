@@ -68,6 +68,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "model", "metrics", "disk", "status", "runtime", "volume", "gc",
         ],
     ),
+    ("cluster", &["model"]),
     (
         "daemon",
         &[
@@ -88,6 +89,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "network",
             "stats",
             "eviction",
+            "cluster",
         ],
     ),
     (
