@@ -39,11 +39,20 @@ pub fn observe(sources: &SignalSources) -> Observations {
         }
         None => tracing::debug!("eviction: memory.available cannot be read"),
     }
-    if let Some((bytes, inodes)) = filesystem(&sources.root_dir) {
+    let nodefs = filesystem(&sources.root_dir);
+    if let Some((bytes, inodes)) = nodefs {
         out.insert(Signal::NodeFsAvailable, bytes);
         out.insert(Signal::NodeFsInodesFree, inodes);
     }
-    if let Some((bytes, inodes)) = filesystem(&sources.image_dir) {
+    // Without a filesystem of their own, images are on nodefs: one reading for both, as
+    // the kubelet does, so the two signals never disagree by what was written between
+    // two statvfs calls.
+    let imagefs = if sources.dedicated_image_fs() {
+        filesystem(&sources.image_dir)
+    } else {
+        nodefs
+    };
+    if let Some((bytes, inodes)) = imagefs {
         out.insert(Signal::ImageFsAvailable, bytes);
         out.insert(Signal::ImageFsInodesFree, inodes);
     }
