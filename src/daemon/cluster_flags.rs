@@ -2,6 +2,7 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
@@ -36,12 +37,22 @@ pub struct ClusterFlags {
     /// addresses of the host's default routes.
     #[arg(long, value_delimiter = ',')]
     pub node_ip: Vec<IpAddr>,
-    /// The most pods this node runs (the Node's pods capacity).
+    /// The pods capacity the Node advertises (admitting against it comes with pods
+    /// from the API server).
     #[arg(long, default_value_t = 110)]
     pub max_pods: u32,
     /// The kubelet API's port, advertised in the Node's daemonEndpoints.
     #[arg(long, default_value_t = 10250)]
     pub port: u16,
+    /// Seconds between computations of the node's status (posted when it changed).
+    #[arg(long, default_value_t = 10.0)]
+    pub node_status_update_frequency: f64,
+    /// Seconds between posts of an unchanged node status.
+    #[arg(long, default_value_t = 300.0)]
+    pub node_status_report_frequency: f64,
+    /// The node Lease's duration in seconds; it is renewed every quarter of it.
+    #[arg(long, default_value_t = 40)]
+    pub node_lease_duration_seconds: u32,
 }
 
 /// Cluster mode's settings in the daemon's config.
@@ -56,6 +67,9 @@ pub struct ClusterConfig {
     pub node_ips: Vec<IpAddr>,
     pub max_pods: u32,
     pub port: u16,
+    pub status_update_every: Duration,
+    pub status_report_every: Duration,
+    pub lease_duration: Duration,
 }
 
 /// A cluster flag that cannot be used.
@@ -65,6 +79,16 @@ pub enum ClusterFlagError {
     Reserved(#[from] ReservedError),
     #[error(transparent)]
     Labels(#[from] NodeLabelError),
+    /// A period that is not a positive number of seconds.
+    #[error("--{flag} must be a positive number of seconds, not {value}")]
+    Period { flag: &'static str, value: f64 },
+}
+
+fn period(flag: &'static str, value: f64) -> Result<Duration, ClusterFlagError> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or(ClusterFlagError::Period { flag, value })
 }
 
 impl ClusterFlags {
@@ -83,6 +107,18 @@ impl ClusterFlags {
             node_ips: self.node_ip,
             max_pods: self.max_pods,
             port: self.port,
+            status_update_every: period(
+                "node-status-update-frequency",
+                self.node_status_update_frequency,
+            )?,
+            status_report_every: period(
+                "node-status-report-frequency",
+                self.node_status_report_frequency,
+            )?,
+            lease_duration: period(
+                "node-lease-duration-seconds",
+                f64::from(self.node_lease_duration_seconds),
+            )?,
         }))
     }
 }

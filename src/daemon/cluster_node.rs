@@ -20,7 +20,7 @@ pub async fn start(
     let client =
         crate::cluster::client::from_kubeconfig(&cluster.kubeconfig, cluster.record.as_deref())
             .await?;
-    let settings = ClusterSettings::with_defaults(NodeSettings {
+    let mut settings = ClusterSettings::with_defaults(NodeSettings {
         name: cfg.node_name.clone(),
         labels: cluster.labels.clone(),
         taints: cluster.taints.clone(),
@@ -37,6 +37,9 @@ pub async fn start(
         kubelet_port: i32::from(cluster.port),
         kubelet_version: KUBELET_VERSION.to_string(),
     });
+    settings.status_update_every = cluster.status_update_every;
+    settings.status_report_every = cluster.status_report_every;
+    settings.lease_duration = cluster.lease_duration;
     let host = crate::cluster::host_facts::read(
         &cfg.root_dir,
         &cluster.node_ips,

@@ -180,6 +180,7 @@ pub fn apply(
         flags.max_open_files = v;
     }
     apply_eviction(&a, flags)?;
+    apply_cluster(&a, flags)?;
     if let Some(v) = &f.container_log_max_size
         && a.take("containerLogMaxSize")
     {
@@ -301,6 +302,55 @@ fn apply_eviction(a: &Applier, flags: &mut DaemonFlags) -> Result<(), KubeletCon
         && a.take("evictionMinimumReclaim")
     {
         flags.eviction_minimum_reclaim = signal_list(map, "=");
+    }
+    Ok(())
+}
+
+/// The node's registration and heartbeat settings (they matter with `--kubeconfig`).
+/// Reservations only lower the allocatable the Node advertises: podhost does not
+/// enforce them with cgroups (enforceNodeAllocatable).
+fn apply_cluster(a: &Applier, flags: &mut DaemonFlags) -> Result<(), KubeletConfigError> {
+    let f = &a.file.fields;
+    let c = &mut flags.cluster;
+    if let Some(map) = &f.kube_reserved
+        && a.take("kubeReserved")
+    {
+        c.kube_reserved = signal_list(map, "=");
+    }
+    if let Some(map) = &f.system_reserved
+        && a.take("systemReserved")
+    {
+        c.system_reserved = signal_list(map, "=");
+    }
+    if let Some(taints) = &f.register_with_taints
+        && a.take("registerWithTaints")
+    {
+        c.register_with_taints = taints
+            .iter()
+            .map(|t| match &t.value {
+                Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
+                _ => format!("{}:{}", t.key, t.effect),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+    }
+    if let Some(v) = &f.node_status_update_frequency
+        && a.take("nodeStatusUpdateFrequency")
+    {
+        c.node_status_update_frequency = a.seconds("nodeStatusUpdateFrequency", v)?;
+    }
+    if let Some(v) = &f.node_status_report_frequency
+        && a.take("nodeStatusReportFrequency")
+    {
+        c.node_status_report_frequency = a.seconds("nodeStatusReportFrequency", v)?;
+    }
+    if let Some(v) = f.node_lease_duration_seconds
+        && a.take("nodeLeaseDurationSeconds")
+    {
+        c.node_lease_duration_seconds = u32::try_from(v)
+            .ok()
+            .filter(|s| *s > 0)
+            .ok_or_else(|| a.error("nodeLeaseDurationSeconds", format!("{v} must be positive")))?;
     }
     Ok(())
 }

@@ -84,9 +84,18 @@ pub const FIELDS: &[(&str, Support)] = &[
         "streamingConnectionIdleTimeout",
         Unsupported("deprecated, no effect in the kubelet either"),
     ),
-    ("nodeStatusUpdateFrequency", Unsupported(NO_API_SERVER)),
-    ("nodeStatusReportFrequency", Unsupported(NO_API_SERVER)),
-    ("nodeLeaseDurationSeconds", Unsupported(NO_API_SERVER)),
+    (
+        "nodeStatusUpdateFrequency",
+        Flag("node_status_update_frequency"),
+    ),
+    (
+        "nodeStatusReportFrequency",
+        Flag("node_status_report_frequency"),
+    ),
+    (
+        "nodeLeaseDurationSeconds",
+        Flag("node_lease_duration_seconds"),
+    ),
     ("imageMinimumGCAge", Flag("image_minimum_gc_age")),
     ("imageMaximumGCAge", Flag("image_maximum_gc_age")),
     (
@@ -237,8 +246,8 @@ pub const FIELDS: &[(&str, Support)] = &[
         "configMapAndSecretChangeDetectionStrategy",
         Unsupported("ConfigMaps and Secrets come from --config-dir, watched"),
     ),
-    ("systemReserved", Unsupported(NO_ALLOCATABLE)),
-    ("kubeReserved", Unsupported(NO_ALLOCATABLE)),
+    ("systemReserved", Flag("system_reserved")),
+    ("kubeReserved", Flag("kube_reserved")),
     ("reservedSystemCPUs", Unsupported(NO_ALLOCATABLE)),
     (
         "showHiddenMetricsForVersion",
@@ -288,7 +297,7 @@ pub const FIELDS: &[(&str, Support)] = &[
         "memoryReservationPolicy",
         Unsupported("no memory.min/low (MemoryQoS)"),
     ),
-    ("registerWithTaints", Unsupported(NO_API_SERVER)),
+    ("registerWithTaints", Flag("register_with_taints")),
     ("registerNode", Unsupported(NO_API_SERVER)),
     ("tracing", Unsupported("no OpenTelemetry tracing")),
     (

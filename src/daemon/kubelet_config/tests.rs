@@ -315,3 +315,43 @@ fn a_reload_sorts_changes_into_live_restart_and_overridden() {
     assert_eq!(c.restart, Vec::<String>::new());
     assert_eq!(c.live, ["imageGCHighThresholdPercent"]);
 }
+
+#[test]
+fn the_node_registration_fields_map_onto_the_cluster_flags() {
+    let file = parse(&doc("kubeReserved: {cpu: 100m, memory: 256Mi}\n\
+         systemReserved: {ephemeral-storage: 1Gi}\n\
+         registerWithTaints:\n\
+         - {key: dedicated, value: edge, effect: NoSchedule}\n\
+         - {key: spot, effect: PreferNoSchedule}\n\
+         nodeStatusUpdateFrequency: 20s\n\
+         nodeStatusReportFrequency: 1m\n\
+         nodeLeaseDurationSeconds: 60\n"))
+    .unwrap();
+    assert!(file.unsupported.is_empty(), "{:?}", file.unsupported);
+    let mut f = flags(&["--kubeconfig", "/etc/podhost/node.kubeconfig"]);
+    apply(&file, &mut f, &BTreeSet::new()).unwrap();
+    assert_eq!(f.cluster.kube_reserved, "cpu=100m,memory=256Mi");
+    assert_eq!(
+        f.cluster.register_with_taints,
+        "dedicated=edge:NoSchedule,spot:PreferNoSchedule"
+    );
+    let cluster = f
+        .into_config("/run/x.sock".into())
+        .unwrap()
+        .cluster
+        .unwrap();
+    assert_eq!(cluster.kube_reserved.cpu_millis, 100);
+    assert_eq!(cluster.system_reserved.ephemeral_storage_bytes, 1 << 30);
+    assert_eq!(cluster.taints.len(), 2);
+    assert_eq!(cluster.taints[1].value, None);
+    assert_eq!(cluster.status_update_every.as_secs(), 20);
+    assert_eq!(cluster.status_report_every.as_secs(), 60);
+    assert_eq!(cluster.lease_duration.as_secs(), 60);
+
+    let bad = parse(&doc("nodeLeaseDurationSeconds: 0\n")).unwrap();
+    let error = apply(&bad, &mut flags(&[]), &BTreeSet::new()).unwrap_err();
+    assert!(
+        error.to_string().contains("nodeLeaseDurationSeconds"),
+        "{error}"
+    );
+}

@@ -50,6 +50,21 @@ pub struct Implemented {
     pub logging: Option<Logging>,
     pub crash_loop_back_off: Option<CrashLoopBackOff>,
     pub seccomp_default: Option<bool>,
+    pub kube_reserved: Option<BTreeMap<String, String>>,
+    pub system_reserved: Option<BTreeMap<String, String>>,
+    pub register_with_taints: Option<Vec<TaintField>>,
+    pub node_status_update_frequency: Option<String>,
+    pub node_status_report_frequency: Option<String>,
+    pub node_lease_duration_seconds: Option<i32>,
+}
+
+/// A taint of `registerWithTaints`, as the API spells it.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, Serialize)]
+pub struct TaintField {
+    pub key: String,
+    #[serde(default)]
+    pub value: Option<String>,
+    pub effect: String,
 }
 
 /// `logging`: only `format` is implemented (the others are reported).
