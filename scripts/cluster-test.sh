@@ -26,12 +26,16 @@ PODHOST=${PODHOST:-target/release/podhost}
 [ -x "$PODHOST" ] || cargo build --release --locked >/dev/null
 
 WORK=$(mktemp -d /tmp/podhost-cluster-test.XXXXXX)
+# Each daemon's cgroup root, removed (in every hierarchy) at the end.
+CGROUP_ROOT=/podhost-cluster-test-$$
 NODES=(podhost-a podhost-b)
 PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" --keep >/dev/null 2>&1 || true
+  find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  find /sys/fs/cgroup -maxdepth 1 -type d -name "${CGROUP_ROOT#/}" -exec rmdir {} + 2>/dev/null || true
   if [ "${KEEP_WORK:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -49,6 +53,7 @@ start_node() { # NAME LABELS
   "$PODHOST" --socket "$dir/podhost.sock" daemon --node-name "$n" \
     --root-dir "$dir/root" --pod-manifest-path "$dir/manifests" --log-dir "$dir/logs" \
     --config-dir "$dir/config" --pod-network none --eviction-hard= \
+    --cgroup-root "$CGROUP_ROOT/$n" \
     --kubeconfig "$WORK/cp/node-$n.kubeconfig" --kube-record "$dir/api.jsonl" \
     --node-labels "$labels" --register-with-taints "dedicated=$n:NoSchedule" \
     --kube-reserved cpu=100m,memory=128Mi --max-pods 50 >>"$dir/daemon.log" 2>&1 &

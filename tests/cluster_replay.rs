@@ -61,6 +61,15 @@ fn settings(labels: &str, taints: &str, eviction_hard: &str) -> NodeSettings {
     }
 }
 
+fn condition<'a>(status: &'a serde_json::Value, type_: &str) -> &'a serde_json::Value {
+    status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition in {status}"))
+}
+
 fn asked(replay: &Replay, method: &str, path_end: &str) -> Vec<serde_json::Value> {
     replay
         .asked()
@@ -187,22 +196,10 @@ async fn re_registration_patches_only_the_labels_that_differ_and_posts_pressure(
         .await
         .unwrap();
     let status = &asked(&replay, "PATCH", "/nodes/podhost-a/status")[0]["status"];
-    let disk = status["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "DiskPressure")
-        .unwrap()
-        .clone();
+    let disk = condition(status, "DiskPressure");
     assert_eq!(disk["status"], "True");
     assert_eq!(disk["reason"], "KubeletHasDiskPressure");
-    let memory = status["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "MemoryPressure")
-        .unwrap()
-        .clone();
+    let memory = condition(status, "MemoryPressure");
     assert_eq!(
         memory["lastTransitionTime"], "2026-11-24T16:08:19Z",
         "an unchanged condition keeps the transition time the server has"

@@ -16,18 +16,6 @@ use serde_json::Value;
 
 const STOP_ENV: (&str, &str) = ("PODHOST_TEST_MONITOR_STOP_AFTER_REPORT", "1");
 
-/// Kills the stopped monitor when the test ends, also when it fails.
-struct KillOnDrop(i32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.0),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-}
-
 fn spawn_stopping_daemon(d: &mut TestDaemon) {
     d.spawn_daemon_with_env(&[STOP_ENV]);
     wait_until(Duration::from_secs(10), "daemon socket", || {

@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use common::{TestDaemon, container_status, phase, wait_until};
+use common::{KillOnDrop, TestDaemon, container_status, phase, wait_until};
 use k8s_openapi::List;
 use k8s_openapi::api::core::v1::Pod;
 
@@ -448,19 +448,6 @@ fn an_image_pull_moves_the_pull_metrics() {
         (1_048_576.0..1_200_000.0).contains(&bytes),
         "the new 1 MiB layer, and only it, was downloaded: {bytes}"
     );
-}
-
-/// SIGKILLs the daemon when dropped (declared after the daemon, so it runs first): a
-/// daemon whose status writer is blocked would wait for it forever on SIGTERM.
-struct KillOnDrop(i32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.0),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }
 
 /// The status writer really blocks: every temp file name its next writes of the pod's

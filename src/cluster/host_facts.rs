@@ -2,18 +2,18 @@
 //! cAdvisor's machine info).
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
-use std::path::Path;
 
 use crate::model::node::HostFacts;
 
 /// Reads the host's facts. `node_ips` are `--node-ip` (empty: the source addresses of
-/// the default routes); `root_dir` is where nodefs is measured; `memory_bytes` the
-/// daemon's reading of MemTotal.
-pub fn read(root_dir: &Path, node_ips: &[IpAddr], memory_bytes: i64) -> HostFacts {
+/// the default routes); `memory_bytes` (MemTotal) and `nodefs_bytes` (the size of the
+/// root dir's filesystem) are the daemon's readings, which it already takes for QoS and
+/// statistics.
+pub fn read(node_ips: &[IpAddr], memory_bytes: i64, nodefs_bytes: i64) -> HostFacts {
     HostFacts {
         cpus: online_cpus(),
         memory_bytes,
-        ephemeral_storage_bytes: filesystem_size(root_dir),
+        ephemeral_storage_bytes: nodefs_bytes,
         machine_id: first_line("/etc/machine-id"),
         system_uuid: first_line("/sys/class/dmi/id/product_uuid").to_lowercase(),
         boot_id: first_line("/proc/sys/kernel/random/boot_id"),
@@ -39,15 +39,6 @@ fn online_cpus() -> u32 {
         .map(|c| c.lines().filter(|l| l.starts_with("processor")).count())
         .unwrap_or(0);
     u32::try_from(counted).unwrap_or(u32::MAX).max(1)
-}
-
-fn filesystem_size(path: &Path) -> i64 {
-    nix::sys::statvfs::statvfs(path)
-        .map(|s| {
-            let bytes = u128::from(s.blocks()) * u128::from(s.fragment_size());
-            i64::try_from(bytes).unwrap_or(i64::MAX)
-        })
-        .unwrap_or(0)
 }
 
 fn first_line(path: &str) -> String {

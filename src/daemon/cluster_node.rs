@@ -40,10 +40,13 @@ pub async fn start(
     settings.status_update_every = cluster.status_update_every;
     settings.status_report_every = cluster.status_report_every;
     settings.lease_duration = cluster.lease_duration;
+    let nodefs_bytes = crate::stats::fs::filesystem(&cfg.root_dir, chrono::Utc::now())
+        .and_then(|fs| fs.capacity_bytes)
+        .map_or(0, |b| i64::try_from(b).unwrap_or(i64::MAX));
     let host = crate::cluster::host_facts::read(
-        &cfg.root_dir,
         &cluster.node_ips,
         super::host::memory_capacity(),
+        nodefs_bytes,
     );
     Ok(tokio::spawn(async move {
         let node = node_object(&host, &settings.node);

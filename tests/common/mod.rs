@@ -93,6 +93,19 @@ pub fn require_root() -> bool {
     true
 }
 
+/// SIGKILLs a process (a stopped monitor, a daemon that would hang on SIGTERM) when
+/// dropped, so a failing test leaves it behind neither.
+pub struct KillOnDrop(pub i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Set (by the VM suite's 15-lifecycle, whose guest has no `ip netns` and is itself a
