@@ -9,14 +9,21 @@ use crate::cluster::{ClusterError, ClusterSettings, KUBELET_VERSION};
 use crate::model::node::{NodePressure, NodeSettings, node_object};
 use crate::status::StatusStore;
 
+/// The node side at work, and its client for the pod side.
+pub struct ClusterNode {
+    /// Registers (retrying until the API server accepts), then runs the lease and
+    /// status loops for the daemon's life.
+    pub task: tokio::task::JoinHandle<()>,
+    pub client: kube::Client,
+}
+
 /// Builds the client (a bad kubeconfig stops the daemon at start, with the file named)
-/// and starts registration; the returned task registers (retrying until the API
-/// server accepts) and then runs the lease and status loops for the daemon's life.
+/// and starts registration.
 pub async fn start(
     cfg: &DaemonConfig,
     cluster: &ClusterConfig,
     store: Arc<StatusStore>,
-) -> Result<tokio::task::JoinHandle<()>, ClusterError> {
+) -> Result<ClusterNode, ClusterError> {
     let client =
         crate::cluster::client::from_kubeconfig(&cluster.kubeconfig, cluster.record.as_deref())
             .await?;
@@ -48,7 +55,9 @@ pub async fn start(
         super::host::memory_capacity(),
         nodefs_bytes,
     );
-    Ok(tokio::spawn(async move {
+    let node_client = client.clone();
+    let task = tokio::spawn(async move {
+        let client = node_client;
         let node = node_object(&host, &settings.node);
         let registered = crate::cluster::register::register(&client, &node).await;
         let uid = registered.metadata.uid.unwrap_or_default();
@@ -72,5 +81,6 @@ pub async fn start(
         // Both loops run for ever; if either panics, the daemon's essential-task
         // watch sees this task end.
         let _ = tokio::select! { l = lease => l, s = status => s };
-    }))
+    });
+    Ok(ClusterNode { task, client })
 }

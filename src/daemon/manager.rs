@@ -2,21 +2,59 @@
 //! and terminates pod workers, and holds a new pod until the old one of the same name is
 //! fully terminated (an edited manifest replaces its pod gracefully).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::{mpsc, watch};
 
+use super::api_pods::{ApiPodCache, api_grace, is_api_pod};
+use crate::cluster::pods::BoundPods;
 use crate::source::{ScanResult, StaticPod};
-use crate::status::EventKind;
+use crate::status::{EventKind, PodRecord};
 use crate::worker::{Ctx, PodHandle, PodInfo, WorkerEnd, spawn_pod};
+
+/// A pod of the API server whose worker ended: what cluster mode reports.
+#[derive(Debug)]
+pub struct ApiPodEnd {
+    pub uid: String,
+    pub namespace: String,
+    pub name: String,
+    /// The pod's last record (its final status), when the worker released it.
+    pub last: Option<Box<PodRecord>>,
+    /// The API server still has the object, marked for deletion: it is deleted now.
+    pub delete: bool,
+}
+
+/// The API server as a pod source (cluster mode).
+pub struct ApiSource {
+    /// The pods bound to the node.
+    pub pods: watch::Receiver<Arc<BoundPods>>,
+    /// Where the ends of their workers go.
+    pub ends: mpsc::UnboundedSender<ApiPodEnd>,
+}
 
 struct Manager {
     ctx: Arc<Ctx>,
     workers: HashMap<String, PodHandle>,
-    /// The newest worker of each pod name: a new UID with that name waits for it.
+    /// The newest worker of each pod's `namespace/name`: a new UID with that name waits
+    /// for it.
     newest_by_name: HashMap<String, String>,
+    /// Each worker's `namespace/name`.
+    name_of: HashMap<String, String>,
+    /// The static sources' pods of the last scan (after keeping last good versions).
+    static_pods: Vec<StaticPod>,
+    /// The API server's pods, once listed; `None` before (or without cluster mode).
+    api_view: Option<Arc<BoundPods>>,
+    api_entries: Vec<StaticPod>,
+    api_cache: ApiPodCache,
+    /// Workers of API pods, with the object as last seen (for its grace once gone).
+    api_workers: HashMap<String, Arc<Pod>>,
+    /// API pods whose worker ended while the API server still lists them (being
+    /// deleted, or terminal): never started again under the same UID.
+    api_finished: HashSet<String>,
+    api_ends: Option<mpsc::UnboundedSender<ApiPodEnd>>,
     finished_tx: mpsc::UnboundedSender<WorkerEnd>,
     /// Manifest errors already reported, so a rescan does not repeat them.
     reported_errors: BTreeSet<String>,
@@ -40,14 +78,27 @@ pub type Ping = tokio::sync::oneshot::Sender<Heartbeat>;
 pub async fn run(
     ctx: Arc<Ctx>,
     mut scans: mpsc::Receiver<ScanResult>,
+    api: Option<ApiSource>,
     mut pings: mpsc::Receiver<Ping>,
     mut evictions: mpsc::UnboundedReceiver<crate::eviction::EvictionOrder>,
 ) {
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
+    let (mut api_pods, api_ends) = match api {
+        Some(a) => (Some(a.pods), Some(a.ends)),
+        None => (None, None),
+    };
     let mut m = Manager {
         ctx,
         workers: HashMap::new(),
         newest_by_name: HashMap::new(),
+        name_of: HashMap::new(),
+        static_pods: Vec::new(),
+        api_view: None,
+        api_entries: Vec::new(),
+        api_cache: ApiPodCache::default(),
+        api_workers: HashMap::new(),
+        api_finished: HashSet::new(),
+        api_ends,
         finished_tx,
         reported_errors: BTreeSet::new(),
         last_good: HashMap::new(),
@@ -74,6 +125,18 @@ pub async fn run(
                     return;
                 }
             },
+            changed = api_changed(&mut api_pods) => {
+                if changed.is_err() {
+                    tracing::error!("the API server's pod watch stopped: no pod of the API can be seen any more");
+                    return;
+                }
+                let view = api_pods.as_mut().map(|rx| rx.borrow_and_update().clone());
+                if let Some(view) = view.filter(|v| v.synced) {
+                    health.busy();
+                    m.apply_api(view, first);
+                    health.idle();
+                }
+            }
             Some(order) = evictions.recv() => {
                 match m.workers.get(&order.uid) {
                     Some(h) => h.evict(order.message, order.grace),
@@ -95,7 +158,7 @@ pub async fn run(
                     return;
                 }
                 health.busy();
-                m.finished(&end.uid);
+                m.finished(end);
                 health.idle();
             }
         }
@@ -130,17 +193,65 @@ async fn injected_stall() {
     }
 }
 
+/// Waits for the next change of the API's pods; never, without cluster mode.
+async fn api_changed(
+    rx: &mut Option<watch::Receiver<Arc<BoundPods>>>,
+) -> Result<(), watch::error::RecvError> {
+    match rx {
+        Some(rx) => rx.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Which pods a previous daemon ran an orphan pass may stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OrphansOf {
+    /// Pods of the manifest directory and URL (the static sources answered).
+    Static,
+    /// Pods of the API server (it listed the node's pods).
+    Api,
+}
+
 impl Manager {
+    /// A scan of the static sources: the whole set of static pods.
     fn apply(&mut self, mut scan: ScanResult, first: bool) {
         self.report_errors(&scan);
         self.keep_last_good(&mut scan);
-        let desired: HashMap<&str, &StaticPod> =
-            scan.pods.iter().map(|p| (p.uid.as_str(), p)).collect();
+        self.static_pods = scan.pods;
         if first {
-            self.terminate_orphans(&desired);
+            self.terminate_orphans(OrphansOf::Static);
         }
+        self.sync();
+    }
+
+    /// A new view of the API server's pods. Its first list decides the API pods a
+    /// previous daemon ran: those no longer bound to the node are stopped (only once
+    /// the static sources answered too, so that the orphan pass sees every source).
+    fn apply_api(&mut self, view: Arc<BoundPods>, first_static_pending: bool) {
+        let first_list = self.api_view.is_none();
+        self.api_entries = self.api_cache.entries(&view);
+        self.api_finished.retain(|uid| view.pods.contains_key(uid));
+        self.api_view = Some(view);
+        if first_list {
+            self.terminate_orphans(OrphansOf::Api);
+        }
+        if !first_static_pending {
+            self.sync();
+        }
+    }
+
+    /// Brings the workers to the desired set: the static pods and the API's.
+    fn sync(&mut self) {
+        let desired: HashMap<&str, &StaticPod> = self
+            .static_pods
+            .iter()
+            .chain(&self.api_entries)
+            .map(|p| (p.uid.as_str(), p))
+            .collect();
         for (uid, handle) in &self.workers {
-            if !desired.contains_key(uid.as_str()) && !handle.is_terminating() {
+            if let Some(last_seen) = self.api_workers.get(uid) {
+                self.sync_api_worker(uid, handle, desired.get(uid.as_str()), last_seen);
+            } else if !desired.contains_key(uid.as_str()) && !handle.is_terminating() {
                 let grace = self
                     .ctx
                     .store
@@ -151,9 +262,66 @@ impl Manager {
                 handle.terminate(grace);
             }
         }
-        for sp in &scan.pods {
-            if !self.workers.contains_key(&sp.uid) {
-                self.start(PodInfo::from_pod(sp.pod.clone()), sp.warnings.clone());
+        let mut started = Vec::new();
+        for sp in self.static_pods.iter().chain(&self.api_entries) {
+            if !self.workers.contains_key(&sp.uid) && !self.api_finished.contains(&sp.uid) {
+                started.push(sp.clone());
+            }
+        }
+        for sp in started {
+            let api = is_api_pod(&sp.pod);
+            let deleting = sp.pod.metadata.deletion_timestamp.is_some();
+            let uid = sp.uid.clone();
+            if api {
+                self.api_workers.insert(uid.clone(), sp.pod.clone());
+            }
+            self.start(PodInfo::from_pod(sp.pod.clone()), sp.warnings);
+            if deleting && let Some(h) = self.workers.get(&uid) {
+                // Bound and deleted before this node ran it: the shortest termination.
+                h.terminate(api_grace(&sp.pod));
+            }
+        }
+        self.refresh_api_objects();
+    }
+
+    /// An API pod's worker against the API: terminated with the deletion's grace once
+    /// the object is marked for deletion (shortened by later updates, never
+    /// lengthened: `terminate` only shrinks), or when the object is gone — the API
+    /// server's last word on it (a force delete's grace) or, if it went unseen (deleted
+    /// while the watch was down), its last known object.
+    fn sync_api_worker(
+        &self,
+        uid: &str,
+        handle: &PodHandle,
+        desired: Option<&&StaticPod>,
+        last_seen: &Pod,
+    ) {
+        let Some(view) = &self.api_view else { return };
+        match desired {
+            Some(sp) if sp.pod.metadata.deletion_timestamp.is_some() => {
+                if !handle.is_terminating() {
+                    tracing::info!(pod = %handle.name, %uid, "deleted in the API server: terminating pod");
+                }
+                handle.terminate(api_grace(&sp.pod));
+            }
+            Some(_) => {}
+            None => {
+                let last = view.gone.get(uid).map_or(last_seen, |(_, p)| p);
+                if !handle.is_terminating() {
+                    tracing::info!(pod = %handle.name, %uid, "gone from the API server: terminating pod");
+                }
+                handle.terminate(api_grace(last));
+            }
+        }
+    }
+
+    /// Keeps the last object seen of each API pod's worker.
+    fn refresh_api_objects(&mut self) {
+        if let Some(view) = &self.api_view {
+            for (uid, last) in self.api_workers.iter_mut() {
+                if let Some(now) = view.pods.get(uid).or(view.gone.get(uid).map(|(_, p)| p)) {
+                    *last = now.clone();
+                }
             }
         }
     }
@@ -199,20 +367,33 @@ impl Manager {
             .collect();
     }
 
-    /// Pods a previous daemon ran whose manifest is gone: adopt them only to stop them.
-    fn terminate_orphans(&mut self, desired: &HashMap<&str, &StaticPod>) {
-        // Only the orphans' records are copied (this runs at every rescan).
+    /// Pods a previous daemon ran whose source no longer has them: adopt them only to
+    /// stop them. Each kind waits for its own source's first answer: a pod of the API
+    /// server is not stopped because the manifest directory answered first.
+    fn terminate_orphans(&mut self, of: OrphansOf) {
+        let desired: HashSet<&str> = match of {
+            OrphansOf::Static => self.static_pods.iter().map(|p| p.uid.as_str()).collect(),
+            OrphansOf::Api => self.api_entries.iter().map(|p| p.uid.as_str()).collect(),
+        };
         let mut orphans = Vec::new();
         self.ctx.store.visit(|rec| {
-            if !desired.contains_key(rec.uid()) && !self.workers.contains_key(rec.uid()) {
+            let api = is_api_pod(&rec.pod);
+            if api == (of == OrphansOf::Api)
+                && !desired.contains(rec.uid())
+                && !self.workers.contains_key(rec.uid())
+            {
                 orphans.push(rec.clone());
             }
         });
         for rec in orphans {
+            let api = is_api_pod(&rec.pod);
             let info = PodInfo::from_pod(rec.pod);
             let grace = info.grace;
-            tracing::info!(pod = %info.name, uid = %info.uid, "pod from a previous run has no manifest: terminating");
+            tracing::info!(pod = %info.name, uid = %info.uid, "pod from a previous run is gone from its source: terminating");
             let uid = info.uid.clone();
+            if api {
+                self.api_workers.insert(uid.clone(), info.pod.clone());
+            }
             self.start(info, Vec::new());
             if let Some(h) = self.workers.get(&uid) {
                 h.terminate(grace);
@@ -221,13 +402,13 @@ impl Manager {
     }
 
     fn start(&mut self, info: PodInfo, warnings: Vec<String>) {
+        let name = format!("{}/{}", info.namespace, info.name);
         let predecessor = self
             .newest_by_name
-            .get(&info.name)
+            .get(&name)
             .and_then(|uid| self.workers.get(uid))
             .map(|h| h.done.clone());
         let uid = info.uid.clone();
-        let name = info.name.clone();
         let handle = spawn_pod(
             self.ctx.clone(),
             info,
@@ -236,15 +417,31 @@ impl Manager {
             self.finished_tx.clone(),
         );
         self.workers.insert(uid.clone(), handle);
+        self.name_of.insert(uid.clone(), name.clone());
         self.newest_by_name.insert(name, uid);
     }
 
-    fn finished(&mut self, uid: &str) {
-        if let Some(h) = self.workers.remove(uid)
-            && self.newest_by_name.get(&h.name).map(String::as_str) == Some(uid)
+    fn finished(&mut self, end: WorkerEnd) {
+        let uid = end.uid.as_str();
+        self.workers.remove(uid);
+        if let Some(name) = self.name_of.remove(uid)
+            && self.newest_by_name.get(&name).map(String::as_str) == Some(uid)
         {
-            self.newest_by_name.remove(&h.name);
+            self.newest_by_name.remove(&name);
         }
+        let Some(last_seen) = self.api_workers.remove(uid) else {
+            return;
+        };
+        self.api_finished.insert(end.uid.clone());
+        let Some(ends) = &self.api_ends else { return };
+        let now = self.api_view.as_ref().and_then(|v| v.pods.get(uid));
+        let _ = ends.send(ApiPodEnd {
+            uid: end.uid.clone(),
+            namespace: last_seen.metadata.namespace.clone().unwrap_or_default(),
+            name: last_seen.metadata.name.clone().unwrap_or_default(),
+            last: end.last,
+            delete: now.is_some_and(|p| p.metadata.deletion_timestamp.is_some()),
+        });
     }
 
     fn report_errors(&mut self, scan: &ScanResult) {

@@ -1,7 +1,9 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
+mod api_pods;
 pub mod cluster_flags;
 mod cluster_node;
+mod cluster_pod_status;
 mod config_dir;
 mod ephemeral_target;
 pub mod flags;
@@ -432,11 +434,25 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             evictions_tx,
         ),
     );
+    let mut api_source = None;
     if let Some(cluster) = &cfg.cluster {
-        essential.watch(
-            "cluster node (registration, lease, status)",
-            cluster_node::start(&cfg, cluster, store.clone()).await?,
-        );
+        let node = cluster_node::start(&cfg, cluster, store.clone()).await?;
+        essential.watch("cluster node (registration, lease, status)", node.task);
+        if cfg.runonce.is_none() {
+            let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
+            essential.watch(
+                "pod status sync to the API server",
+                tokio::spawn(cluster_pod_status::run(
+                    node.client.clone(),
+                    store.clone(),
+                    ends_rx,
+                )),
+            );
+            api_source = Some(manager::ApiSource {
+                pods: crate::cluster::pods::watch_bound_pods(node.client, &cfg.node_name),
+                ends,
+            });
+        }
     }
     let (scans, mut runonce) = match cfg.runonce {
         None => (pod_sources::watch_sources(&cfg), None),
@@ -451,7 +467,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // The manager also ends when the manifest watcher dies (its scans stop).
     essential.watch(
         "pod manager",
-        tokio::spawn(manager::run(ctx, scans, pings, evictions)),
+        tokio::spawn(manager::run(ctx, scans, api_source, pings, evictions)),
     );
     if let Some(n) = &notifier {
         tokio::spawn(service_notify::run(n.clone(), manager_pings, store.clone()));

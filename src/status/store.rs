@@ -39,6 +39,12 @@ impl PodRecord {
         self.pod.metadata.uid.as_deref().unwrap_or_default()
     }
 
+    /// Changes with every change of the record (a store-wide counter): a reader that
+    /// remembers it knows whether the record changed since it last looked.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     pub fn name(&self) -> &str {
         self.pod.metadata.name.as_deref().unwrap_or_default()
     }
@@ -58,6 +64,9 @@ pub struct StatusStore {
     /// To the writer thread; `None` only while dropping.
     jobs: Option<Sender<Job>>,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// Bumped after every change of a pod's record or the pod set, for readers that
+    /// follow the store (cluster mode's status sync) instead of polling it.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -110,6 +119,7 @@ impl StatusStore {
             shared,
             jobs: Some(jobs),
             writer: Some(writer),
+            changes: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -117,11 +127,23 @@ impl StatusStore {
         self.shared.lock()
     }
 
-    /// Queues the pod's record for writing (its latest state at write time).
+    /// Queues the pod's record for writing (its latest state at write time) and tells
+    /// the followers.
     fn persist(&self, uid: &str) {
         if let Some(jobs) = &self.jobs {
             let _ = jobs.send(Job::Dirty(uid.to_string()));
         }
+        self.changed();
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Wakes at every change of the pods' records (coalesced: a follower that was busy
+    /// sees one wake for many changes, and then reads the store's current state).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Blocks until every change made before the call is on disk (or failed, logged).
@@ -285,9 +307,11 @@ impl StatusStore {
         self.shared.stop_persisting(uid);
     }
 
-    /// Forgets a pod once it is fully terminated.
-    pub fn remove(&self, uid: &str) {
-        self.lock().pods.remove(uid);
+    /// Forgets a pod once it is fully terminated; returns its last record.
+    pub fn remove(&self, uid: &str) -> Option<PodRecord> {
+        let removed = self.lock().pods.remove(uid);
+        self.changed();
+        removed
     }
 
     pub fn get(&self, uid: &str) -> Option<PodRecord> {

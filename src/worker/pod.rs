@@ -84,16 +84,16 @@ pub fn spawn_pod(
         let uid = pod.uid.clone();
         let worker = tokio::spawn(run(ctx, pod, warnings, predecessor, term_rx, evict_rx)).await;
         crate::metrics::pod_forgotten(&uid);
-        let panic = match worker {
-            Ok(()) => {
+        let (panic, last) = match worker {
+            Ok(last) => {
                 let _ = done_tx.send(true);
-                None
+                (None, last.map(Box::new))
             }
             // Its containers may still run: the pod is not "done", and the manager ends
             // the daemon so that a fresh one adopts them (their shims live on).
-            Err(e) => Some(e.to_string()),
+            Err(e) => (Some(e.to_string()), None),
         };
-        let _ = finished.send(WorkerEnd { uid, panic });
+        let _ = finished.send(WorkerEnd { uid, panic, last });
     });
     handle
 }
@@ -103,6 +103,9 @@ pub fn spawn_pod(
 pub struct WorkerEnd {
     pub uid: String,
     pub panic: Option<String>,
+    /// The pod's last record, with its final status, when the worker released the pod
+    /// (cluster mode reports it to the API server).
+    pub last: Option<Box<crate::status::PodRecord>>,
 }
 
 async fn run(
@@ -112,7 +115,7 @@ async fn run(
     predecessor: Option<watch::Receiver<bool>>,
     mut term: watch::Receiver<Option<Duration>>,
     evict: watch::Receiver<Option<super::sync_loop::EvictOrder>>,
-) {
+) -> Option<crate::status::PodRecord> {
     if let Some(mut prev) = predecessor {
         tracing::info!(pod = %pod.name, "waiting for the previous version of the pod to terminate");
         let terminated_first = tokio::select! {
@@ -124,7 +127,7 @@ async fn run(
             // done only once the one before it is, or a third version would start while
             // the first still runs.
             let _ = prev.wait_for(|done| *done).await;
-            return;
+            return None;
         }
     }
     let record = ctx.store.get(&pod.uid);
@@ -157,8 +160,7 @@ async fn run(
         reject(&ctx, &pod, rejection);
         let _ = term.wait_for(|t| t.is_some()).await;
         mark_deleting(&ctx, &pod);
-        Box::pin(finish(&ctx, &pod)).await;
-        return;
+        return Box::pin(finish(&ctx, &pod)).await;
     }
     if fresh {
         // The pod's record is on disk before anything of it runs: a daemon killed right
@@ -198,9 +200,9 @@ async fn run(
         if let Ok(panic) = e.try_into_panic() {
             std::panic::resume_unwind(panic);
         }
-        return;
+        return None;
     }
-    Box::pin(finish(&ctx, &pod)).await;
+    Box::pin(finish(&ctx, &pod)).await
 }
 
 /// Reserves the pod's host ports among the admitted pods (the kubelet's NodePorts
@@ -574,8 +576,9 @@ fn release_userns(ctx: &Ctx, pod: &PodInfo) {
     }
 }
 
-/// Releases everything the pod held on the host and forgets it.
-async fn finish(ctx: &Ctx, pod: &PodInfo) {
+/// Releases everything the pod held on the host and forgets it; returns its last
+/// record.
+async fn finish(ctx: &Ctx, pod: &PodInfo) -> Option<crate::status::PodRecord> {
     // While its network namespace still exists (CNI's DEL wants it).
     teardown_network(ctx, pod).await;
     ctx.host_ports.release(&pod.uid);
@@ -599,8 +602,9 @@ async fn finish(ctx: &Ctx, pod: &PodInfo) {
     } else if let Err(e) = remove_pod_dir(&dir).await {
         tracing::warn!(pod = %pod.name, error = %e, "cannot remove {}", dir.display());
     }
-    ctx.store.remove(&pod.uid);
+    let last = ctx.store.remove(&pod.uid);
     tracing::info!(pod = %pod.name, uid = %pod.uid, "pod terminated");
+    last
 }
 
 /// Removes the pod's directory with its status record last: a daemon killed midway

@@ -1,0 +1,112 @@
+//! A pod's status on the API server, as the kubelet's status manager writes it: a
+//! strategic merge patch of `pods/<name>/status` carrying the pod's UID as a
+//! precondition (a pod deleted and recreated under the same name is never written
+//! with its predecessor's status), and, once a pod being deleted has fully
+//! terminated, its deletion with grace 0 and the same UID precondition.
+//!
+//! The strategic merge keeps what others own: conditions merge by type (a readiness
+//! gate's condition or the scheduler's stay), podIPs by ip.
+
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, Preconditions};
+
+use super::ClusterError;
+use super::register::FIELD_MANAGER;
+
+/// The patch that sets `status` on the pod with `uid`.
+pub fn status_patch(uid: &str, status: &PodStatus) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": { "uid": uid },
+        "status": status,
+    })
+}
+
+/// How a write about one pod ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodWrite {
+    /// The API server took it.
+    Done,
+    /// The pod is gone, or the name now holds another pod (UID precondition failed):
+    /// nothing more is to be written about this one.
+    Gone,
+}
+
+/// Patches the status of the pod `namespace/name` with `uid`.
+pub async fn patch_status(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    status: &PodStatus,
+) -> Result<PodWrite, ClusterError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    let result = pods
+        .patch_status(name, &params, &Patch::Strategic(status_patch(uid, status)))
+        .await;
+    settle(result.map(|_| ()), || {
+        format!("patching the status of pod {namespace}/{name}")
+    })
+}
+
+/// Deletes the fully terminated pod `namespace/name` with `uid`: grace 0, UID
+/// precondition, as the kubelet's status manager once the pod's containers and
+/// volumes are gone.
+pub async fn delete_terminated(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> Result<PodWrite, ClusterError> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let result = pods.delete(name, &params).await;
+    settle(result.map(|_| ()), || {
+        format!("deleting the terminated pod {namespace}/{name}")
+    })
+}
+
+/// Not found and conflict (the UID precondition) mean the pod this write was for is
+/// gone; other errors are the caller's to retry.
+fn settle(
+    result: Result<(), kube::Error>,
+    what: impl FnOnce() -> String,
+) -> Result<PodWrite, ClusterError> {
+    match result {
+        Ok(()) => Ok(PodWrite::Done),
+        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+            Ok(PodWrite::Gone)
+        }
+        Err(source) => Err(ClusterError::Api {
+            what: what(),
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_patch_carries_the_uid_precondition_and_the_status() {
+        let status = PodStatus {
+            phase: Some("Running".into()),
+            ..PodStatus::default()
+        };
+        let patch = status_patch("u-1", &status);
+        assert_eq!(patch["metadata"]["uid"], "u-1");
+        assert_eq!(patch["status"]["phase"], "Running");
+    }
+}

@@ -1,0 +1,210 @@
+//! Cluster mode's pod status sync, as the kubelet's status manager: the status of every
+//! pod of the API server is patched when it changed (followed from the status store,
+//! not polled), failed writes are retried every 10 s, and writes share one token
+//! bucket (the kubelet's 50 QPS, burst 100). When a pod's worker has released it, its
+//! final status is written, and a pod the API server is deleting is then deleted with
+//! grace 0 and its UID as precondition.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::PodStatus;
+use tokio::sync::mpsc;
+
+use super::api_pods::is_api_pod;
+use super::manager::ApiPodEnd;
+use crate::cluster::pod_status::{PodWrite, delete_terminated, patch_status};
+use crate::cluster::rate::{DEFAULT_BURST, DEFAULT_QPS, TokenBucket};
+use crate::status::StatusStore;
+
+/// The kubelet's status manager re-syncs every 10 s; failed writes wait that long.
+pub const RETRY_EVERY: Duration = Duration::from_secs(10);
+
+/// One pod's status as the API server last took it.
+#[derive(Debug)]
+struct Written {
+    /// The store record's version it was read from.
+    version: u64,
+    status: Option<PodStatus>,
+}
+
+/// A pending write about one pod.
+#[derive(Debug, Clone)]
+struct Pending {
+    namespace: String,
+    name: String,
+    version: u64,
+    status: PodStatus,
+}
+
+struct Sync {
+    client: kube::Client,
+    store: Arc<StatusStore>,
+    written: HashMap<String, Written>,
+    /// Pods whose object is gone or replaced: nothing more is written about them.
+    gone: HashMap<String, Instant>,
+    /// Workers' ends whose final writes failed, retried.
+    ends: Vec<ApiPodEnd>,
+    bucket: TokenBucket,
+    /// Whether the last write failed (to log a failure once, and the recovery).
+    failing: bool,
+}
+
+/// Runs for the daemon's life.
+pub async fn run(
+    client: kube::Client,
+    store: Arc<StatusStore>,
+    mut ends: mpsc::UnboundedReceiver<ApiPodEnd>,
+) {
+    let mut changes = store.subscribe();
+    let mut s = Sync {
+        client,
+        store,
+        written: HashMap::new(),
+        gone: HashMap::new(),
+        ends: Vec::new(),
+        bucket: TokenBucket::new(DEFAULT_QPS, DEFAULT_BURST, Instant::now()),
+        failing: false,
+    };
+    let mut retry = tokio::time::interval(RETRY_EVERY);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                s.write_changes().await;
+            }
+            Some(end) = ends.recv() => s.finish(end).await,
+            _ = retry.tick() => {
+                let pending = std::mem::take(&mut s.ends);
+                for end in pending {
+                    s.finish(end).await;
+                }
+                s.write_changes().await;
+                let now = Instant::now();
+                s.gone.retain(|_, at| now.duration_since(*at) < Duration::from_secs(600));
+            }
+        }
+    }
+}
+
+impl Sync {
+    /// Patches every API pod whose status changed since it was last written.
+    async fn write_changes(&mut self) {
+        let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
+        let (written, gone) = (&mut self.written, &self.gone);
+        self.store.visit(|rec| {
+            let uid = rec.uid();
+            if !is_api_pod(&rec.pod) || gone.contains_key(uid) {
+                return;
+            }
+            let status = rec.pod.status.as_ref();
+            match written.get_mut(uid) {
+                Some(w) if w.version == rec.version() => return,
+                // Only events changed: nothing to write.
+                Some(w) if w.status.as_ref() == status => {
+                    w.version = rec.version();
+                    return;
+                }
+                _ => {}
+            }
+            pending.insert(
+                uid.to_string(),
+                Pending {
+                    namespace: rec.pod.metadata.namespace.clone().unwrap_or_default(),
+                    name: rec.name().to_string(),
+                    version: rec.version(),
+                    status: status.cloned().unwrap_or_default(),
+                },
+            );
+        });
+        for (uid, p) in pending {
+            self.write(&uid, p).await;
+        }
+    }
+
+    /// Writes one pod's status; returns whether it is now on the API server (or the
+    /// pod is gone there, which ends its writes too).
+    async fn write(&mut self, uid: &str, p: Pending) -> bool {
+        self.bucket.acquire().await;
+        let result = patch_status(&self.client, &p.namespace, &p.name, uid, &p.status).await;
+        match result {
+            Ok(PodWrite::Done) => {
+                self.recovered();
+                self.written.insert(
+                    uid.to_string(),
+                    Written {
+                        version: p.version,
+                        status: Some(p.status),
+                    },
+                );
+                true
+            }
+            Ok(PodWrite::Gone) => {
+                self.recovered();
+                tracing::debug!(pod = %p.name, %uid, "pod gone from the API server: its status is no longer written");
+                self.gone.insert(uid.to_string(), Instant::now());
+                self.written.remove(uid);
+                true
+            }
+            Err(e) => {
+                if !self.failing {
+                    tracing::warn!(pod = %p.name, %uid, error = %e, "pod status not written; retrying every 10 s");
+                }
+                self.failing = true;
+                false
+            }
+        }
+    }
+
+    fn recovered(&mut self) {
+        if self.failing {
+            tracing::info!("pod statuses are written to the API server again");
+            self.failing = false;
+        }
+    }
+
+    /// A worker released its pod: the final status, then the deletion if the API
+    /// server is deleting the pod. Kept for the next retry when a write fails.
+    async fn finish(&mut self, end: ApiPodEnd) {
+        let status = end
+            .last
+            .as_ref()
+            .and_then(|rec| rec.pod.status.clone())
+            .unwrap_or_default();
+        let already = self
+            .written
+            .get(&end.uid)
+            .is_some_and(|w| w.status.as_ref() == Some(&status));
+        if !self.gone.contains_key(&end.uid) && !already {
+            let p = Pending {
+                namespace: end.namespace.clone(),
+                name: end.name.clone(),
+                version: end.last.as_ref().map_or(0, |r| r.version()),
+                status,
+            };
+            if !self.write(&end.uid, p).await {
+                self.ends.push(end);
+                return;
+            }
+        }
+        if end.delete && !self.gone.contains_key(&end.uid) {
+            self.bucket.acquire().await;
+            match delete_terminated(&self.client, &end.namespace, &end.name, &end.uid).await {
+                Ok(_) => {
+                    tracing::info!(pod = %end.name, namespace = %end.namespace, uid = %end.uid, "terminated pod deleted from the API server");
+                }
+                Err(e) => {
+                    tracing::warn!(pod = %end.name, uid = %end.uid, error = %e, "terminated pod not deleted; retrying in 10 s");
+                    self.ends.push(end);
+                    return;
+                }
+            }
+        }
+        self.written.remove(&end.uid);
+        self.gone.insert(end.uid, Instant::now());
+    }
+}
