@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Pod start latency as the API server reports it: N pods created at once with
+spec.nodeName set, timed from each create request to the first watch event that shows
+the pod Running; then deleted, timed to the object's disappearance.
+
+usage: pod-latency.py NODE N IMAGE  (env from control-plane-up.sh's env.sh:
+KUBE_APISERVER_URL, KUBE_CA_FILE, PODHOST_ADMIN_KUBECONFIG's admin.crt/admin.key beside)
+
+Prints one line per figure; exits non-zero if a pod is not Running within 60 s or not
+gone within 60 s of its deletion.
+"""
+import http.client
+import json
+import os
+import ssl
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def connection():
+    url = urllib.parse.urlparse(os.environ["KUBE_APISERVER_URL"])
+    pki = os.path.join(os.path.dirname(os.environ["PODHOST_ADMIN_KUBECONFIG"]), "pki")
+    ctx = ssl.create_default_context(cafile=os.environ["KUBE_CA_FILE"])
+    ctx.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
+    return http.client.HTTPSConnection(url.hostname, url.port, context=ctx, timeout=90)
+
+
+def request(method, path, body=None):
+    c = connection()
+    data = json.dumps(body).encode() if body is not None else None
+    c.request(method, path, body=data, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    text = r.read()
+    c.close()
+    if r.status >= 300:
+        raise SystemExit(f"{method} {path}: {r.status} {text[:300]!r}")
+    return json.loads(text)
+
+
+def pod(name, node, image, run_id):
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"podhost-latency": run_id}},
+        "spec": {
+            "nodeName": node,
+            "automountServiceAccountToken": False,
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{
+                "name": "app",
+                "image": image,
+                "imagePullPolicy": "Never",
+                "command": ["sh", "-c", "trap 'exit 0' TERM; while :; do sleep 1; done"],
+            }],
+        },
+    }
+
+
+def main():
+    node, n, image = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    run_id = f"r{os.getpid()}"
+    base = "/api/v1/namespaces/default/pods"
+    created, running, gone, deleted = {}, {}, {}, {}
+    done = threading.Event()
+    listed = request("GET", f"{base}?labelSelector=podhost-latency%3D{run_id}")
+    rv = listed["metadata"]["resourceVersion"]
+
+    def watch():
+        c = connection()
+        c.request("GET", f"{base}?watch=1&resourceVersion={rv}"
+                  f"&labelSelector=podhost-latency%3D{run_id}&timeoutSeconds=300")
+        r = c.getresponse()
+        for line in r:
+            now = time.monotonic()
+            ev = json.loads(line)
+            name = ev["object"]["metadata"]["name"]
+            if ev["type"] == "DELETED":
+                gone.setdefault(name, now)
+            elif ev["object"].get("status", {}).get("phase") == "Running":
+                running.setdefault(name, now)
+            if len(gone) == n:
+                break
+        done.set()
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    names = [f"lat-{run_id}-{i}" for i in range(n)]
+    creators = []
+    for name in names:
+        def create(name=name):
+            created[name] = time.monotonic()
+            request("POST", base, pod(name, node, image, run_id))
+        th = threading.Thread(target=create)
+        th.start()
+        creators.append(th)
+    for th in creators:
+        th.join()
+    deadline = time.monotonic() + 60
+    while len(running) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if len(running) < n:
+        raise SystemExit(f"only {len(running)} of {n} pods Running after 60 s")
+    lat = sorted((running[p] - created[p]) * 1000 for p in names)
+    print(f"start: {n} pods at once, create -> Running in the API: "
+          f"p50 {statistics.median(lat):.0f} ms, max {lat[-1]:.0f} ms")
+    for name in names:
+        request("DELETE", f"{base}/{name}", {"kind": "DeleteOptions", "apiVersion": "v1",
+                                              "gracePeriodSeconds": 5})
+        deleted[name] = time.monotonic()
+    done.wait(60)
+    if len(gone) < n:
+        raise SystemExit(f"only {len(gone)} of {n} pods gone 60 s after their deletion")
+    d = sorted((gone[p] - deleted[p]) * 1000 for p in names)
+    print(f"delete: grace 5 s, delete answered -> object gone: "
+          f"p50 {statistics.median(d):.0f} ms, max {d[-1]:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
