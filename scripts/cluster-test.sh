@@ -168,6 +168,7 @@ mine = [e for e in ex if e["path"].endswith("/pods/web/status") or e["path"].end
 last_patch = [e for e in mine if e["method"] == "PATCH"][-1]
 st = last_patch["request"]["status"]["containerStatuses"][0]["state"]
 assert "terminated" in st and st["terminated"]["exitCode"] == 0, st
+assert last_patch["request"]["status"]["phase"] == "Succeeded", last_patch["request"]["status"]["phase"]
 assert last_patch["request"]["metadata"]["uid"] == uid
 dele = [e for e in mine if e["method"] == "DELETE"]
 assert len(dele) == 1 and dele[0]["status"] == 200, dele
@@ -175,7 +176,7 @@ body = dele[0]["request"]
 assert body["gracePeriodSeconds"] == 0 and body["preconditions"]["uid"] == uid, body
 assert mine.index(last_patch) < mine.index(dele[0])
 PY
-pass "graceful delete: preStop → TERM → final status (exit 0) → deleted with grace 0 and the UID precondition, in $((SECONDS - t0)) s"
+pass "graceful delete: preStop → TERM → final status (exit 0, Succeeded) → deleted with grace 0 and the UID precondition, in $((SECONDS - t0)) s"
 
 # A second delete shortens the grace: a pod ignoring TERM goes at the new deadline.
 pod slow podhost-b 60 'trap "" TERM; while :; do sleep 1; done' | k create -f - >/dev/null

@@ -231,3 +231,109 @@ async fn a_request_with_no_recorded_answer_is_an_error_not_a_guess() {
     assert!(error.to_string().contains("no recorded answer"), "{error}");
     assert_eq!(replay.unexpected(), ["GET /api/v1/nodes/someone-else"]);
 }
+
+/// `pods.jsonl` (scripts/cluster/record-pod-fixture.sh): the node `podhost-a` ran two
+/// pods bound to it by the API server — `web`, deleted with grace 5 (its final status,
+/// then the node's delete with grace 0), and `stubborn`, force deleted (the node's
+/// final status write found it gone) — beside a pod carrying the mirror annotation.
+fn recorded_requests(method: &str, path_end: &str) -> Vec<serde_json::Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster/pods.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<podhost::cluster::record::Exchange>(l).unwrap())
+        .filter(|e| e.method == method && e.path.ends_with(path_end))
+        .map(|e| e.request.unwrap_or_default())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_node_follows_the_pods_bound_to_it_and_leaves_mirror_pods_alone() {
+    let replay = fixture("pods.jsonl");
+    let mut bound = podhost::cluster::pods::watch_bound_pods(replay.client(), "podhost-a");
+    let last = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            bound.changed().await.unwrap();
+            let view = bound.borrow_and_update().clone();
+            if view.gone.len() == 2 {
+                return view;
+            }
+        }
+    })
+    .await
+    .expect("both deletions seen");
+    assert!(last.synced);
+    // The mirror pod was listed and never deleted: only the filter keeps it out.
+    assert!(last.pods.is_empty(), "{:?}", last.pods.keys());
+    let gone: Vec<(&str, Option<i64>)> = last
+        .gone
+        .values()
+        .map(|(_, p)| {
+            (
+                p.metadata.name.as_deref().unwrap(),
+                p.metadata.deletion_grace_period_seconds,
+            )
+        })
+        .collect();
+    assert!(gone.contains(&("web", Some(0))), "{gone:?}");
+    assert!(gone.contains(&("stubborn", Some(0))), "{gone:?}");
+    let lists: Vec<String> = replay
+        .asked()
+        .into_iter()
+        .filter(|e| e.path == "/api/v1/pods")
+        .map(|e| e.query)
+        .collect();
+    assert!(
+        lists
+            .iter()
+            .all(|q| q.contains("fieldSelector=spec.nodeName%3Dpodhost-a")),
+        "{lists:?}"
+    );
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+}
+
+#[tokio::test]
+async fn pod_statuses_and_the_final_delete_are_written_as_the_server_took_them() {
+    use podhost::cluster::pod_status::{PodWrite, delete_terminated, patch_status};
+    let replay = fixture("pods.jsonl");
+    let client = replay.client();
+    for (name, last_answer) in [("web", PodWrite::Done), ("stubborn", PodWrite::Gone)] {
+        let patches = recorded_requests("PATCH", &format!("/pods/{name}/status"));
+        assert!(patches.len() >= 3, "{name}: {patches:?}");
+        for (i, p) in patches.iter().enumerate() {
+            let uid = p["metadata"]["uid"].as_str().unwrap();
+            let status = serde_json::from_value(p["status"].clone()).unwrap();
+            let written = patch_status(&client, "default", name, uid, &status)
+                .await
+                .unwrap();
+            let expected = if i + 1 == patches.len() {
+                last_answer
+            } else {
+                PodWrite::Done
+            };
+            assert_eq!(written, expected, "{name} patch {i}");
+        }
+        // Each patch carried the pod's UID as precondition and the status alone.
+        for sent in asked(&replay, "PATCH", &format!("/pods/{name}/status")) {
+            let keys: Vec<&String> = sent.as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["metadata", "status"]);
+        }
+    }
+    // web's final status: terminal (its container exited 0 on TERM), then the delete.
+    let web = recorded_requests("PATCH", "/pods/web/status");
+    let last = &web.last().unwrap()["status"];
+    assert_eq!(last["phase"], "Succeeded");
+    assert_eq!(
+        last["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        0
+    );
+    let uid = web[0]["metadata"]["uid"].as_str().unwrap();
+    let deleted = delete_terminated(&client, "default", "web", uid)
+        .await
+        .unwrap();
+    assert_eq!(deleted, PodWrite::Done);
+    let sent = &asked(&replay, "DELETE", "/pods/web")[0];
+    assert_eq!(sent["gracePeriodSeconds"], 0);
+    assert_eq!(sent["preconditions"]["uid"], uid);
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+}

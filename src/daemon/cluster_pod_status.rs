@@ -2,8 +2,9 @@
 //! pod of the API server is patched when it changed (followed from the status store,
 //! not polled), failed writes are retried every 10 s, and writes share one token
 //! bucket (the kubelet's 50 QPS, burst 100). When a pod's worker has released it, its
-//! final status is written, and a pod the API server is deleting is then deleted with
-//! grace 0 and its UID as precondition.
+//! final status is written — terminal, as the kubelet's `TerminatePod` makes it — and a
+//! pod the API server is deleting is then deleted with grace 0 and its UID as
+//! precondition.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -170,11 +171,12 @@ impl Sync {
     /// A worker released its pod: the final status, then the deletion if the API
     /// server is deleting the pod. Kept for the next retry when a write fails.
     async fn finish(&mut self, end: ApiPodEnd) {
-        let status = end
-            .last
-            .as_ref()
-            .and_then(|rec| rec.pod.status.clone())
-            .unwrap_or_default();
+        let status = crate::model::terminal_status::terminal_status(
+            end.last
+                .as_ref()
+                .and_then(|rec| rec.pod.status.clone())
+                .unwrap_or_default(),
+        );
         let already = self
             .written
             .get(&end.uid)

@@ -26,3 +26,4 @@ pub mod rlimits;
 pub mod security;
 pub mod stats;
 pub mod sysctl;
+pub mod terminal_status;
