@@ -42,11 +42,19 @@ trap 'rc=$?; if [ $rc -ne 0 ]; then echo "start failed; stopping what was starte
 PKI=$DIR/pki; mkdir -p "$PKI" "$DIR/logs"
 
 # ---------- free loopback ports ----------
-port_in_use() { ss -Htln "sport = :$1" 2>/dev/null | grep -q . ; }
+# A port is taken by a socket in any state, not only LISTEN: a connected or TIME-WAIT socket
+# holding it as its local port (e.g. an earlier run's apiserver->etcd or curl->etcd
+# connections) makes bind() fail with EADDRINUSE, and `ss -tln` does not show those. Ports
+# inside ip_local_port_range can also be taken as a connect() source port between this check
+# and the server's bind, so pick below that range, where the kernel never auto-assigns.
+port_in_use() { ss -Htan "sport = :$1" 2>/dev/null | grep -q . ; }
+read -r EPHEMERAL_LOW _ < /proc/sys/net/ipv4/ip_local_port_range
+PORT_LOW=10000; PORT_HIGH=$(( EPHEMERAL_LOW - 1 ))
+[ "$PORT_HIGH" -gt $(( PORT_LOW + 1000 )) ] || { PORT_LOW=20000; PORT_HIGH=49999; }
 pick_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$(( 20000 + RANDOM % 30000 ))
+    p=$(( PORT_LOW + RANDOM % (PORT_HIGH - PORT_LOW + 1) ))
     case " ${PICKED:-} " in *" $p "*) continue;; esac
     if ! port_in_use "$p"; then PICKED="${PICKED:-} $p"; echo "$p"; return 0; fi
   done
