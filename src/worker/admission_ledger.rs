@@ -18,6 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::host_ports::HostPortRegistry;
+use super::security::Rejection;
 use crate::model::admission::{
     NodeView, Resources, Unfit, Usage, general_predicates, is_static, os_mismatch, pod_requests,
 };
@@ -87,6 +89,36 @@ impl AdmissionLedger {
         Ok(())
     }
 
+    /// [`Self::admit`] and the host ports' reservation in `ports`, in the kubelet's
+    /// order (it reports the first failure): resources, node affinity and node name,
+    /// then host ports, then `NoExecute` taints. On success both ledgers hold the pod;
+    /// on failure neither does.
+    pub fn admit_with_host_ports(
+        &self,
+        ports: &HostPortRegistry,
+        uid: &str,
+        name: &str,
+        pod: &Pod,
+        already_admitted: bool,
+        inactive: &BTreeSet<String>,
+    ) -> Result<(), Rejection> {
+        let general = self.admit(uid, pod, already_admitted, inactive);
+        if let Err(unfit) = &general
+            && !unfit.comes_after_host_ports()
+        {
+            return Err(rejection(unfit));
+        }
+        let published = crate::model::host_ports::host_ports(pod);
+        if let Err(taken) = ports.reserve(uid, name, &published, already_admitted) {
+            self.release(uid);
+            return Err(taken);
+        }
+        general.map_err(|unfit| {
+            ports.release(uid);
+            rejection(&unfit)
+        })
+    }
+
     /// Frees the pod's requests (its worker has ended, or it was rejected after being
     /// admitted here, by a later check).
     pub fn release(&self, uid: &str) {
@@ -101,6 +133,14 @@ impl AdmissionLedger {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Resources>> {
         // Every change is one insert or remove: a panic cannot leave it half-updated.
         self.admitted.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The pod's rejection for `unfit`: the kubelet's reason and message.
+fn rejection(unfit: &Unfit) -> Rejection {
+    Rejection {
+        reason: unfit.reason(),
+        message: unfit.to_string(),
     }
 }
 
@@ -291,6 +331,66 @@ mod tests {
                 .admit("third", &pod("api", "1m", ""), false, &none())
                 .is_err()
         );
+    }
+
+    /// An API pod asking `cpu` and publishing host port 8080 (TCP).
+    fn publishing(cpu: &str, tolerating: bool) -> Pod {
+        let tolerations = if tolerating {
+            "  tolerations: [{key: maintenance, operator: Exists}]\n"
+        } else {
+            ""
+        };
+        serde_yaml_ng::from_str(&format!(
+            "metadata: {{annotations: {{kubernetes.io/config.source: api}}}}\n\
+             spec:\n{tolerations}  containers:\n  - name: a\n    \
+             resources: {{requests: {{cpu: {cpu}}}}}\n    \
+             ports: [{{containerPort: 80, hostPort: 8080}}]\n"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn host_ports_come_after_resources_and_before_taints() {
+        let (ledger, ports) = (AdmissionLedger::new(node()), HostPortRegistry::default());
+        let admit = |uid: &str, pod: &Pod| {
+            ledger.admit_with_host_ports(&ports, uid, uid, pod, false, &none())
+        };
+        admit("web", &publishing("600m", true)).unwrap();
+        // Short of cpu and of the port: the resources are reported.
+        let err = admit("hungry", &publishing("500m", true)).unwrap_err();
+        assert_eq!(err.reason, "OutOfcpu");
+        // Untolerated taint and a taken port: the port is reported…
+        let err = admit("intolerant", &publishing("0", false)).unwrap_err();
+        assert_eq!(err.reason, "NodePorts");
+        // …and neither ledger holds a rejected pod.
+        assert_eq!(ledger.usage(&none()).pods, 1);
+        ports.release("web");
+        ledger.release("web");
+        let err = admit("intolerant", &publishing("0", false)).unwrap_err();
+        assert_eq!(err.reason, "TaintToleration");
+        assert_eq!(
+            err.message,
+            "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+        );
+        // The taint's rejection released the port it had reserved on the way.
+        admit("web2", &publishing("100m", true)).unwrap();
+        assert_eq!(ledger.usage(&none()).pods, 1);
+    }
+
+    #[test]
+    fn a_taken_port_releases_the_resources_admitted_before_it() {
+        let (ledger, ports) = (AdmissionLedger::new(node()), HostPortRegistry::default());
+        let admit = |uid: &str, pod: &Pod| {
+            ledger.admit_with_host_ports(&ports, uid, uid, pod, false, &none())
+        };
+        admit("web", &publishing("100m", true)).unwrap();
+        assert_eq!(
+            admit("second", &publishing("100m", true))
+                .unwrap_err()
+                .reason,
+            "NodePorts"
+        );
+        assert_eq!(ledger.usage(&none()).requested.cpu_millis, 100);
     }
 
     #[test]

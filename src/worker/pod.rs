@@ -213,10 +213,8 @@ async fn run(
 /// The kubelet's prefix of a rejected pod's `status.message`.
 const REJECTED_PREFIX: &str = "Pod was rejected: ";
 
-/// The node's admission of the pod, in the kubelet's order (it reports the first
-/// failure): resources, node affinity and node name (the admission ledger), host ports
-/// (the port ledger), then `NoExecute` taints. On success both ledgers hold the pod;
-/// on failure neither does.
+/// The node's admission of the pod (resources, node affinity, node name, host ports,
+/// taints), unless a previous daemon rejected it already.
 fn admit_to_node(
     ctx: &Ctx,
     pod: &PodInfo,
@@ -232,30 +230,14 @@ fn admit_to_node(
             message: message.to_string(),
         });
     }
-    let general = ctx
-        .admission
-        .admit(&pod.uid, &pod.pod, !fresh, &terminal_pods(ctx));
-    if let Err(unfit) = &general
-        && !unfit.comes_after_host_ports()
-    {
-        return Err(unfit_rejection(unfit));
-    }
-    let ports = crate::model::host_ports::host_ports(&pod.pod);
-    if let Err(taken) = ctx.host_ports.reserve(&pod.uid, &pod.name, &ports, !fresh) {
-        ctx.admission.release(&pod.uid);
-        return Err(taken);
-    }
-    general.map_err(|unfit| {
-        ctx.host_ports.release(&pod.uid);
-        unfit_rejection(&unfit)
-    })
-}
-
-fn unfit_rejection(unfit: &crate::model::admission::Unfit) -> super::security::Rejection {
-    super::security::Rejection {
-        reason: unfit.reason(),
-        message: unfit.to_string(),
-    }
+    ctx.admission.admit_with_host_ports(
+        &ctx.host_ports,
+        &pod.uid,
+        &pod.name,
+        &pod.pod,
+        !fresh,
+        &terminal_pods(ctx),
+    )
 }
 
 /// The pods in a terminal phase: no longer active, so their requests no longer
