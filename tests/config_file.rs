@@ -111,7 +111,7 @@ fn the_file_sets_flags_a_flag_wins_and_sighup_applies_a_changed_file() {
     let config = dir.path().join("config.yaml");
     write_config(
         &config,
-        "containerLogMaxSize: 4Ki\ncontainerLogMaxFiles: 5\nmaxPods: 50\ncgroupDriver: systemd\nlogging:\n  format: json\nmaxOpenFiles: 4096\n",
+        "containerLogMaxSize: 4Ki\ncontainerLogMaxFiles: 5\ncpuCFSQuota: false\ncgroupDriver: systemd\nlogging:\n  format: json\nmaxOpenFiles: 4096\n",
     );
     let config_arg = config.to_str().unwrap();
     let mut d = TestDaemon::start_with(&["--config", config_arg, "--container-log-max-files", "3"]);
@@ -143,7 +143,7 @@ fn the_file_sets_flags_a_flag_wins_and_sighup_applies_a_changed_file() {
     let event = wait_node_event(&d, "UnsupportedConfigField");
     let message = event["message"].as_str().unwrap();
     assert!(
-        message.contains("maxPods (") && message.contains("cgroupDriver ("),
+        message.contains("cpuCFSQuota (") && message.contains("cgroupDriver ("),
         "{message}"
     );
     assert!(!message.contains("containerLogMaxSize"), "{message}");
@@ -160,7 +160,7 @@ fn the_file_sets_flags_a_flag_wins_and_sighup_applies_a_changed_file() {
     // count stays the flag's; podPidsLimit waits for a restart.
     write_config(
         &config,
-        "containerLogMaxSize: 8Ki\ncontainerLogMaxFiles: 4\npodPidsLimit: 50\nmaxPods: 50\ncgroupDriver: systemd\nlogging:\n  format: json\n",
+        "containerLogMaxSize: 8Ki\ncontainerLogMaxFiles: 4\npodPidsLimit: 50\ncpuCFSQuota: false\ncgroupDriver: systemd\nlogging:\n  format: json\n",
     );
     sighup(&d);
     let reloaded = wait_node_event(&d, "ConfigReloaded");

@@ -37,9 +37,9 @@ pub struct ClusterFlags {
     /// addresses of the host's default routes.
     #[arg(long, value_delimiter = ',')]
     pub node_ip: Vec<IpAddr>,
-    /// The pods capacity the Node advertises (admitting against it comes with pods
-    /// from the API server).
-    #[arg(long, default_value_t = 110)]
+    /// The pods capacity the Node advertises; a pod from the API server is refused
+    /// (OutOfpods) while this many pods are active.
+    #[arg(long, default_value_t = crate::model::node::DEFAULT_MAX_PODS)]
     pub max_pods: u32,
     /// The kubelet API's port, advertised in the Node's daemonEndpoints.
     #[arg(long, default_value_t = 10250)]

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use super::DaemonConfig;
 use super::cluster_flags::ClusterConfig;
-use crate::cluster::{ClusterError, ClusterSettings, KUBELET_VERSION};
-use crate::model::node::{NodePressure, NodeSettings, node_object};
+use super::node_facts::NodeFacts;
+use crate::cluster::{ClusterError, ClusterSettings};
+use crate::model::node::{NodePressure, node_object};
 use crate::status::StatusStore;
 
 /// The node side at work, and its client for the pod side.
@@ -18,43 +18,21 @@ pub struct ClusterNode {
 }
 
 /// Builds the client (a bad kubeconfig stops the daemon at start, with the file named)
-/// and starts registration.
+/// and starts registration of the Node built from `facts` (the values the workers'
+/// admission holds pods to).
 pub async fn start(
-    cfg: &DaemonConfig,
     cluster: &ClusterConfig,
     store: Arc<StatusStore>,
+    facts: NodeFacts,
 ) -> Result<ClusterNode, ClusterError> {
     let client =
         crate::cluster::client::from_kubeconfig(&cluster.kubeconfig, cluster.record.as_deref())
             .await?;
-    let mut settings = ClusterSettings::with_defaults(NodeSettings {
-        name: cfg.node_name.clone(),
-        labels: cluster.labels.clone(),
-        taints: cluster.taints.clone(),
-        kube_reserved: cluster.kube_reserved.clone(),
-        system_reserved: cluster.system_reserved.clone(),
-        eviction_hard: cfg
-            .eviction
-            .thresholds
-            .iter()
-            .filter(|t| t.is_hard())
-            .cloned()
-            .collect(),
-        max_pods: cluster.max_pods,
-        kubelet_port: i32::from(cluster.port),
-        kubelet_version: KUBELET_VERSION.to_string(),
-    });
+    let NodeFacts { host, settings } = facts;
+    let mut settings = ClusterSettings::with_defaults(settings);
     settings.status_update_every = cluster.status_update_every;
     settings.status_report_every = cluster.status_report_every;
     settings.lease_duration = cluster.lease_duration;
-    let nodefs_bytes = crate::stats::fs::filesystem(&cfg.root_dir, chrono::Utc::now())
-        .and_then(|fs| fs.capacity_bytes)
-        .map_or(0, |b| i64::try_from(b).unwrap_or(i64::MAX));
-    let host = crate::cluster::host_facts::read(
-        &cluster.node_ips,
-        super::host::memory_capacity(),
-        nodefs_bytes,
-    );
     let node_client = client.clone();
     let task = tokio::spawn(async move {
         let client = node_client;

@@ -13,6 +13,7 @@ pub mod kubelet_config;
 mod log_drops;
 mod log_drops_watch;
 mod manager;
+mod node_facts;
 mod node_name;
 mod oom;
 mod pod_sources;
@@ -260,6 +261,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         &layout.pods_dir(),
     ));
     let (rotation_tx, rotation_rx) = tokio::sync::watch::channel(cfg.log_rotation);
+    let node_facts = node_facts::NodeFacts::read(&cfg);
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -286,6 +288,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         node_capacity: host::node_capacity(&cfg.root_dir),
         network: network.clone(),
         host_ports: crate::worker::host_ports::HostPortRegistry::default(),
+        admission: crate::worker::admission_ledger::AdmissionLedger::new(
+            node_facts.admission_view(),
+        ),
         dns: crate::worker::dns_files::NodeDns::new(cfg.dns.clone()),
     });
     // The pod network starts now (and releases what a killed daemon left); if it
@@ -436,7 +441,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     );
     let mut api_source = None;
     if let Some(cluster) = &cfg.cluster {
-        let node = cluster_node::start(&cfg, cluster, store.clone()).await?;
+        let node = cluster_node::start(cluster, store.clone(), node_facts).await?;
         essential.watch("cluster node (registration, lease, status)", node.task);
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -1,5 +1,6 @@
 //! Pure types and functions shared by every module: no I/O, no root, unit-tested.
 
+pub mod admission;
 pub mod backoff;
 pub mod cgroup_math;
 pub mod cni;

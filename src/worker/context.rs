@@ -59,6 +59,8 @@ pub struct Ctx {
     pub network: Arc<crate::network::NodeNetwork>,
     /// The host ports admitted pods publish.
     pub host_ports: super::host_ports::HostPortRegistry,
+    /// The admitted pods' requests and the node they are admitted against.
+    pub admission: super::admission_ledger::AdmissionLedger,
     /// `--cluster-dns`, `--cluster-domain`, `--resolv-conf`: the pods' DNS files.
     pub dns: super::dns_files::NodeDns,
 }

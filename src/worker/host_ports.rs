@@ -44,7 +44,7 @@ impl HostPortRegistry {
                 }
                 if let Some((wanted, taken)) = first_conflict(ports, &holder.ports) {
                     return Err(Rejection {
-                        reason: REASON,
+                        reason: REASON.into(),
                         message: format!(
                             "Predicate NodePorts failed: node(s) didn't have free ports for the \
                              requested pod ports: {} is published by pod {} ({}); change or \

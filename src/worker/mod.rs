@@ -6,6 +6,7 @@
 //! shim), `hook` (postStart, preStop), signals — while `exit` and `adopt` turn what the shims report
 //! into observations. `pod` holds the pod's own life: admission, sandbox, release.
 
+pub mod admission_ledger;
 mod adopt;
 mod content;
 mod context;

@@ -132,12 +132,17 @@ async fn run(
     }
     let record = ctx.store.get(&pod.uid);
     let fresh = record.is_none();
-    // A pod a previous daemon admitted keeps its host ports; one it rejected for them
-    // stays rejected (re-admission order after a restart must not swap them).
-    let ports_rejected_before = record
+    // A pod a previous daemon admitted keeps its resources and host ports; one it
+    // rejected for them stays rejected (re-admission order after a restart must not
+    // swap them).
+    let rejected_before = record
         .and_then(|r| r.pod.status)
-        .and_then(|s| s.reason)
-        .is_some_and(|r| r == super::host_ports::REASON);
+        .filter(|s| s.phase.as_deref() == Some("Failed"))
+        .and_then(|s| Some((s.reason?, s.message.unwrap_or_default())))
+        .filter(|(reason, _)| {
+            reason == super::host_ports::REASON
+                || crate::model::admission::is_admission_reason(reason)
+        });
     ctx.store.admit(&pod.pod);
     let qos = pod.qos.as_str().to_string();
     ctx.store
@@ -155,7 +160,7 @@ async fn run(
         }
     }
     let admitted = super::security::admit(&ctx.security, &pod)
-        .and_then(|()| admit_host_ports(&ctx, &pod, fresh, ports_rejected_before));
+        .and_then(|()| admit_to_node(&ctx, &pod, fresh, rejected_before));
     if let Err(rejection) = admitted {
         reject(&ctx, &pod, rejection);
         let _ = term.wait_for(|t| t.is_some()).await;
@@ -205,33 +210,54 @@ async fn run(
     Box::pin(finish(&ctx, &pod)).await
 }
 
-/// Reserves the pod's host ports among the admitted pods (the kubelet's NodePorts
-/// predicate).
-fn admit_host_ports(
+/// The kubelet's prefix of a rejected pod's `status.message`.
+const REJECTED_PREFIX: &str = "Pod was rejected: ";
+
+/// The node's admission of the pod (resources, node affinity, node name, host ports,
+/// taints), unless a previous daemon rejected it already.
+fn admit_to_node(
     ctx: &Ctx,
     pod: &PodInfo,
     fresh: bool,
-    rejected_before: bool,
+    rejected_before: Option<(String, String)>,
 ) -> Result<(), super::security::Rejection> {
-    let ports = crate::model::host_ports::host_ports(&pod.pod);
-    if rejected_before {
+    if let Some((reason, message)) = rejected_before {
         // A pod once rejected stays Failed, as the kubelet's rejected pods do, even if
-        // the pod that held the port has gone since.
+        // what it lacked has been freed since.
+        let message = message.strip_prefix(REJECTED_PREFIX).unwrap_or(&message);
         return Err(super::security::Rejection {
-            reason: super::host_ports::REASON,
-            message: "Predicate NodePorts failed: node(s) didn't have free ports for the \
-                      requested pod ports (rejected before the daemon restarted)"
-                .into(),
+            reason: reason.into(),
+            message: message.to_string(),
         });
     }
-    ctx.host_ports.reserve(&pod.uid, &pod.name, &ports, !fresh)
+    ctx.admission.admit_with_host_ports(
+        &ctx.host_ports,
+        &pod.uid,
+        &pod.name,
+        &pod.pod,
+        !fresh,
+        &terminal_pods(ctx),
+    )
+}
+
+/// The pods in a terminal phase: no longer active, so their requests no longer
+/// count (the kubelet's `filterOutInactivePods`; their containers have stopped).
+fn terminal_pods(ctx: &Ctx) -> std::collections::BTreeSet<String> {
+    let mut terminal = std::collections::BTreeSet::new();
+    ctx.store.visit(|r| {
+        let phase = r.pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            terminal.insert(r.uid().to_string());
+        }
+    });
+    terminal
 }
 
 /// The kubelet's `rejectPod`: phase Failed with the reason, "Pod was rejected: …", a
 /// warning event; nothing of the pod is started.
 fn reject(ctx: &Ctx, pod: &PodInfo, rejection: super::security::Rejection) {
-    tracing::warn!(pod = %pod.name, reason = rejection.reason, message = %rejection.message, "pod rejected");
-    let message = format!("Pod was rejected: {}", rejection.message);
+    tracing::warn!(pod = %pod.name, reason = %rejection.reason, message = %rejection.message, "pod rejected");
+    let message = format!("{REJECTED_PREFIX}{}", rejection.message);
     ctx.store.update_status(&pod.uid, |s| {
         s.phase = Some("Failed".into());
         s.reason = Some(rejection.reason.to_string());
@@ -240,7 +266,7 @@ fn reject(ctx: &Ctx, pod: &PodInfo, rejection: super::security::Rejection) {
     ctx.store.pod_event(
         &pod.uid,
         EventKind::Warning,
-        rejection.reason,
+        &rejection.reason,
         &format!("pod/{}", pod.name),
         rejection.message,
     );
@@ -582,6 +608,7 @@ async fn finish(ctx: &Ctx, pod: &PodInfo) -> Option<crate::status::PodRecord> {
     // While its network namespace still exists (CNI's DEL wants it).
     teardown_network(ctx, pod).await;
     ctx.host_ports.release(&pod.uid);
+    ctx.admission.release(&pod.uid);
     if let Err(e) = sandbox::destroy(&ctx.layout.pod_ns_dir(&pod.uid)) {
         tracing::warn!(pod = %pod.name, error = %e, "sandbox release failed");
     }

@@ -69,7 +69,8 @@ fn own_bounding_set() -> u64 {
 /// message reads "Pod was rejected: {message}" (the kubelet's wording).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejection {
-    pub reason: &'static str,
+    /// `OutOf<resource>` reasons name the resource, so it is not always a constant.
+    pub reason: std::borrow::Cow<'static, str>,
     pub message: String,
 }
 
@@ -93,7 +94,7 @@ pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
             pod.host_ipc,
         )
         .map_err(|e| Rejection {
-            reason: FORBIDDEN_REASON,
+            reason: FORBIDDEN_REASON.into(),
             message: e.to_string(),
         })?;
     for (i, c) in spec.containers.iter().enumerate() {
@@ -106,7 +107,7 @@ pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
         );
         if asks_apparmor && !node.apparmor_enabled {
             return Err(Rejection {
-                reason: "AppArmor",
+                reason: "AppArmor".into(),
                 message: "Cannot enforce AppArmor: AppArmor is not enabled on the host".into(),
             });
         }
@@ -121,7 +122,7 @@ pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
         ] {
             if set {
                 return Err(Rejection {
-                    reason: "UserNamespacesInvalid",
+                    reason: "UserNamespacesInvalid".into(),
                     message: format!(
                         "spec.{field}: Forbidden: when `hostUsers` is false; remove one of them"
                     ),

@@ -306,7 +306,8 @@ fn apply_eviction(a: &Applier, flags: &mut DaemonFlags) -> Result<(), KubeletCon
     Ok(())
 }
 
-/// The node's registration and heartbeat settings (they matter with `--kubeconfig`).
+/// The node's registration, heartbeat and admission settings (they matter with
+/// `--kubeconfig`).
 /// Reservations only lower the allocatable the Node advertises: podhost does not
 /// enforce them with cgroups (enforceNodeAllocatable).
 fn apply_cluster(a: &Applier, flags: &mut DaemonFlags) -> Result<(), KubeletConfigError> {
@@ -333,6 +334,12 @@ fn apply_cluster(a: &Applier, flags: &mut DaemonFlags) -> Result<(), KubeletConf
             })
             .collect::<Vec<_>>()
             .join(",");
+    }
+    if let Some(v) = f.max_pods
+        && a.take("maxPods")
+    {
+        c.max_pods = u32::try_from(v)
+            .map_err(|_| a.error("maxPods", format!("{v} must not be negative")))?;
     }
     if let Some(v) = &f.node_status_update_frequency
         && a.take("nodeStatusUpdateFrequency")

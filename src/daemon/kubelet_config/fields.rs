@@ -154,7 +154,7 @@ pub const FIELDS: &[(&str, Support)] = &[
         "hairpinMode",
         Unsupported("the built-in bridge sets hairpin on every pod's port"),
     ),
-    ("maxPods", Unsupported("the number of pods is not capped")),
+    ("maxPods", Flag("max_pods")),
     ("podCIDR", Flag("pod_cidr")),
     ("podPidsLimit", Flag("pod_pids_limit")),
     ("resolvConf", Flag("resolv_conf")),

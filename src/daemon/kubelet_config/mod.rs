@@ -175,7 +175,7 @@ impl ConfigFile {
         Ok(file)
     }
 
-    /// The unimplemented fields as one line: `maxPods (why), …`.
+    /// The unimplemented fields as one line: `cgroupDriver (why), …`.
     pub fn unsupported_summary(&self) -> String {
         self.unsupported
             .iter()

@@ -325,7 +325,8 @@ fn the_node_registration_fields_map_onto_the_cluster_flags() {
          - {key: spot, effect: PreferNoSchedule}\n\
          nodeStatusUpdateFrequency: 20s\n\
          nodeStatusReportFrequency: 1m\n\
-         nodeLeaseDurationSeconds: 60\n"))
+         nodeLeaseDurationSeconds: 60\n\
+         maxPods: 30\n"))
     .unwrap();
     assert!(file.unsupported.is_empty(), "{:?}", file.unsupported);
     let mut f = flags(&["--kubeconfig", "/etc/podhost/node.kubeconfig"]);
@@ -347,6 +348,7 @@ fn the_node_registration_fields_map_onto_the_cluster_flags() {
     assert_eq!(cluster.status_update_every.as_secs(), 20);
     assert_eq!(cluster.status_report_every.as_secs(), 60);
     assert_eq!(cluster.lease_duration.as_secs(), 60);
+    assert_eq!(cluster.max_pods, 30);
 
     let bad = parse(&doc("nodeLeaseDurationSeconds: 0\n")).unwrap();
     let error = apply(&bad, &mut flags(&[]), &BTreeSet::new()).unwrap_err();
@@ -354,4 +356,7 @@ fn the_node_registration_fields_map_onto_the_cluster_flags() {
         error.to_string().contains("nodeLeaseDurationSeconds"),
         "{error}"
     );
+    let bad = parse(&doc("maxPods: -1\n")).unwrap();
+    let error = apply(&bad, &mut flags(&[]), &BTreeSet::new()).unwrap_err();
+    assert!(error.to_string().contains("maxPods"), "{error}");
 }

@@ -53,6 +53,7 @@ pub struct Implemented {
     pub kube_reserved: Option<BTreeMap<String, String>>,
     pub system_reserved: Option<BTreeMap<String, String>>,
     pub register_with_taints: Option<Vec<TaintField>>,
+    pub max_pods: Option<i32>,
     pub node_status_update_frequency: Option<String>,
     pub node_status_report_frequency: Option<String>,
     pub node_lease_duration_seconds: Option<i32>,

@@ -9,7 +9,7 @@ pub mod reserved;
 
 pub use conditions::{NodePressure, next_conditions};
 pub use labels::{NodeLabelError, Taint, parse_node_labels, parse_taints};
-pub use object::{HostFacts, NodeSettings, allocatable, capacity, node_object};
+pub use object::{DEFAULT_MAX_PODS, HostFacts, NodeSettings, allocatable, capacity, node_object};
 pub use reserved::{Reserved, ReservedError};
 
 #[cfg(test)]

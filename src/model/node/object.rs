@@ -49,7 +49,8 @@ pub struct NodeSettings {
     /// The hard eviction thresholds: memory.available and nodefs.available are held
     /// back from allocatable too.
     pub eviction_hard: Vec<Threshold>,
-    /// `--max-pods` (110).
+    /// `--max-pods` ([`DEFAULT_MAX_PODS`]): the pods capacity, which admission holds
+    /// the node's active pods to.
     pub max_pods: u32,
     /// `--port`: where the kubelet API listens (10250).
     pub kubelet_port: i32,
@@ -57,6 +58,9 @@ pub struct NodeSettings {
     /// implements.
     pub kubelet_version: String,
 }
+
+/// The kubelet's default `maxPods`.
+pub const DEFAULT_MAX_PODS: u32 = 110;
 
 /// The annotation the kubelet sets so the attach/detach controller manages volumes.
 const CONTROLLER_MANAGED_ATTACH_DETACH: &str =
