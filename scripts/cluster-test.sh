@@ -14,7 +14,8 @@
 # status in the API; a graceful delete runs preStop, then the stop signal, reports the
 # final status and deletes the object (grace 0, UID precondition); a second delete
 # shortens the grace; a force delete leaves no process; pods survive a restart of
-# their node; start latency of 10 pods at once, as the API reports it. kubectl
+# their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity);
+# start latency of 10 pods at once, as the API reports it. kubectl
 # logs/exec, mirror pods and volumes from the API are not built yet (issue 13) and are
 # not claimed here.
 set -euo pipefail
@@ -209,6 +210,35 @@ wait_for 30 "pod keep Running after the node restarted" running keep
 [ "$(pod_field keep '{.status.containerStatuses[0].state.running.startedAt}')" = "$started" ] || fail "keep: a new container after the node restarted"
 k delete pod keep --grace-period=2 >/dev/null
 pass "a pod survives its node's restart; deleted afterwards"
+
+# Node-side admission: the kubelet's reasons and messages, as a Failed status.
+rejected() { [ "$(pod_field "$1" '{.status.phase}/{.status.reason}')" = "Failed/$2" ]; }
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: hungry}
+spec:
+  nodeName: podhost-b
+  automountServiceAccountToken: false
+  containers: [{name: app, image: $IMAGE, imagePullPolicy: Never, resources: {requests: {cpu: "64"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: picky}
+spec:
+  nodeName: podhost-b
+  automountServiceAccountToken: false
+  nodeSelector: {tier: core}
+  containers: [{name: app, image: $IMAGE, imagePullPolicy: Never}]
+YAML
+wait_for 30 "hungry rejected with OutOfcpu" rejected hungry OutOfcpu
+[[ "$(pod_field hungry '{.status.message}')" == "Pod was rejected: Node didn't have enough resource: cpu, requested: 64000, used: 0, capacity: "* ]] \
+  || fail "hungry: message $(pod_field hungry '{.status.message}')"
+wait_for 30 "picky rejected with NodeAffinity" rejected picky NodeAffinity
+[ "$(pod_field picky '{.status.message}')" = "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" ] \
+  || fail "picky: message $(pod_field picky '{.status.message}')"
+k delete pod hungry picky --grace-period=1 >/dev/null
+pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted"
 
 # Start latency and API requests per pod, 10 pods at once on podhost-a.
 before=$(wc -l <"$WORK/podhost-a/api.jsonl")
