@@ -10,6 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::PodStatus;
 use tokio::sync::mpsc;
 
@@ -21,6 +23,9 @@ use crate::status::StatusStore;
 
 /// The kubelet's status manager re-syncs every 10 s; failed writes wait that long.
 pub const RETRY_EVERY: Duration = Duration::from_secs(10);
+
+/// Status writes of different pods sent at once (HTTP/2 streams of one connection).
+pub const MAX_WRITES_IN_FLIGHT: usize = 16;
 
 /// One pod's status as the API server last took it.
 #[derive(Debug)]
@@ -122,8 +127,29 @@ impl Sync {
                 },
             );
         });
+        // Pods are written side by side (each pod once per round, so its own writes
+        // stay in order): with one write at a time, a burst of pod starts queued its
+        // Running statuses behind each other's round trips.
+        let mut in_flight = FuturesUnordered::new();
+        let mut answers = Vec::with_capacity(pending.len());
         for (uid, p) in pending {
-            self.write(&uid, p).await;
+            self.bucket.acquire().await;
+            let client = self.client.clone();
+            in_flight.push(async move {
+                let result = patch_status(&client, &p.namespace, &p.name, &uid, &p.status).await;
+                (uid, p, result)
+            });
+            if in_flight.len() >= MAX_WRITES_IN_FLIGHT
+                && let Some(answer) = in_flight.next().await
+            {
+                answers.push(answer);
+            }
+        }
+        while let Some(answer) = in_flight.next().await {
+            answers.push(answer);
+        }
+        for (uid, p, result) in answers {
+            self.settle(&uid, p, result);
         }
     }
 
@@ -132,6 +158,16 @@ impl Sync {
     async fn write(&mut self, uid: &str, p: Pending) -> bool {
         self.bucket.acquire().await;
         let result = patch_status(&self.client, &p.namespace, &p.name, uid, &p.status).await;
+        self.settle(uid, p, result)
+    }
+
+    /// Takes in the answer to one status write; returns whether it is done with.
+    fn settle(
+        &mut self,
+        uid: &str,
+        p: Pending,
+        result: Result<PodWrite, crate::cluster::ClusterError>,
+    ) -> bool {
         match result {
             Ok(PodWrite::Done) => {
                 self.recovered();
