@@ -208,8 +208,11 @@ sleep 3
 wait_for 30 "pod keep Running after the node restarted" running keep
 [ "$(pod_field keep '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "keep restarted with its node"
 [ "$(pod_field keep '{.status.containerStatuses[0].state.running.startedAt}')" = "$started" ] || fail "keep: a new container after the node restarted"
+# An image update is not applied to the running pod: said, not silent.
+k set image pod/keep app=localhost/busybox:v2 >/dev/null
+wait_for 15 "SpecUpdateNotApplied event for keep" bash -c "'$PODHOST' --socket '$WORK/podhost-b/podhost.sock' get events 2>/dev/null | grep -q SpecUpdateNotApplied"
 k delete pod keep --grace-period=2 >/dev/null
-pass "a pod survives its node's restart; deleted afterwards"
+pass "a pod survives its node's restart; an image update is reported as not applied; deleted afterwards"
 
 # Node-side admission: the kubelet's reasons and messages, as a Failed status.
 rejected() { [ "$(pod_field "$1" '{.status.phase}/{.status.reason}')" = "Failed/$2" ]; }
