@@ -14,7 +14,7 @@
 //! - A mirror pod whose name no static pod holds is an orphan (the manifest was removed
 //!   and the pod has terminated, or it was removed while the daemon was down): deleted.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// A static pod, by what decides its mirror pod.
@@ -140,45 +140,75 @@ pub fn plan(statics: &[StaticPodState], mirrors: &[MirrorPodState]) -> Vec<Mirro
 /// new plan) many times a second.
 pub const SETTLE: Duration = Duration::from_secs(10);
 
+/// What makes two writes the same: a delete is of a UID whatever the reason (a mirror
+/// pod deleted as an orphan shows next, until the watch sees it gone, as being deleted).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum WriteKey {
+    Delete { uid: String },
+    Create { full_name: String, hash: String },
+}
+
+impl WriteKey {
+    fn of(action: &MirrorAction) -> Self {
+        match action {
+            MirrorAction::Delete { uid, .. } => WriteKey::Delete { uid: uid.clone() },
+            MirrorAction::Create { hash, .. } => WriteKey::Create {
+                full_name: action.full_name(),
+                hash: hash.clone(),
+            },
+        }
+    }
+}
+
 /// Writes done recently whose effect the watch has not shown yet.
 #[derive(Debug, Default)]
 pub struct RecentWrites {
-    done: HashMap<MirrorAction, Instant>,
+    done: HashMap<WriteKey, Instant>,
 }
 
 impl RecentWrites {
     /// Remembers a write the API server took.
-    pub fn record(&mut self, action: MirrorAction, now: Instant) {
-        self.done.insert(action, now);
+    pub fn record(&mut self, action: &MirrorAction, now: Instant) {
+        self.done.insert(WriteKey::of(action), now);
     }
 
     /// Forgets writes whose effect `mirrors` shows (a created mirror with its hash is
     /// listed, a deleted UID is not) or that are older than [`SETTLE`], then drops from
-    /// `actions` the ones still remembered.
+    /// `actions` the ones still remembered, and the creates of names whose deleted
+    /// mirror pod the watch still shows.
     pub fn filter(
         &mut self,
         actions: Vec<MirrorAction>,
         mirrors: &[MirrorPodState],
         now: Instant,
     ) -> Vec<MirrorAction> {
-        self.done.retain(|action, at| {
+        self.done.retain(|key, at| {
             if now.duration_since(*at) >= SETTLE {
                 return false;
             }
-            match action {
-                MirrorAction::Create {
-                    namespace,
-                    name,
-                    hash,
-                } => !mirrors
+            match key {
+                WriteKey::Create { full_name: n, hash } => !mirrors
                     .iter()
-                    .any(|m| &m.namespace == namespace && &m.name == name && &m.hash == hash),
-                MirrorAction::Delete { uid, .. } => mirrors.iter().any(|m| &m.uid == uid),
+                    .any(|m| &full_name(&m.namespace, &m.name) == n && &m.hash == hash),
+                WriteKey::Delete { uid } => mirrors.iter().any(|m| &m.uid == uid),
             }
         });
+        // A name whose mirror pod was deleted but still shows: its create would only
+        // meet the old one (409) until the watch shows it gone.
+        let still_shown: HashSet<String> = mirrors
+            .iter()
+            .filter(|m| {
+                self.done
+                    .contains_key(&WriteKey::Delete { uid: m.uid.clone() })
+            })
+            .map(|m| full_name(&m.namespace, &m.name))
+            .collect();
         actions
             .into_iter()
-            .filter(|a| !self.done.contains_key(a))
+            .filter(|a| !self.done.contains_key(&WriteKey::of(a)))
+            .filter(|a| {
+                !matches!(a, MirrorAction::Create { .. }) || !still_shown.contains(&a.full_name())
+            })
             .collect()
     }
 }
@@ -316,11 +346,32 @@ mod tests {
     }
 
     #[test]
+    fn a_deleted_uid_is_not_deleted_again_for_another_reason() {
+        let mut recent = RecentWrites::default();
+        let t0 = Instant::now();
+        recent.record(&delete("web-n", "u1", DeleteReason::Orphan), t0);
+        // The watch shows it marked for deletion before it shows it gone.
+        let marked = [mirror("web-n", "u1", "h1", true)];
+        let statics = [stat("web-n", "h1", false)];
+        // Nor is its successor created while it shows (the name is still taken).
+        assert!(
+            recent
+                .filter(plan(&statics, &marked), &marked, t0)
+                .is_empty()
+        );
+        // Once gone, the create goes.
+        assert_eq!(
+            recent.filter(plan(&statics, &[]), &[], t0),
+            [create("web-n", "h1")]
+        );
+    }
+
+    #[test]
     fn a_write_is_not_repeated_until_the_watch_shows_it_or_it_settled() {
         let mut recent = RecentWrites::default();
         let t0 = Instant::now();
-        recent.record(create("web-n", "h2"), t0);
-        recent.record(delete("web-n", "u1", DeleteReason::Outdated), t0);
+        recent.record(&create("web-n", "h2"), t0);
+        recent.record(&delete("web-n", "u1", DeleteReason::Outdated), t0);
         let statics = [stat("web-n", "h2", false)];
         // The watch still shows the old mirror: both writes are held back.
         let stale = [mirror("web-n", "u1", "h1", false)];
@@ -335,7 +386,7 @@ mod tests {
             [create("web-n", "h2")]
         );
         // A write the watch never confirmed is tried again once it settled.
-        recent.record(create("web-n", "h2"), t0);
+        recent.record(&create("web-n", "h2"), t0);
         assert!(recent.filter(plan(&statics, &[]), &[], t0).is_empty());
         assert_eq!(
             recent.filter(plan(&statics, &[]), &[], t0 + SETTLE),

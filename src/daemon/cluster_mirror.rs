@@ -147,7 +147,7 @@ impl MirrorSync {
                     if result.is_ok() {
                         tracing::info!(pod = %name, %namespace, %uid, ?reason, "mirror pod deleted");
                     }
-                    result.map(|_| ())
+                    result.map(|_| true)
                 }
                 MirrorAction::Create {
                     namespace,
@@ -168,13 +168,17 @@ impl MirrorSync {
                         }
                         Err(_) => {}
                     }
-                    result.map(|_| ())
+                    result.map(|(how, _)| how == MirrorCreate::Created)
                 }
             };
             match done {
-                Ok(()) => {
+                // A create that met a pod of the name did nothing: nothing to remember.
+                Ok(false) => {
                     self.reported.remove(&action);
-                    self.recent.record(action, Instant::now());
+                }
+                Ok(true) => {
+                    self.reported.remove(&action);
+                    self.recent.record(&action, Instant::now());
                 }
                 Err(e) => {
                     if self.reported.insert(action.clone()) {
