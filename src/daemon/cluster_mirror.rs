@@ -6,13 +6,15 @@
 //!
 //! The static pods come from the status store (a pod is there from its worker's start
 //! until it fully terminated, marked with a deletionTimestamp while it terminates), the
-//! mirror pods from the node's pod watch; `cluster::mirror_plan` decides. Runs on every
+//! mirror pods from the node's pod watch; `cluster::mirror_plan` decides. A static pod
+//! refused at admission gets none, as with the kubelet. Runs on every
 //! change of either, and every 10 s to retry failed writes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::watch;
 
 use super::api_pods::is_api_pod;
@@ -93,20 +95,10 @@ pub async fn run(
 }
 
 impl MirrorSync {
-    /// The static pods of the store, in a stable order.
+    /// The static pods of the store that get a mirror pod, in a stable order.
     fn static_pods(&self) -> Vec<StaticPodState> {
         let mut statics = Vec::new();
-        self.store.visit(|rec| {
-            if is_api_pod(&rec.pod) {
-                return;
-            }
-            statics.push(StaticPodState {
-                namespace: rec.pod.metadata.namespace.clone().unwrap_or_default(),
-                name: rec.name().to_string(),
-                hash: rec.uid().to_string(),
-                terminating: rec.pod.metadata.deletion_timestamp.is_some(),
-            });
-        });
+        self.store.visit(|rec| statics.extend(mirrored(&rec.pod)));
         statics.sort_by(|a, b| {
             (&a.namespace, &a.name, &a.hash).cmp(&(&b.namespace, &b.name, &b.hash))
         });
@@ -189,5 +181,81 @@ impl MirrorSync {
                 }
             }
         }
+    }
+}
+
+/// A pod of the status store as the mirror plan sees it: static pods only, and not one
+/// the node refused at admission (the kubelet never syncs a rejected pod, so it gets no
+/// mirror pod).
+fn mirrored(pod: &Pod) -> Option<StaticPodState> {
+    if is_api_pod(pod) {
+        return None;
+    }
+    let status = pod.status.as_ref();
+    let rejected = status.is_some_and(|s| {
+        s.phase.as_deref() == Some("Failed")
+            && s.reason.as_deref().is_some_and(|r| {
+                crate::model::admission::is_admission_reason(r)
+                    || r == crate::worker::host_ports::REASON
+            })
+    });
+    if rejected {
+        return None;
+    }
+    Some(StaticPodState {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        hash: pod.metadata.uid.clone().unwrap_or_default(),
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PodStatus;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn pod(source: &str, phase: &str, reason: Option<&str>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some("web-n".into()),
+                namespace: Some("default".into()),
+                uid: Some("h1".into()),
+                annotations: Some(
+                    [(
+                        crate::source::ANNOTATION_CONFIG_SOURCE.to_string(),
+                        source.to_string(),
+                    )]
+                    .into(),
+                ),
+                ..ObjectMeta::default()
+            },
+            spec: None,
+            status: Some(PodStatus {
+                phase: Some(phase.into()),
+                reason: reason.map(Into::into),
+                ..PodStatus::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn static_pods_of_both_sources_are_mirrored_even_once_finished() {
+        for source in ["file", "http"] {
+            let state = mirrored(&pod(source, "Running", None)).unwrap();
+            assert_eq!((state.name.as_str(), state.hash.as_str()), ("web-n", "h1"));
+            assert!(!state.terminating);
+        }
+        assert!(mirrored(&pod("file", "Failed", Some("Evicted"))).is_some());
+        assert!(mirrored(&pod("file", "Succeeded", None)).is_some());
+    }
+
+    #[test]
+    fn api_pods_and_rejected_static_pods_are_not() {
+        assert!(mirrored(&pod("api", "Running", None)).is_none());
+        assert!(mirrored(&pod("file", "Failed", Some("NodeAffinity"))).is_none());
+        assert!(mirrored(&pod("file", "Failed", Some("OutOfcpu"))).is_none());
+        assert!(mirrored(&pod("file", "Failed", Some("NodePorts"))).is_none());
     }
 }
