@@ -20,7 +20,7 @@ use super::context::{Ctx, PodInfo};
 use super::ephemeral::{self, EphemeralError, EphemeralRequest};
 use super::facts::{container_facts, pod_facts};
 use super::hook::{HookPoint, handler_target, run_hook};
-use super::report::{Report, Running};
+use super::report::{Report, ReportReceiver, ReportSender, Running, report_channel};
 use crate::image::gc::ImageLease;
 use crate::model::phase::PodPhase;
 use crate::model::podsync::{
@@ -73,7 +73,7 @@ pub async fn run_containers(
     // Boxed: the adoption's state would otherwise be part of this future for the pod's
     // whole life (see `pod::run`).
     let (observed, adopted) = Box::pin(adopt_pod(&ctx, &pod, &facts)).await;
-    let (reports_tx, reports) = mpsc::unbounded_channel();
+    let (reports_tx, reports) = report_channel();
     let (probe_tx, probe_reports) = mpsc::unbounded_channel();
     let mut exec = Executor {
         probe_tx,
@@ -116,12 +116,12 @@ struct Executor {
     /// The ephemeral containers added by `podhost debug`, as recorded.
     ephemeral: Vec<EphemeralContainer>,
     observed: PodObserved,
-    reports_tx: mpsc::UnboundedSender<Report>,
+    reports_tx: ReportSender,
     /// Start, exit and hook tasks; aborted when the pod is done (a hook still running
     /// past the grace period is killed with it).
     tasks: JoinSet<()>,
     /// Where the probers report changed results.
-    probe_tx: mpsc::UnboundedSender<ProbeReport>,
+    probe_tx: mpsc::UnboundedSender<Box<ProbeReport>>,
     /// Each running instance's prober, aborted when it exits.
     probers: HashMap<String, tokio::task::AbortHandle>,
     /// The running instances, for signals and hooks.
@@ -135,8 +135,8 @@ impl Executor {
     async fn run(
         &mut self,
         mut term: TermRx,
-        mut reports: mpsc::UnboundedReceiver<Report>,
-        mut probe_reports: mpsc::UnboundedReceiver<ProbeReport>,
+        mut reports: ReportReceiver,
+        mut probe_reports: mpsc::UnboundedReceiver<Box<ProbeReport>>,
         mut requests: mpsc::UnboundedReceiver<EphemeralRequest>,
     ) {
         let mut images = self.ctx.images_changed.clone();
@@ -165,8 +165,8 @@ impl Executor {
                 .wake_at
                 .map(|at| (at - now).to_std().unwrap_or_default());
             tokio::select! {
-                Some(report) = reports.recv() => self.fold(report),
-                Some(report) = probe_reports.recv() => self.fold_probe(report),
+                Some(report) = reports.recv() => self.fold(*report),
+                Some(report) = probe_reports.recv() => self.fold_probe(*report),
                 Some(request) = requests.recv() => {
                     let answer = self.add_ephemeral(*request.container);
                     let _ = request.reply.send(answer);
@@ -179,10 +179,10 @@ impl Executor {
                 _ = sleep_for(wake) => {}
             }
             while let Ok(report) = reports.try_recv() {
-                self.fold(report);
+                self.fold(*report);
             }
             while let Ok(report) = probe_reports.try_recv() {
-                self.fold_probe(report);
+                self.fold_probe(*report);
             }
             // A finished task's memory (its whole future) stays in the set until joined:
             // without this, every start and hook of the pod's life would stay allocated.
