@@ -38,8 +38,9 @@ const STATIC_FOR: &[(&str, &str)] = &[
 /// `podhost`, which ld.so reads whole at every exec, and which then stays in the
 /// daemon's RSS. Packed, it is a few KiB. ld.so supports it from glibc 2.36 (Debian 12);
 /// the binary then names the version `GLIBC_ABI_DT_RELR`, so an older glibc refuses it
-/// at exec instead of misrunning it, and dpkg-shlibdeps makes the package depend on
-/// that libc. The static monitor relocates itself (no ld.so) and keeps its own.
+/// at exec instead of misrunning it (dpkg-shlibdeps does not see that version:
+/// scripts/package-deb.sh raises libc6 to 2.36 itself). The static monitor relocates
+/// itself (no ld.so) and keeps its own.
 const PACKED_RELOCS_FOR: &[&str] = &["podhost", "podhost-shim"];
 
 fn main() {
