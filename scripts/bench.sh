@@ -50,7 +50,7 @@ bench_daemon_start "$podhost" "$work" "$node" "podhost-bench-$$" "$RESULTS/daemo
   --pod-network none --eviction-hard=
 
 echo "== podhost ($PODS pods, $IDLE idle pods)"
-IDLE_PODS=$IDLE python3 scripts/bench_podhost.py "$work/sock" "$work/manifests" "$node" \
+IDLE_PODS=$IDLE LOG_DIR=$work/logs python3 scripts/bench_podhost.py "$work/sock" "$work/manifests" "$node" \
   "$work/root" "$pid" "$PODS" "$RESULTS/podhost.json"
 echo "{}" >"$RESULTS/peers.json"
 if [ -n "$PEERS" ]; then

@@ -103,6 +103,12 @@ printf 'Source: podhost\n\nPackage: podhost\nArchitecture: any\n' >"$work/shlibs
 shlibs=$(cd "$work/shlibs" && dpkg-shlibdeps -O "$pkg/usr/bin/podhost" "$pkg/usr/lib/podhost/podhost-monitor" "$pkg/usr/lib/podhost/podhost-shim" 2>/dev/null |
   sed -n 's/^shlibs:Depends=//p')
 [ -n "$shlibs" ] || { echo "package-deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
+# podhost and podhost-shim carry packed relocations (build.rs): ld.so needs glibc 2.36
+# for them. The binaries name the version GLIBC_ABI_DT_RELR, but no symbol is bound to
+# it, so dpkg-shlibdeps does not count it: raise libc6 to 2.36 here.
+if grep -q GLIBC_ABI_DT_RELR "$pkg/usr/bin/podhost"; then
+  shlibs=$(printf '%s' "$shlibs" | sed -E 's/libc6 \(>= 2\.(3[0-5]|[12][0-9]|[0-9])(\.[0-9]+)?\)/libc6 (>= 2.36)/')
+fi
 installed_size=$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)
 cat >"$pkg/DEBIAN/control" <<EOF
 Package: podhost

@@ -303,7 +303,7 @@ fn the_prober_reports_changes_waits_for_startup_and_holds() {
         let prober = tokio::spawn(run_prober(probes, instance, tx));
         let mut got = Vec::new();
         while got.len() < 3 {
-            got.push(rx.recv().await.expect("a report"));
+            got.push(*rx.recv().await.expect("a report"));
         }
         // Liveness is on hold now and readiness unchanged: nothing more within periods.
         let more = tokio::time::timeout(Duration::from_secs(3), rx.recv()).await;

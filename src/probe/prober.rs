@@ -88,11 +88,13 @@ pub struct ProbeReport {
 
 /// Probes the instance until the task is dropped or aborted, or nothing is left to
 /// probe (every probe on hold or finished); sends each change of a probe's result.
-/// Initial results are not sent: they are [`ProbeKind::initial_result`].
+/// Initial results are not sent: they are [`ProbeKind::initial_result`]. Reports travel
+/// boxed: the pod's channel keeps its first block of 32 slots for the pod's whole life,
+/// 32 pointers instead of 32 reports (3 KiB per pod).
 pub async fn run_prober(
     probes: ContainerProbes,
     instance: ProbedInstance,
-    reports: UnboundedSender<ProbeReport>,
+    reports: UnboundedSender<Box<ProbeReport>>,
 ) {
     // Only the startup probe's loop holds the sender: once it ends (started, or on
     // hold), the others see either `started` or a closed channel, and end with it.
@@ -123,7 +125,7 @@ async fn probe_loop(
     instance: &ProbedInstance,
     mut started: watch::Receiver<bool>,
     started_tx: Option<watch::Sender<bool>>,
-    reports: UnboundedSender<ProbeReport>,
+    reports: UnboundedSender<Box<ProbeReport>>,
 ) {
     let mut tracker = ProbeTracker::new(kind, spec.timing, instance.started_at);
     loop {
@@ -161,7 +163,7 @@ async fn probe_loop(
                 .then_some(spec.timing.termination_grace)
                 .flatten(),
         };
-        if reports.send(report).is_err() {
+        if reports.send(Box::new(report)).is_err() {
             return;
         }
     }

@@ -7,10 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::context::{Ctx, PodInfo};
-use super::report::{ExitFuture, Report};
+use super::report::{ExitFuture, Report, ReportSender};
 use super::termination_message::termination_message;
 use crate::disk::records::{EXIT_FILE, ExitRecord, TERMINATED_FILE};
 use crate::disk::write_json_atomic;
@@ -30,7 +29,7 @@ pub async fn watch(
     container: String,
     attempt: u32,
     exit: ExitFuture,
-    reports: UnboundedSender<Report>,
+    reports: ReportSender,
 ) {
     let ShimExit {
         record,

@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, LifecycleHandler};
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::context::{Ctx, PodInfo};
-use super::report::{Report, Running};
+use super::report::{Report, ReportSender, Running};
 use crate::model::probe::{Outcome, ProbeAction};
 use crate::probe::{HandlerTarget, PodNetwork, run_handler};
 use crate::runtime::sandbox::SandboxPaths;
@@ -58,7 +57,7 @@ pub async fn run_hook(
     point: HookPoint,
     handler: LifecycleHandler,
     run: Running,
-    reports: UnboundedSender<Report>,
+    reports: ReportSender,
 ) {
     let failure = handle(&ctx, &pod, &c, &handler, &run, point).await;
     let container = c.name;

@@ -5,11 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinSet;
 
 use super::context::{Ctx, PodInfo};
-use super::report::Report;
+use super::report::{Report, ReportSender};
 
 /// The kubelet's `evictionMonitoringPeriod`.
 const CHECK_EVERY: Duration = Duration::from_secs(10);
@@ -30,7 +29,7 @@ pub fn spawn_watch(
     ctx: &Arc<Ctx>,
     pod: &Arc<PodInfo>,
     tasks: &mut JoinSet<()>,
-    reports: &UnboundedSender<Report>,
+    reports: &ReportSender,
 ) {
     if !has_disk_size_limit(pod) {
         return;

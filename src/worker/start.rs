@@ -5,12 +5,11 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use k8s_openapi::api::core::v1::Container;
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::context::{Ctx, PodInfo};
 use super::error::WorkerError;
 use super::prepare::prepare_attempt;
-use super::report::{Report, Running};
+use super::report::{Report, ReportSender, Running};
 use crate::disk::container_id;
 use crate::disk::records::{EXIT_FILE, ExitRecord};
 use crate::disk::write_json_atomic;
@@ -30,7 +29,7 @@ pub async fn start(
     c: Container,
     attempt: u32,
     target_pid: Option<i32>,
-    reports: UnboundedSender<Report>,
+    reports: ReportSender,
 ) {
     let _ = reports.send(start_report(&ctx, &pod, &c, attempt, target_pid).await);
 }

@@ -20,7 +20,7 @@ use super::context::{Ctx, PodInfo};
 use super::ephemeral::{self, EphemeralError, EphemeralRequest};
 use super::facts::{container_facts, pod_facts};
 use super::hook::{HookPoint, handler_target, run_hook};
-use super::report::{Report, Running};
+use super::report::{Report, ReportReceiver, ReportSender, Running, report_channel};
 use crate::image::gc::ImageLease;
 use crate::model::phase::PodPhase;
 use crate::model::podsync::{
@@ -50,21 +50,14 @@ pub async fn run_containers(
 ) {
     let requests = ctx.ephemeral.register(&pod.uid);
     let mut facts = pod_facts(&pod, ctx.backoff);
-    let spec = pod.pod.spec.clone().unwrap_or_default();
-    let mut specs: HashMap<String, Box<Container>> = spec
-        .init_containers
-        .into_iter()
-        .flatten()
-        .chain(spec.containers)
-        .map(|c| (c.name.clone(), Box::new(c)))
-        .collect();
+    let mut ephemeral_specs = HashMap::new();
     let ephemeral = ephemeral::load(&ctx, &pod.uid);
     for e in &ephemeral {
         if let Ok(c) = ephemeral::as_container(e) {
             facts
                 .ephemeral_containers
                 .push(container_facts(&c, ContainerKind::Ephemeral));
-            specs.insert(c.name.clone(), Box::new(c));
+            ephemeral_specs.insert(c.name.clone(), Box::new(c));
         }
     }
     if !ephemeral.is_empty() {
@@ -73,12 +66,12 @@ pub async fn run_containers(
     // Boxed: the adoption's state would otherwise be part of this future for the pod's
     // whole life (see `pod::run`).
     let (observed, adopted) = Box::pin(adopt_pod(&ctx, &pod, &facts)).await;
-    let (reports_tx, reports) = mpsc::unbounded_channel();
+    let (reports_tx, reports) = report_channel();
     let (probe_tx, probe_reports) = mpsc::unbounded_channel();
     let mut exec = Executor {
         probe_tx,
         probers: HashMap::new(),
-        specs,
+        ephemeral_specs,
         ephemeral,
         ctx,
         pod,
@@ -111,17 +104,20 @@ struct Executor {
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
     facts: PodFacts,
-    /// Boxed: a map's spare slots then cost a pointer, not a whole `Container` (~2 KiB).
-    specs: HashMap<String, Box<Container>>,
+    /// The specs of the ephemeral containers added by `podhost debug`; the pod's own
+    /// containers are read from the shared pod (`pod.pod`), not copied for each worker
+    /// (~2 KiB a container, for the pod's whole life). Boxed: a map's spare slots then
+    /// cost a pointer, not a whole `Container`.
+    ephemeral_specs: HashMap<String, Box<Container>>,
     /// The ephemeral containers added by `podhost debug`, as recorded.
     ephemeral: Vec<EphemeralContainer>,
     observed: PodObserved,
-    reports_tx: mpsc::UnboundedSender<Report>,
+    reports_tx: ReportSender,
     /// Start, exit and hook tasks; aborted when the pod is done (a hook still running
     /// past the grace period is killed with it).
     tasks: JoinSet<()>,
     /// Where the probers report changed results.
-    probe_tx: mpsc::UnboundedSender<ProbeReport>,
+    probe_tx: mpsc::UnboundedSender<Box<ProbeReport>>,
     /// Each running instance's prober, aborted when it exits.
     probers: HashMap<String, tokio::task::AbortHandle>,
     /// The running instances, for signals and hooks.
@@ -132,11 +128,20 @@ struct Executor {
 }
 
 impl Executor {
+    /// The spec of the pod's container (init, regular or ephemeral) named `name`.
+    fn spec(&self, name: &str) -> Option<&Container> {
+        let spec = self.pod.pod.spec.as_ref();
+        spec.into_iter()
+            .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
+            .find(|c| c.name == name)
+            .or_else(|| self.ephemeral_specs.get(name).map(|c| &**c))
+    }
+
     async fn run(
         &mut self,
         mut term: TermRx,
-        mut reports: mpsc::UnboundedReceiver<Report>,
-        mut probe_reports: mpsc::UnboundedReceiver<ProbeReport>,
+        mut reports: ReportReceiver,
+        mut probe_reports: mpsc::UnboundedReceiver<Box<ProbeReport>>,
         mut requests: mpsc::UnboundedReceiver<EphemeralRequest>,
     ) {
         let mut images = self.ctx.images_changed.clone();
@@ -165,8 +170,8 @@ impl Executor {
                 .wake_at
                 .map(|at| (at - now).to_std().unwrap_or_default());
             tokio::select! {
-                Some(report) = reports.recv() => self.fold(report),
-                Some(report) = probe_reports.recv() => self.fold_probe(report),
+                Some(report) = reports.recv() => self.fold(*report),
+                Some(report) = probe_reports.recv() => self.fold_probe(*report),
                 Some(request) = requests.recv() => {
                     let answer = self.add_ephemeral(*request.container);
                     let _ = request.reply.send(answer);
@@ -179,10 +184,10 @@ impl Executor {
                 _ = sleep_for(wake) => {}
             }
             while let Ok(report) = reports.try_recv() {
-                self.fold(report);
+                self.fold(*report);
             }
             while let Ok(report) = probe_reports.try_recv() {
-                self.fold_probe(report);
+                self.fold_probe(*report);
             }
             // A finished task's memory (its whole future) stays in the set until joined:
             // without this, every start and hook of the pod's life would stay allocated.
@@ -227,7 +232,7 @@ impl Executor {
 
     fn perform(&mut self, action: Action, now: chrono::DateTime<Utc>) {
         let name = action.container().to_string();
-        let Some(spec) = self.specs.get(&name).map(|c| Container::clone(c)) else {
+        let Some(spec) = self.spec(&name).cloned() else {
             return;
         };
         let Some(obs) = self.observed.container_mut(&name) else {
@@ -296,11 +301,11 @@ impl Executor {
         if self.observed.terminating.is_some() {
             return Err(EphemeralError::Terminating { pod });
         }
-        if self.specs.contains_key(&e.name) {
+        if self.spec(&e.name).is_some() {
             return Err(EphemeralError::NameTaken { pod, name: e.name });
         }
         if let Some(target) = &e.target_container_name
-            && !self.specs.contains_key(target)
+            && self.spec(target).is_none()
         {
             return Err(EphemeralError::UnknownTarget {
                 pod,
@@ -324,7 +329,7 @@ impl Executor {
         self.observed
             .ephemeral_containers
             .push(ContainerObserved::new(&c.name));
-        self.specs.insert(c.name.clone(), Box::new(c));
+        self.ephemeral_specs.insert(c.name.clone(), Box::new(c));
         Ok(())
     }
 
@@ -348,7 +353,7 @@ impl Executor {
         let (Some(run), Some(handler)) = (self.running.get(&container).cloned(), handler) else {
             return;
         };
-        let Some(spec) = self.specs.get(&container).map(|c| Container::clone(c)) else {
+        let Some(spec) = self.spec(&container).cloned() else {
             return;
         };
         self.tasks.spawn(run_hook(
@@ -445,7 +450,7 @@ impl Executor {
 
     /// Starts the prober of the running instance `run` of `container`, if it has probes.
     fn start_prober(&mut self, container: &str, run: &Running) {
-        let Some(spec) = self.specs.get(container) else {
+        let Some(spec) = self.spec(container) else {
             return;
         };
         if spec.startup_probe.is_none()
