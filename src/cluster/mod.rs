@@ -4,6 +4,7 @@
 //! and writes their status and final deletion (`pod_status`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
+pub mod access_review;
 pub mod client;
 mod error;
 pub mod host_facts;

@@ -343,7 +343,12 @@ impl DaemonFlags {
             read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
             max_open_files: u64::try_from(self.max_open_files).unwrap_or(1),
             config_file: None,
-            cluster: self.cluster.into_config()?,
+            cluster: self.cluster.into_config()?.map(|mut cluster| {
+                if let Some(address) = self.address {
+                    cluster.address = address;
+                }
+                cluster
+            }),
         })
     }
 }
