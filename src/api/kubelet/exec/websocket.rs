@@ -12,11 +12,15 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::Role;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::channel::{self, Incoming as ClientMessage};
 use super::request::ExecRequest;
 use crate::api::server::Body;
+
+/// How long the client has to answer the closing handshake.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The channel protocols served, most preferred first.
 pub const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
@@ -117,6 +121,19 @@ fn forward<R: AsyncRead + Unpin + Send + 'static>(
     })
 }
 
+/// A normal closure (1000): kubectl takes it as every stream's end; a close frame
+/// without a code (1005) is an error to it, even after the status.
+async fn close_normally<K>(sink: &mut K)
+where
+    K: futures::Sink<Message> + Unpin,
+{
+    let normal = CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    };
+    let _ = sink.send(Message::Close(Some(normal))).await;
+}
+
 async fn pump<S>(ws: WebSocketStream<S>, protocol: &str, session: Result<Session, String>)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -132,7 +149,7 @@ where
                     status.as_bytes(),
                 )))
                 .await;
-            let _ = sink.close().await;
+            close_normally(&mut sink).await;
             return;
         }
     };
@@ -153,7 +170,7 @@ where
     let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
     let v5 = protocol.starts_with("v5");
     // The client's messages: stdin until it closes it (v5), or the socket closes.
-    let reader = {
+    let mut reader = {
         let stdin = stdin.clone();
         tokio::spawn(async move {
             while let Some(Ok(message)) = stream.next().await {
@@ -207,8 +224,14 @@ where
             status.to_string().as_bytes(),
         )))
         .await;
-    let _ = sink.close().await;
-    reader.abort();
+    close_normally(&mut sink).await;
+    // Wait for the client's close frame before the socket is dropped: closing it with
+    // the client's bytes unread sends a reset, and a reset makes the peer throw away
+    // what it has received but not yet read (the output's last messages, the status).
+    if tokio::time::timeout(CLOSE_WAIT, &mut reader).await.is_err() {
+        tracing::debug!("exec: the client did not answer the websocket close in time");
+        reader.abort();
+    }
 }
 
 #[cfg(test)]
