@@ -38,6 +38,10 @@ CGROUP_ROOT=/podhost-cluster-test-$$
 NODES=(podhost-a podhost-b)
 PIDS=()
 cleanup() {
+  # A failed run stops its pods first: the daemons leave running containers behind.
+  if [ -n "${KUBECONFIG:-}" ] && [ -f "$KUBECONFIG" ]; then
+    timeout 40 "$KUBECTL" --kubeconfig "$KUBECONFIG" delete pods --all --grace-period=1 --timeout=30s >/dev/null 2>&1 || true
+  fi
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" --keep >/dev/null 2>&1 || true
