@@ -66,6 +66,23 @@ pub enum KubeletApiError {
     Tls(String),
 }
 
+/// A request the kubelet API cannot serve; its message is the answer's body.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeletRequestError {
+    #[error("pod \"{namespace}/{pod}\" does not exist")]
+    NoSuchPod { namespace: String, pod: String },
+    /// The container is not one of the pod's.
+    #[error(transparent)]
+    Container(#[from] crate::api::request_error::RequestError),
+    /// The exec helper could not be started.
+    #[error("cannot start podhost exec-helper ({exe}): {source}")]
+    ExecHelper {
+        exe: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// What the kubelet API's handlers read.
 #[derive(Debug, Clone)]
 pub struct KubeletApiState {

@@ -8,8 +8,8 @@ use k8s_openapi::List;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
-use super::KubeletApiState;
 use super::gate::{authenticate, authorize};
+use super::{KubeletApiState, KubeletRequestError};
 use crate::api::query::parse_query;
 use crate::api::server::{Body, ok_json, respond};
 use crate::model::kubelet_auth::UserInfo;
@@ -58,7 +58,7 @@ pub async fn handle(
                     )
                     .await
                 }
-                Err(message) => text(404, &message),
+                Err(refused) => text(404, &refused.to_string()),
             }
         }
         (&Method::GET | &Method::POST, ["exec", namespace, pod, container]) => {
@@ -84,14 +84,15 @@ pub(super) fn find_container(
     namespace: &str,
     pod: &str,
     container: &str,
-) -> Result<(PodRecord, i32), String> {
+) -> Result<(PodRecord, i32), KubeletRequestError> {
     let Some(rec) = state.store.find_by_name(&format!("{namespace}/{pod}")) else {
-        return Err(format!("pod \"{namespace}/{pod}\" does not exist"));
+        return Err(KubeletRequestError::NoSuchPod {
+            namespace: namespace.to_string(),
+            pod: pod.to_string(),
+        });
     };
     let wanted = container.to_string();
-    if let Err(e) = crate::api::routes::pick_container(&rec, Some(&wanted)) {
-        return Err(e.to_string());
-    }
+    crate::api::routes::pick_container(&rec, Some(&wanted))?;
     let restarts = crate::api::routes::restart_count(&rec, container).unwrap_or(0);
     Ok((rec, restarts))
 }

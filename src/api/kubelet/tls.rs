@@ -149,3 +149,42 @@ pub fn server_config(
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_self_signed_pair_is_made_once_with_a_private_key_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = dir.path().join("pki");
+        let serving = ServingCert::SelfSigned {
+            dir: pki.clone(),
+            hostnames: vec!["node-1".into(), "localhost".into()],
+            ips: vec!["127.0.0.1".parse().unwrap()],
+        };
+        server_config(&serving, None).unwrap();
+        let cert = std::fs::read(pki.join("kubelet.crt")).unwrap();
+        assert_eq!(
+            std::fs::metadata(pki.join("kubelet.key")).unwrap().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(std::fs::metadata(&pki).unwrap().mode() & 0o777, 0o700);
+        server_config(&serving, None).unwrap();
+        assert_eq!(std::fs::read(pki.join("kubelet.crt")).unwrap(), cert);
+    }
+
+    #[test]
+    fn a_missing_client_ca_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let serving = ServingCert::SelfSigned {
+            dir: dir.path().join("pki"),
+            hostnames: vec!["node-1".into()],
+            ips: vec![],
+        };
+        let missing = dir.path().join("no-such-ca.crt");
+        let e = server_config(&serving, Some(&missing)).unwrap_err();
+        assert!(e.to_string().contains("no-such-ca.crt"), "{e}");
+    }
+}

@@ -39,7 +39,7 @@ pub fn exec(
     }
     let (rec, restarts) = match super::routes::find_container(state, namespace, pod, container) {
         Ok(found) => found,
-        Err(message) => return super::routes::text(404, &message),
+        Err(refused) => return super::routes::text(404, &refused.to_string()),
     };
     let running = crate::api::routes::container_status(&rec, container)
         .and_then(|c| c.state)
@@ -60,6 +60,6 @@ pub fn exec(
     websocket::upgrade(req, move || {
         process::spawn(&exe, &libcontainer_root, &container_id, &request)
             .map(|child| websocket::Session { child, request })
-            .map_err(|e| format!("cannot start podhost exec-helper ({}): {e}", exe.display()))
+            .map_err(|source| super::KubeletRequestError::ExecHelper { exe, source })
     })
 }

@@ -17,6 +17,7 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::channel::{self, Incoming as ClientMessage};
 use super::request::ExecRequest;
+use crate::api::kubelet::KubeletRequestError;
 use crate::api::server::Body;
 
 /// How long the client has to answer the closing handshake.
@@ -49,7 +50,7 @@ pub struct Session {
 /// `start` after the upgrade and pumps its streams.
 pub fn upgrade(
     mut req: Request<Incoming>,
-    start: impl FnOnce() -> Result<Session, String> + Send + 'static,
+    start: impl FnOnce() -> Result<Session, KubeletRequestError> + Send + 'static,
 ) -> Response<Body> {
     let key = req
         .headers()
@@ -134,15 +135,18 @@ where
     let _ = sink.send(Message::Close(Some(normal))).await;
 }
 
-async fn pump<S>(ws: WebSocketStream<S>, protocol: &str, session: Result<Session, String>)
-where
+async fn pump<S>(
+    ws: WebSocketStream<S>,
+    protocol: &str,
+    session: Result<Session, KubeletRequestError>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, mut stream) = ws.split();
     let Session { mut child, request } = match session {
         Ok(s) => s,
-        Err(message) => {
-            let status = channel::failure_status(&message).to_string();
+        Err(refused) => {
+            let status = channel::failure_status(&refused.to_string()).to_string();
             let _ = sink
                 .send(Message::binary(channel::frame(
                     channel::ERROR,
