@@ -296,12 +296,23 @@ async fn container_logs_with_the_api_servers_parameters() {
     )
     .await;
     assert_eq!(status, 200);
-    assert!(stamped.starts_with("2026-01-01T00:00:00.000000001Z one"), "{stamped}");
+    assert!(
+        stamped.starts_with("2026-01-01T00:00:00.000000001Z one"),
+        "{stamped}"
+    );
     assert_eq!(stamped.len(), 40);
-    let (status, message) = get(&admin, &node, "/containerLogs/default/web/app?previous=true").await;
+    let (status, message) = get(
+        &admin,
+        &node,
+        "/containerLogs/default/web/app?previous=true",
+    )
+    .await;
     assert_eq!(status, 400, "{message}");
     let (status, message) = get(&admin, &node, "/containerLogs/default/nope/app").await;
-    assert_eq!((status, message.as_str()), (404, "pod \"default/nope\" does not exist\n"));
+    assert_eq!(
+        (status, message.as_str()),
+        (404, "pod \"default/nope\" does not exist\n")
+    );
     let (status, _) = get(&admin, &node, "/containerLogs/default/web/other").await;
     assert_eq!(status, 404);
 }
