@@ -1,7 +1,8 @@
 //! Cluster mode (`--kubeconfig`): podhost as a node of a real Kubernetes control plane,
 //! beside the static pods. This part registers the Node, keeps its Lease renewed and
 //! posts its status as the kubelet does, follows the pods bound to the node (`pods`)
-//! and writes their status and final deletion (`pod_status`); every exchange can be recorded
+//! and writes their status and final deletion (`pod_status`), keeps a mirror pod of each
+//! static pod (`mirror_plan`, `mirror_client`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
 pub mod access_review;
@@ -9,6 +10,8 @@ pub mod client;
 mod error;
 pub mod host_facts;
 pub mod lease;
+pub mod mirror_client;
+pub mod mirror_plan;
 pub mod node_status;
 pub mod pod_status;
 pub mod pods;

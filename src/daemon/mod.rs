@@ -2,6 +2,7 @@
 
 mod api_pods;
 pub mod cluster_flags;
+mod cluster_mirror;
 mod cluster_node;
 mod cluster_pod_status;
 mod config_dir;
@@ -463,16 +464,28 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         essential.watch("kubelet API (--port)", kubelet_api);
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
+            let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);
             essential.watch(
                 "pod status sync to the API server",
                 tokio::spawn(cluster_pod_status::run(
                     node.client.clone(),
                     store.clone(),
                     ends_rx,
+                    pods.mirrors.clone(),
+                )),
+            );
+            essential.watch(
+                "mirror pods of the static pods",
+                tokio::spawn(cluster_mirror::run(
+                    node.client,
+                    store.clone(),
+                    pods.mirrors,
+                    node.node_uid,
+                    cfg.node_name.clone(),
                 )),
             );
             api_source = Some(manager::ApiSource {
-                pods: crate::cluster::pods::watch_bound_pods(node.client, &cfg.node_name),
+                pods: pods.bound,
                 ends,
             });
         }
