@@ -18,8 +18,11 @@
 # start latency of 10 pods at once, as the API reports it. Static pods get mirror pods:
 # created with the mirror annotation and the Node as owner, Running; created again when
 # deleted with kubectl (the containers keep running); replaced when the manifest is
-# edited; gone when it is removed, also while the node was down. kubectl logs/exec and
-# volumes from the API are not built yet (issue 13) and are not claimed here.
+# edited; gone when it is removed, also while the node was down. kubectl logs (--tail,
+# -f, --previous) and exec (stdout, stdin, stderr, exit code) go through the API server
+# to each node's kubelet API (TLS on its own --port, the API server's client
+# certificate; other callers refused). Volumes from the API are not built yet and are
+# not claimed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
@@ -41,6 +44,10 @@ PIDS=()
 # The running daemon of each node (PIDS keeps every one started, for the cleanup).
 declare -A PID_OF
 cleanup() {
+  # A failed run stops its pods first: the daemons leave running containers behind.
+  if [ -n "${KUBECONFIG:-}" ] && [ -f "$KUBECONFIG" ]; then
+    timeout 40 "$KUBECTL" --kubeconfig "$KUBECONFIG" delete pods --all --grace-period=1 --timeout=30s >/dev/null 2>&1 || true
+  fi
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" --keep >/dev/null 2>&1 || true
@@ -53,6 +60,15 @@ fail() { echo "FAIL: $*" >&2; for n in "${NODES[@]}"; do tail -20 "$WORK/$n/daem
 pass() { echo "ok: $*"; }
 
 bash scripts/cluster/control-plane-up.sh "$WORK/cp" "${NODES[@]}" >/dev/null
+# Each node's kubelet API port: free, below the ephemeral range (as control-plane-up picks).
+declare -A KPORT
+read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range
+for n in "${NODES[@]}"; do
+  for _ in $(seq 1 200); do
+    p=$(( 10000 + RANDOM % (ephemeral_low - 10000) ))
+    if ! ss -Htan "sport = :$p" | grep -q . && [[ " ${KPORT[*]} " != *" $p "* ]]; then KPORT[$n]=$p; break; fi
+  done
+done
 # The built-in busybox image, offline, loaded into each node's store.
 bash oci/busybox/build.sh "$WORK/busybox-oci" >/dev/null
 for n in "${NODES[@]}"; do
@@ -72,7 +88,10 @@ start_node() { # NAME LABELS
     --cgroup-root "$CGROUP_ROOT/$n" \
     --kubeconfig "$WORK/cp/node-$n.kubeconfig" --kube-record "$dir/api.jsonl" \
     --node-labels "$labels" --register-with-taints "dedicated=$n:NoSchedule" \
-    --kube-reserved cpu=100m,memory=128Mi --max-pods 50 >>"$dir/daemon.log" 2>&1 &
+    --kube-reserved cpu=100m,memory=128Mi --max-pods 50 \
+    --node-ip 127.0.0.1 --port "${KPORT[$n]}" --client-ca-file "$WORK/cp/pki/ca.crt" \
+    --tls-cert-file "$WORK/cp/pki/kubelet-$n.crt" --tls-private-key-file "$WORK/cp/pki/kubelet-$n.key" \
+    >>"$dir/daemon.log" 2>&1 &
   PIDS+=($!)
   PID_OF[$n]=$!
 }
@@ -247,6 +266,43 @@ wait_for 30 "picky rejected with NodeAffinity" rejected picky NodeAffinity
   || fail "picky: message $(pod_field picky '{.status.message}')"
 k delete pod hungry picky --grace-period=1 >/dev/null
 pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted"
+
+# ---------- kubectl logs and exec through the API server ----------
+# The API server reaches podhost-a's kubelet API at 127.0.0.1:${KPORT[podhost-a]} with its
+# --kubelet-client-certificate (O=system:masters); the pod restarts once, for --previous.
+pod talk podhost-a 5 'echo one; echo two; echo three; if [ -e /shared/talk-restarted ]; then while :; do echo tick; sleep 1; done; else touch /shared/talk-restarted; sleep 1; exit 3; fi' \
+  | k create -f - >/dev/null
+wait_for 60 "pod talk Running after one restart" bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get pod talk -o jsonpath='{.status.containerStatuses[0].restartCount}/{.status.phase}')\" = 1/Running ]"
+sleep 2
+out=$(k logs talk) || fail "kubectl logs talk: $out"
+[[ "$out" == $'one\ntwo\nthree\ntick'* ]] || fail "kubectl logs talk: $out"
+[ "$(k logs talk --tail=1)" = tick ] || fail "kubectl logs --tail=1: $(k logs talk --tail=1)"
+[ "$(k logs talk --previous)" = $'one\ntwo\nthree' ] || fail "kubectl logs --previous: $(k logs talk --previous)"
+timeout 4 "$KUBECTL" --kubeconfig "$KUBECONFIG" logs -f --tail=0 talk >"$WORK/follow.out" 2>&1 || true
+ticks=$(grep -c '^tick$' "$WORK/follow.out" || true)
+[ "$ticks" -ge 2 ] || fail "kubectl logs -f: $ticks new lines in 4 s: $(cat "$WORK/follow.out")"
+pass "kubectl logs through the API server: whole, --tail=1, --previous after a restart, -f ($ticks lines in 4 s)"
+# Other callers of the kubelet API: none without credentials, a node's own identity
+# may not proxy (no nodes/proxy for system:node), the masters' certificate may.
+kapi="https://127.0.0.1:${KPORT[podhost-a]}"
+pki=$WORK/cp/pki
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$pki/ca.crt" "$kapi/healthz")
+[ "$code" = 401 ] || fail "kubelet API without credentials: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$pki/ca.crt" --cert "$pki/node-podhost-b.crt" --key "$pki/node-podhost-b.key" "$kapi/containerLogs/default/talk/app")
+[ "$code" = 403 ] || fail "kubelet API as system:node:podhost-b: $code"
+[ "$(curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$kapi/containerLogs/default/talk/app?tailLines=1")" = tick ] \
+  || fail "kubelet API as admin: containerLogs"
+pass "kubelet API: anonymous 401, system:node:podhost-b 403 (SubjectAccessReview), system:masters served"
+# kubectl exec: kubectl 1.30+ asks for a websocket (v5.channel.k8s.io); the 1.20 API
+# server passes the upgrade through to the kubelet API.
+[ "$(k exec talk -- cat /etc/hostname)" = talk ] || fail "kubectl exec talk -- cat /etc/hostname: $(k exec talk -- cat /etc/hostname 2>&1)"
+[ "$(printf 'via stdin\n' | k exec -i talk -- cat)" = "via stdin" ] || fail "kubectl exec -i: $(printf 'via stdin\n' | k exec -i talk -- cat 2>&1)"
+[ "$(k exec talk -- sh -c 'echo to-stderr >&2' 2>&1 >/dev/null)" = to-stderr ] || fail "kubectl exec: stderr"
+rc=0; k exec talk -- sh -c 'exit 7' >/dev/null 2>&1 || rc=$?
+[ "$rc" = 7 ] || fail "kubectl exec: exit code 7 expected, got $rc"
+pass "kubectl exec through the API server: stdout, stdin (-i), stderr, exit code 7"
+k delete pod talk --grace-period=1 >/dev/null
+wait_for 20 "pod talk deleted" gone talk
 
 # ---------- mirror pods of static pods (podhost-a) ----------
 # static NAME MARK: a static pod manifest on podhost-a; MARK tells its versions apart.

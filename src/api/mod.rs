@@ -5,12 +5,14 @@
 mod access;
 mod body;
 pub mod client;
+pub(crate) mod container_logs;
 mod ephemeral_target;
 mod gc_trigger;
+pub mod kubelet;
 mod port_forward;
 pub mod port_forward_client;
 mod port_forward_target;
-mod query;
+pub(crate) mod query;
 pub mod readonly;
 mod request_error;
 mod routes;

@@ -3,7 +3,7 @@
 /// A request the API refuses before doing anything: it names the parameter, pod or
 /// container and what the caller can ask instead.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum RequestError {
+pub enum RequestError {
     /// `container=` names a container the pod does not have.
     #[error("container {container} is not valid for pod {pod}; choose one of: {}", choices.join(", "))]
     UnknownContainer {

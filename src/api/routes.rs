@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
@@ -17,8 +16,6 @@ use super::request_error::RequestError;
 use super::server::{ApiState, Body, error, ok_json, respond};
 use super::types::{ExecTarget, LoadRequest, LoadResponse};
 use crate::disk::container_id;
-use crate::disk::records::EXIT_FILE;
-use crate::logs::reader::{ReadOptions, follow, read_log};
 use crate::status::PodRecord;
 
 pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Body> {
@@ -99,7 +96,10 @@ fn pod_list(state: &ApiState) -> List<Pod> {
 
 /// The container to use: the named one (a container, init container or ephemeral
 /// container), or the pod's first container (as kubectl defaults).
-fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, RequestError> {
+pub(super) fn pick_container(
+    rec: &PodRecord,
+    wanted: Option<&String>,
+) -> Result<String, RequestError> {
     let names: Vec<String> = rec
         .pod
         .spec
@@ -136,7 +136,7 @@ fn pick_container(rec: &PodRecord, wanted: Option<&String>) -> Result<String, Re
 }
 
 /// The status of `container`, whichever list it is in.
-fn container_status(rec: &PodRecord, container: &str) -> Option<ContainerStatus> {
+pub(super) fn container_status(rec: &PodRecord, container: &str) -> Option<ContainerStatus> {
     let status = rec.pod.status.as_ref()?;
     status
         .container_statuses
@@ -148,7 +148,7 @@ fn container_status(rec: &PodRecord, container: &str) -> Option<ContainerStatus>
         .cloned()
 }
 
-fn restart_count(rec: &PodRecord, container: &str) -> Option<i32> {
+pub(super) fn restart_count(rec: &PodRecord, container: &str) -> Option<i32> {
     container_status(rec, container).map(|c| c.restart_count)
 }
 
@@ -177,132 +177,14 @@ async fn logs(
     rec: PodRecord,
     query: &std::collections::HashMap<String, String>,
 ) -> Response<Body> {
-    let container = match pick_container(&rec, query.get("container")) {
-        Ok(c) => c,
-        Err(e) => return error(e.status(), e.to_string()),
-    };
-    let current = restart_count(&rec, &container).unwrap_or(0);
-    let previous = query.get("previous").is_some_and(|v| v == "true");
-    let attempt = if previous { current - 1 } else { current };
-    let Ok(attempt) = u32::try_from(attempt) else {
-        return error(
-            400,
-            format!(
-                "previous terminated container \"{container}\" in pod \"{}\" not found",
-                rec.name()
-            ),
-        );
-    };
-    let ns = rec
-        .pod
-        .metadata
-        .namespace
-        .clone()
-        .unwrap_or_else(|| "default".into());
-    let path = state
-        .layout
-        .container_log(&ns, rec.name(), rec.uid(), &container, attempt);
-    let opts = match log_options(query) {
-        Ok(o) => o,
-        Err(e) => return error(e.status(), e.to_string()),
-    };
-    if !path.exists() {
-        return error(
-            404,
-            format!(
-                "no logs yet for container \"{container}\" in pod \"{}\" ({})",
-                rec.name(),
-                path.display()
-            ),
-        );
-    }
-    let follow_mode = query.get("follow").is_some_and(|v| v == "true") && !previous;
-    if !follow_mode {
-        let mut out = Vec::new();
-        return match tokio::task::spawn_blocking(move || {
-            read_log(&path, &opts, &mut out).map(|_| out)
-        })
-        .await
-        {
-            Ok(Ok(out)) => respond(200, "text/plain", out),
-            Ok(Err(e)) => error(500, e.to_string()),
-            Err(e) => error(500, e.to_string()),
-        };
-    }
-    let exit_file: PathBuf = state
-        .layout
-        .attempt_dir(rec.uid(), &container, attempt)
-        .join(EXIT_FILE);
-    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(16);
-    tokio::spawn(async move {
-        // kubectl logs -f ends when the container it follows has terminated.
-        let stop = async move {
-            while !exit_file.exists() && exit_file.parent().is_some_and(|p| p.exists()) {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        };
-        if let Err(e) = follow(path, opts, tx, stop).await {
-            tracing::warn!(error = %e, "log follow ended");
+    match pick_container(&rec, query.get("container")) {
+        Ok(container) => {
+            let restarts = restart_count(&rec, &container).unwrap_or(0);
+            super::container_logs::container_logs(&state.layout, &rec, &container, restarts, query)
+                .await
         }
-    });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| {
-            (
-                Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))),
-                rx,
-            )
-        })
-    });
-    let mut resp = Response::new(StreamBody::new(stream).boxed());
-    if let Ok(v) = "text/plain".parse() {
-        resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+        Err(e) => error(e.status(), e.to_string()),
     }
-    resp
-}
-
-/// The read options of a log request: `tail` (or kubectl's `tailLines`), `timestamps`,
-/// `sinceSeconds`, `sinceTime` (RFC 3339), `limitBytes`.
-fn log_options(
-    query: &std::collections::HashMap<String, String>,
-) -> Result<ReadOptions, RequestError> {
-    let num = |key: &str| -> Result<Option<u64>, RequestError> {
-        query
-            .get(key)
-            .map(|v| {
-                v.parse::<u64>().map_err(|source| RequestError::NotANumber {
-                    key: key.to_string(),
-                    value: v.clone(),
-                    source,
-                })
-            })
-            .transpose()
-    };
-    let tail = match num("tail")? {
-        Some(t) => Some(t),
-        None => num("tailLines")?,
-    };
-    let since = match (num("sinceSeconds")?, query.get("sinceTime")) {
-        (Some(_), Some(_)) => return Err(RequestError::TwoSinces),
-        (Some(s), None) => {
-            Some(chrono::Utc::now() - chrono::Duration::seconds(s.min(i64::MAX as u64) as i64))
-        }
-        (None, Some(t)) => Some(
-            chrono::DateTime::parse_from_rfc3339(t)
-                .map_err(|source| RequestError::BadSinceTime {
-                    value: t.clone(),
-                    source,
-                })?
-                .with_timezone(&chrono::Utc),
-        ),
-        (None, None) => None,
-    };
-    Ok(ReadOptions {
-        tail: tail.map(crate::model::convert::usize_saturating),
-        timestamps: query.get("timestamps").is_some_and(|v| v == "true"),
-        since,
-        limit_bytes: num("limitBytes")?,
-        ..Default::default()
-    })
 }
 
 /// Pulls an image, streaming progress as JSON lines (`PullProgress`), then a last line

@@ -5,6 +5,7 @@
 //! static pod (`mirror_plan`, `mirror_client`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
+pub mod access_review;
 pub mod client;
 mod error;
 pub mod host_facts;

@@ -41,9 +41,22 @@ pub struct ClusterFlags {
     /// (OutOfpods) while this many pods are active.
     #[arg(long, default_value_t = crate::model::node::DEFAULT_MAX_PODS)]
     pub max_pods: u32,
-    /// The kubelet API's port, advertised in the Node's daemonEndpoints.
+    /// The kubelet API's port (HTTPS, on --address or every address): kubectl logs
+    /// and exec through the API server; advertised in the Node's daemonEndpoints.
     #[arg(long, default_value_t = 10250)]
     pub port: u16,
+    /// The kubelet API's serving certificate (PEM, leaf first); without it a
+    /// self-signed one is made in ROOT/pki.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The key of --tls-cert-file (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that sign the client certificates the kubelet API accepts
+    /// (the API server's --kubelet-client-certificate); without it only bearer tokens
+    /// are accepted.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
     /// Seconds between computations of the node's status (posted when it changed).
     #[arg(long, default_value_t = 10.0)]
     pub node_status_update_frequency: f64,
@@ -67,6 +80,11 @@ pub struct ClusterConfig {
     pub node_ips: Vec<IpAddr>,
     pub max_pods: u32,
     pub port: u16,
+    /// `--tls-cert-file` and `--tls-private-key-file`, when given.
+    pub serving_cert: Option<(PathBuf, PathBuf)>,
+    pub client_ca: Option<PathBuf>,
+    /// Where the kubelet API listens: `--address`, else every address.
+    pub address: IpAddr,
     pub status_update_every: Duration,
     pub status_report_every: Duration,
     pub lease_duration: Duration,
@@ -107,6 +125,9 @@ impl ClusterFlags {
             node_ips: self.node_ip,
             max_pods: self.max_pods,
             port: self.port,
+            serving_cert: self.tls_cert_file.zip(self.tls_private_key_file),
+            client_ca: self.client_ca_file,
+            address: IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
             status_update_every: period(
                 "node-status-update-frequency",
                 self.node_status_update_frequency,

@@ -168,7 +168,8 @@ pub struct DaemonFlags {
     /// /stats/summary) on this port; off unless this or --address is given (then 10255).
     #[arg(long)]
     pub read_only_port: Option<u16>,
-    /// The address of the read-only HTTP endpoints (default 127.0.0.1).
+    /// The address of the read-only HTTP endpoints (default 127.0.0.1) and, in cluster
+    /// mode, of the kubelet API on --port (default: every address).
     #[arg(long)]
     pub address: Option<std::net::IpAddr>,
     /// Log line format on stderr: `text` (journald-friendly, no colours when not a tty)
@@ -343,7 +344,12 @@ impl DaemonFlags {
             read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
             max_open_files: u64::try_from(self.max_open_files).unwrap_or(1),
             config_file: None,
-            cluster: self.cluster.into_config()?,
+            cluster: self.cluster.into_config()?.map(|mut cluster| {
+                if let Some(address) = self.address {
+                    cluster.address = address;
+                }
+                cluster
+            }),
         })
     }
 }

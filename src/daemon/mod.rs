@@ -10,6 +10,7 @@ mod ephemeral_target;
 pub mod flags;
 mod gc_trigger;
 mod host;
+mod kubelet_api;
 pub mod kubelet_config;
 mod log_drops;
 mod log_drops_watch;
@@ -134,6 +135,9 @@ pub enum DaemonError {
     /// The read-only HTTP endpoint cannot listen.
     #[error(transparent)]
     ReadOnly(#[from] crate::api::readonly::ReadOnlyError),
+    /// The kubelet API (cluster mode's --port) cannot start.
+    #[error(transparent)]
+    KubeletApi(#[from] crate::api::kubelet::KubeletApiError),
     /// The SIGHUP handler (config reload) could not be installed.
     #[error("cannot install the SIGHUP handler (config reload): {0}")]
     Signal(#[source] std::io::Error),
@@ -244,6 +248,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         path: "/proc/self/exe".into(),
         source,
     })?;
+    let podhost_exe = exe.clone();
     let puller = crate::image::pull::Puller::new(
         images.clone(),
         crate::image::pull::PullOptions {
@@ -444,6 +449,19 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     if let Some(cluster) = &cfg.cluster {
         let node = cluster_node::start(cluster, store.clone(), node_facts).await?;
         essential.watch("cluster node (registration, lease, status)", node.task);
+        let kubelet_api = kubelet_api::start(
+            cluster,
+            kubelet_api::KubeletApiParts {
+                client: node.client.clone(),
+                store: store.clone(),
+                layout: ctx.layout.clone(),
+                node_name: cfg.node_name.clone(),
+                root_dir: cfg.root_dir.clone(),
+                podhost_exe: podhost_exe.clone(),
+            },
+        )
+        .await?;
+        essential.watch("kubelet API (--port)", kubelet_api);
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
             let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);

@@ -14,6 +14,7 @@ pub mod grace;
 pub mod host_ports;
 pub mod image_ref;
 pub mod k8s_time;
+pub mod kubelet_auth;
 pub mod net;
 pub mod node;
 pub mod phase;

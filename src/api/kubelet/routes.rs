@@ -1,0 +1,98 @@
+//! The kubelet API's paths, behind the authentication and authorization gate.
+
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response};
+use k8s_openapi::List;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+
+use super::gate::{authenticate, authorize};
+use super::{KubeletApiState, KubeletRequestError};
+use crate::api::query::parse_query;
+use crate::api::server::{Body, ok_json, respond};
+use crate::model::kubelet_auth::UserInfo;
+use crate::status::PodRecord;
+
+const TEXT: &str = "text/plain; charset=utf-8";
+
+pub(super) fn text(status: u16, message: &str) -> Response<Body> {
+    let mut body = message.to_string();
+    if !body.ends_with('\n') {
+        body.push('\n');
+    }
+    respond(status, TEXT, body.into_bytes())
+}
+
+pub async fn handle(
+    state: Arc<KubeletApiState>,
+    certificate_user: Option<UserInfo>,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let reviewer = state.reviewer.as_ref();
+    let user = match authenticate(certificate_user, req.headers(), reviewer).await {
+        Ok(user) => user,
+        Err(refused) => return text(refused.status, &refused.message),
+    };
+    let path = req.uri().path().to_string();
+    let method = req.method().clone();
+    if let Err(refused) = authorize(&user, method.as_str(), &path, &state.node_name, reviewer).await
+    {
+        return text(refused.status, &refused.message);
+    }
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    match (&method, parts.as_slice()) {
+        (&Method::GET, ["healthz"]) => text(200, "ok"),
+        (&Method::GET, ["pods"]) => ok_json(&pod_list(&state)),
+        (&Method::GET, ["containerLogs", namespace, pod, container]) => {
+            let query = parse_query(req.uri().query());
+            match find_container(&state, namespace, pod, container) {
+                Ok((rec, restarts)) => {
+                    crate::api::container_logs::container_logs(
+                        &state.layout,
+                        &rec,
+                        container,
+                        restarts,
+                        &query,
+                    )
+                    .await
+                }
+                Err(refused) => text(404, &refused.to_string()),
+            }
+        }
+        (&Method::GET | &Method::POST, ["exec", namespace, pod, container]) => {
+            super::exec::exec(&state, namespace, pod, container, req)
+        }
+        _ => text(404, &format!("404 page not found: {path}")),
+    }
+}
+
+fn pod_list(state: &KubeletApiState) -> List<Pod> {
+    let mut items: Vec<Pod> = state.store.pods().into_iter().map(|r| r.pod).collect();
+    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    List {
+        items,
+        metadata: ListMeta::default(),
+    }
+}
+
+/// The pod and the container's restart count; the 404 message in the kubelet's words
+/// when either is missing.
+pub(super) fn find_container(
+    state: &KubeletApiState,
+    namespace: &str,
+    pod: &str,
+    container: &str,
+) -> Result<(PodRecord, i32), KubeletRequestError> {
+    let Some(rec) = state.store.find_by_name(&format!("{namespace}/{pod}")) else {
+        return Err(KubeletRequestError::NoSuchPod {
+            namespace: namespace.to_string(),
+            pod: pod.to_string(),
+        });
+    };
+    let wanted = container.to_string();
+    crate::api::routes::pick_container(&rec, Some(&wanted))?;
+    let restarts = crate::api::routes::restart_count(&rec, container).unwrap_or(0);
+    Ok((rec, restarts))
+}
