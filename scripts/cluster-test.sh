@@ -15,9 +15,11 @@
 # final status and deletes the object (grace 0, UID precondition); a second delete
 # shortens the grace; a force delete leaves no process; pods survive a restart of
 # their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity);
-# start latency of 10 pods at once, as the API reports it. kubectl
-# logs/exec, mirror pods and volumes from the API are not built yet (issue 13) and are
-# not claimed here.
+# ConfigMaps and Secrets from the API (a configMap volume updated in a running
+# container, a secretKeyRef env, an optional envFrom, a missing Secret's
+# CreateContainerConfigError until it is created; one object per request);
+# start latency of 10 pods at once, as the API reports it. kubectl logs/exec and
+# mirror pods are not built yet and are not claimed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
@@ -239,6 +241,79 @@ wait_for 30 "picky rejected with NodeAffinity" rejected picky NodeAffinity
   || fail "picky: message $(pod_field picky '{.status.message}')"
 k delete pod hungry picky --grace-period=1 >/dev/null
 pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted"
+
+# ---------- ConfigMaps and Secrets from the API server (issue 13) ----------
+# A configMap volume, a secretKeyRef env and an optional envFrom of a missing
+# ConfigMap; the node reads only what its pods name (Node authorizer), one watch each.
+k create configmap app-config --from-literal=greeting=hello >/dev/null
+k create secret generic app-secret --from-literal=password=s3cret >/dev/null
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: conf}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: shared, hostPath: {path: $WORK/shared, type: DirectoryOrCreate}}
+  - {name: cfg, configMap: {name: app-config}}
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'echo "\$PASSWORD/\${OPTIONAL:-unset}" > /shared/conf-env; while :; do cat /etc/app/greeting > /shared/conf-file.tmp; mv /shared/conf-file.tmp /shared/conf-file; sleep 0.2; done']
+    env: [{name: PASSWORD, valueFrom: {secretKeyRef: {name: app-secret, key: password}}}]
+    envFrom: [{configMapRef: {name: not-there, optional: true}}]
+    volumeMounts: [{name: shared, mountPath: /shared}, {name: cfg, mountPath: /etc/app}]
+YAML
+wait_for 30 "pod conf Running" running conf
+wait_for 10 "conf's env written" test -s "$WORK/shared/conf-env"
+[ "$(cat "$WORK/shared/conf-env")" = "s3cret/unset" ] || fail "conf: env from the Secret: $(cat "$WORK/shared/conf-env")"
+wait_for 10 "conf's configMap file read" test -s "$WORK/shared/conf-file"
+[ "$(cat "$WORK/shared/conf-file")" = hello ] || fail "conf: configMap volume: $(cat "$WORK/shared/conf-file")"
+pass "pod conf: env from a Secret, an optional missing envFrom left out, a configMap volume, all from the API"
+t0=$SECONDS
+k patch configmap app-config -p '{"data":{"greeting":"bye"}}' >/dev/null
+wait_for 30 "the changed ConfigMap in conf's volume" bash -c "[ \"\$(cat $WORK/shared/conf-file)\" = bye ]"
+pass "a changed ConfigMap reached the running container's volume in $((SECONDS - t0)) s"
+python3 - "$WORK/podhost-a/api.jsonl" <<'PY' || fail "the node read more than the objects its pods name"
+import json, sys
+ex = [json.loads(l) for l in open(sys.argv[1])]
+reads = [e for e in ex if "/configmaps" in e["path"] or "/secrets" in e["path"]]
+assert reads, "no ConfigMap or Secret read at all"
+for e in reads:
+    assert e["method"] == "GET", e["method"]
+    q = e.get("query") or e["path"]
+    assert "metadata.name" in q, "a read of a whole collection: " + e["path"]
+PY
+pass "ConfigMaps and Secrets read one object at a time (fieldSelector metadata.name)"
+
+# A required Secret that does not exist: CreateContainerConfigError with the
+# kubelet's message, and the pod starts once the Secret is created.
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: needy}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'while :; do sleep 1; done']
+    env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: late-secret, key: token}}}]
+YAML
+waiting_reason() { [ "$(pod_field "$1" '{.status.containerStatuses[0].state.waiting.reason}')" = "$2" ]; }
+wait_for 30 "needy waits with CreateContainerConfigError" waiting_reason needy CreateContainerConfigError
+[ "$(pod_field needy '{.status.containerStatuses[0].state.waiting.message}')" = 'secret "late-secret" not found' ] \
+  || fail "needy: message $(pod_field needy '{.status.containerStatuses[0].state.waiting.message}')"
+k create secret generic late-secret --from-literal=token=t >/dev/null
+wait_for 60 "needy Running once its Secret exists" running needy
+pass "a missing required Secret: CreateContainerConfigError (secret \"late-secret\" not found), Running once created"
+k delete pod conf needy --grace-period=1 >/dev/null
 
 # Start latency and API requests per pod, 10 pods at once on podhost-a.
 before=$(wc -l <"$WORK/podhost-a/api.jsonl")

@@ -1,7 +1,8 @@
 //! Cluster mode (`--kubeconfig`): podhost as a node of a real Kubernetes control plane,
 //! beside the static pods. This part registers the Node, keeps its Lease renewed and
 //! posts its status as the kubelet does, follows the pods bound to the node (`pods`)
-//! and writes their status and final deletion (`pod_status`); every exchange can be recorded
+//! and writes their status and final deletion (`pod_status`), follows the ConfigMaps
+//! and Secrets those pods name (`objects`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
 pub mod client;
@@ -9,6 +10,7 @@ mod error;
 pub mod host_facts;
 pub mod lease;
 pub mod node_status;
+pub mod objects;
 pub mod pod_status;
 pub mod pods;
 pub mod rate;

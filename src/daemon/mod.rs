@@ -3,6 +3,7 @@
 mod api_pods;
 pub mod cluster_flags;
 mod cluster_node;
+mod cluster_objects;
 mod cluster_pod_status;
 mod config_dir;
 mod ephemeral_target;
@@ -262,6 +263,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     ));
     let (rotation_tx, rotation_rx) = tokio::sync::watch::channel(cfg.log_rotation);
     let node_facts = node_facts::NodeFacts::read(&cfg);
+    // Cluster mode's pods read their ConfigMaps and Secrets from the API server; the
+    // watches that fill this channel start with the pod watch below.
+    let api_objects = (cfg.cluster.is_some() && cfg.runonce.is_none())
+        .then(|| tokio::sync::watch::channel(Arc::new(Default::default())));
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -284,6 +289,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         log_rotation: rotation_rx,
         ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
+        api_objects: api_objects.as_ref().map(|(_, rx)| rx.clone()),
         host_ips: host::host_ips(),
         node_capacity: host::node_capacity(&cfg.root_dir),
         network: network.clone(),
@@ -453,10 +459,14 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                     ends_rx,
                 )),
             );
-            api_source = Some(manager::ApiSource {
-                pods: crate::cluster::pods::watch_bound_pods(node.client, &cfg.node_name),
-                ends,
-            });
+            let pods = crate::cluster::pods::watch_bound_pods(node.client.clone(), &cfg.node_name);
+            if let Some((objects, _)) = api_objects {
+                essential.watch(
+                    "ConfigMap and Secret watches of the API pods",
+                    tokio::spawn(cluster_objects::run(node.client, pods.clone(), objects)),
+                );
+            }
+            api_source = Some(manager::ApiSource { pods, ends });
         }
     }
     let (scans, mut runonce) = match cfg.runonce {

@@ -5,6 +5,7 @@ pub mod backoff;
 pub mod cgroup_math;
 pub mod cni;
 pub mod command;
+pub mod config_refs;
 pub mod convert;
 pub mod dns;
 pub mod downward;
