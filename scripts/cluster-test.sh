@@ -17,7 +17,8 @@
 # their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity);
 # ConfigMaps and Secrets from the API (a configMap volume updated in a running
 # container, a secretKeyRef env, an optional envFrom, a missing Secret's
-# CreateContainerConfigError until it is created; one object per request);
+# CreateContainerConfigError until it is created; one object per request); the
+# pods' events in the API (Pulled, Created, Started, Failed) from the kubelet;
 # start latency of 10 pods at once, as the API reports it. kubectl logs/exec and
 # mirror pods are not built yet and are not claimed here.
 set -euo pipefail
@@ -289,6 +290,20 @@ for e in reads:
 PY
 pass "ConfigMaps and Secrets read one object at a time (fieldSelector metadata.name)"
 
+# Events in the API: the kubelet's Pulled/Created/Started about the container, from
+# the kubelet on podhost-a (no Scheduled: the pod was bound by nodeName).
+pod_events() { # POD → reason/component/host/fieldPath/count lines
+  k get events --field-selector "involvedObject.name=$1" \
+    -o jsonpath='{range .items[*]}{.reason}/{.source.component}/{.source.host}/{.involvedObject.fieldPath}/{.count}{"\n"}{end}'
+}
+has_events() { local got; got=$(pod_events "$1"); shift; for want in "$@"; do grep -qx "$want" <<<"$got" || return 1; done; }
+wait_for 30 "conf's events in the API" has_events conf \
+  'Pulled/kubelet/podhost-a/spec.containers{app}/1' 'Created/kubelet/podhost-a/spec.containers{app}/1' \
+  'Started/kubelet/podhost-a/spec.containers{app}/1'
+[ "$(k get events --field-selector involvedObject.name=conf,reason=Started -o jsonpath='{.items[0].involvedObject.uid}')" = "$(pod_field conf '{.metadata.uid}')" ] \
+  || fail "conf: the Started event names another pod UID"
+pass "kubectl get events: Pulled, Created, Started for conf's container, from the kubelet on podhost-a"
+
 # A required Secret that does not exist: CreateContainerConfigError with the
 # kubelet's message, and the pod starts once the Secret is created.
 k create -f - >/dev/null <<YAML
@@ -313,6 +328,8 @@ wait_for 30 "needy waits with CreateContainerConfigError" waiting_reason needy C
 k create secret generic late-secret --from-literal=token=t >/dev/null
 wait_for 60 "needy Running once its Secret exists" running needy
 pass "a missing required Secret: CreateContainerConfigError (secret \"late-secret\" not found), Running once created"
+wait_for 20 "needy's Failed event in the API" bash -c "$KUBECTL --kubeconfig $KUBECONFIG get events --field-selector involvedObject.name=needy,reason=Failed -o jsonpath='{.items[0].message}' | grep -qx 'Error: secret \"late-secret\" not found'"
+pass "needy's Warning Failed event (Error: secret \"late-secret\" not found) in the API"
 k delete pod conf needy --grace-period=1 >/dev/null
 
 # Start latency and API requests per pod, 10 pods at once on podhost-a.

@@ -2,11 +2,12 @@
 //! beside the static pods. This part registers the Node, keeps its Lease renewed and
 //! posts its status as the kubelet does, follows the pods bound to the node (`pods`)
 //! and writes their status and final deletion (`pod_status`), follows the ConfigMaps
-//! and Secrets those pods name (`objects`); every exchange can be recorded
+//! and Secrets those pods name (`objects`) and posts the events (`events`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
 pub mod client;
 mod error;
+pub mod events;
 pub mod host_facts;
 pub mod lease;
 pub mod node_status;

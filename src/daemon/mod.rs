@@ -1,6 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod api_pods;
+mod cluster_events;
 pub mod cluster_flags;
 mod cluster_node;
 mod cluster_objects;
@@ -449,6 +450,20 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     if let Some(cluster) = &cfg.cluster {
         let node = cluster_node::start(cluster, store.clone(), node_facts).await?;
         essential.watch("cluster node (registration, lease, status)", node.task);
+        // The node's and the API pods' events, posted as core/v1 Events.
+        let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
+        essential.watch(
+            "event poster to the API server",
+            tokio::spawn(crate::cluster::events::run(node.client.clone(), events_rx)),
+        );
+        essential.watch(
+            "event follower",
+            tokio::spawn(cluster_events::follow(
+                store.clone(),
+                cfg.node_name.clone(),
+                events_tx,
+            )),
+        );
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
             essential.watch(

@@ -10,6 +10,7 @@ pub mod convert;
 pub mod dns;
 pub mod downward;
 pub mod env;
+pub mod event_correlator;
 pub mod eviction;
 pub mod grace;
 pub mod host_ports;

@@ -108,6 +108,15 @@ async fn start_report(
             if attempt > 0 {
                 crate::metrics::container_restarted(&pod.namespace, &pod.name, &name);
             }
+            // The shim creates and starts in one step; the kubelet's two events.
+            event(
+                ctx,
+                pod,
+                c,
+                EventKind::Normal,
+                "Created",
+                format!("Created container {name}"),
+            );
             event(
                 ctx,
                 pod,
@@ -249,6 +258,16 @@ async fn ensure_image(
         _ => present.is_err(),
     };
     if !pull {
+        if present.is_ok() {
+            event(
+                ctx,
+                pod,
+                c,
+                EventKind::Normal,
+                "Pulled",
+                format!("Container image \"{image_ref}\" already present on machine"),
+            );
+        }
         return present.map_err(|_| match local_only {
             true => WorkerError::LocalImageNotPresent {
                 hint: crate::image::local_only_hint(&image_ref),
