@@ -19,6 +19,7 @@
 # container, a secretKeyRef env, an optional envFrom, a missing Secret's
 # CreateContainerConfigError until it is created; one object per request); the
 # pods' events in the API (Pulled, Created, Started, Failed) from the kubelet;
+# projected service account tokens (TokenRequest bound to the pod, TokenReview);
 # start latency of 10 pods at once, as the API reports it. kubectl logs/exec and
 # mirror pods are not built yet and are not claimed here.
 set -euo pipefail
@@ -331,6 +332,55 @@ pass "a missing required Secret: CreateContainerConfigError (secret \"late-secre
 wait_for 20 "needy's Failed event in the API" bash -c "$KUBECTL --kubeconfig $KUBECONFIG get events --field-selector involvedObject.name=needy,reason=Failed -o jsonpath='{.items[0].message}' | grep -qx 'Error: secret \"late-secret\" not found'"
 pass "needy's Warning Failed event (Error: secret \"late-secret\" not found) in the API"
 k delete pod conf needy --grace-period=1 >/dev/null
+
+# A projected service account token (TokenRequest bound to the pod): one for the API
+# server's audience (a TokenReview accepts it) and one for another audience.
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: tokened}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: shared, hostPath: {path: $WORK/shared, type: DirectoryOrCreate}}
+  - name: tokens
+    projected:
+      sources:
+      - serviceAccountToken: {path: api, expirationSeconds: 600}
+      - serviceAccountToken: {path: other, audience: podhost-test, expirationSeconds: 3600}
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'cp /var/run/secrets/tokens/api /shared/token-api; cp /var/run/secrets/tokens/other /shared/token-other; while :; do sleep 1; done']
+    volumeMounts: [{name: shared, mountPath: /shared}, {name: tokens, mountPath: /var/run/secrets/tokens}]
+YAML
+wait_for 30 "pod tokened Running" running tokened
+wait_for 10 "tokened's tokens copied" test -s "$WORK/shared/token-other"
+tuid=$(pod_field tokened '{.metadata.uid}')
+python3 - "$WORK/shared/token-api" "$WORK/shared/token-other" "$tuid" <<'PY' || fail "tokened: the tokens' claims"
+import base64, json, sys
+def claims(path):
+    payload = open(path).read().strip().split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+api, other, uid = claims(sys.argv[1]), claims(sys.argv[2]), sys.argv[3]
+assert api["sub"] == "system:serviceaccount:default:default", api["sub"]
+assert api["kubernetes.io"]["pod"] == {"name": "tokened", "uid": uid}, api["kubernetes.io"]
+assert api["exp"] - api["iat"] == 600, api["exp"] - api["iat"]
+assert other["aud"] == ["podhost-test"], other["aud"]
+assert other["exp"] - other["iat"] == 3600
+PY
+review=$(k create -o jsonpath='{.status.authenticated}/{.status.user.username}' -f - <<YAML
+apiVersion: authentication.k8s.io/v1
+kind: TokenReview
+spec: {token: $(cat "$WORK/shared/token-api")}
+YAML
+)
+[ "$review" = "true/system:serviceaccount:default:default" ] || fail "tokened: TokenReview of its token: $review"
+pass "projected serviceAccountToken: bound to the pod, its audience and lifetime; the API server accepts it"
+k delete pod tokened --grace-period=1 >/dev/null
 
 # Start latency and API requests per pod, 10 pods at once on podhost-a.
 before=$(wc -l <"$WORK/podhost-a/api.jsonl")

@@ -5,7 +5,9 @@
 //! `--kube-record` in a run of `scripts/cluster-test.sh` (the `conf` and `needy` pods):
 //! ConfigMap `app-config` listed (greeting=hello) then changed by `kubectl patch`
 //! (MODIFIED, greeting=bye); Secret `late-secret` listed while it did not exist, then
-//! created (ADDED, token=t).
+//! created (ADDED, token=t). `tokens.jsonl`: the TokenRequest of the `tokened` pod's
+//! projected token (default service account, expirationSeconds 600, bound to the pod)
+//! and the token the server issued.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
@@ -15,7 +17,7 @@ use std::time::Duration;
 
 use podhost::cluster::objects::ObjectWatches;
 use podhost::cluster::replay::Replay;
-use podhost::model::config_refs::{ObjectKind, ObjectRef, ObjectSet, ObjectState};
+use podhost::model::config_refs::{ObjectKind, ObjectRef, ObjectSet, ObjectState, TokenRef};
 use podhost::model::env::ConfigLookup;
 use tokio::sync::watch;
 
@@ -131,4 +133,44 @@ async fn a_missing_object_is_answered_as_missing_not_left_pending() {
         Some(ObjectState::Missing)
     ));
     assert!(set.secret("default", "late-secret").is_none());
+}
+
+#[tokio::test]
+async fn a_projected_token_is_requested_bound_to_the_pod_and_kept() {
+    let replay = fixture("tokens.jsonl");
+    let (tx, mut rx) = watch::channel(Arc::new(ObjectSet::default()));
+    let mut watches = ObjectWatches::new(replay.client(), tx);
+    let token = TokenRef {
+        namespace: "default".into(),
+        service_account: "default".into(),
+        pod_name: "tokened".into(),
+        pod_uid: "ef38c068-d0a5-4f2d-be69-1139ddc2bf5a".into(),
+        audience: String::new(),
+        expiration_seconds: 600,
+    };
+    let refs: BTreeSet<TokenRef> = [token.clone()].into();
+    watches.set_tokens(&refs);
+    let set = until(&mut rx, "the token issued", |s| {
+        s.pending_tokens(&refs).is_empty()
+    })
+    .await;
+    let jwt = set.service_account_token(&token).unwrap();
+    assert_eq!(jwt.split('.').count(), 3, "a JWT");
+    let asked = replay.asked();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].method, "POST");
+    assert_eq!(
+        asked[0].path,
+        "/api/v1/namespaces/default/serviceaccounts/default/token"
+    );
+    let spec = &asked[0].request.as_ref().unwrap()["spec"];
+    assert_eq!(spec["expirationSeconds"], 600);
+    assert_eq!(spec["boundObjectRef"]["kind"], "Pod");
+    assert_eq!(spec["boundObjectRef"]["name"], "tokened");
+    assert_eq!(spec["boundObjectRef"]["uid"], token.pod_uid.as_str());
+    // The API server's own audience: none asked for.
+    assert!(spec.get("audiences").is_none(), "{spec}");
+    // No pod asks for it any more: forgotten.
+    watches.set_tokens(&BTreeSet::new());
+    assert!(rx.borrow().tokens.is_empty());
 }

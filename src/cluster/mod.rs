@@ -2,7 +2,7 @@
 //! beside the static pods. This part registers the Node, keeps its Lease renewed and
 //! posts its status as the kubelet does, follows the pods bound to the node (`pods`)
 //! and writes their status and final deletion (`pod_status`), follows the ConfigMaps
-//! and Secrets those pods name (`objects`) and posts the events (`events`); every exchange can be recorded
+//! and Secrets those pods name (`objects`) and their service account tokens (`tokens`) and posts the events (`events`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
 pub mod client;
@@ -18,6 +18,7 @@ pub mod rate;
 pub mod record;
 pub mod register;
 pub mod replay;
+pub mod tokens;
 
 pub use error::ClusterError;
 

@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::model::config_refs::{ObjectKind, ObjectRef, ObjectSet, ObjectState};
+use crate::model::config_refs::{ObjectKind, ObjectRef, ObjectSet, ObjectState, TokenRef};
 
 type SetSender = Arc<watch::Sender<Arc<ObjectSet>>>;
 
@@ -28,6 +28,8 @@ type SetSender = Arc<watch::Sender<Arc<ObjectSet>>>;
 pub struct ObjectWatches {
     client: kube::Client,
     tasks: HashMap<ObjectRef, JoinHandle<()>>,
+    /// Service account tokens, each kept fresh by its task (`tokens`).
+    token_tasks: HashMap<TokenRef, JoinHandle<()>>,
     tx: SetSender,
 }
 
@@ -38,6 +40,7 @@ impl ObjectWatches {
         Self {
             client,
             tasks: HashMap::new(),
+            token_tasks: HashMap::new(),
             tx: Arc::new(tx),
         }
     }
@@ -85,9 +88,40 @@ impl ObjectWatches {
     }
 }
 
+impl ObjectWatches {
+    /// Keeps exactly the tokens of `refs`: a new one is requested (pending until
+    /// issued), one no pod asks for any more is forgotten.
+    pub fn set_tokens(&mut self, refs: &BTreeSet<TokenRef>) {
+        self.token_tasks.retain(|r, task| {
+            let keep = refs.contains(r);
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        self.tx.send_if_modified(|set| {
+            let mut next = (**set).clone();
+            next.retain_tokens(refs);
+            let changed = next != **set;
+            *set = Arc::new(next);
+            changed
+        });
+        for r in refs {
+            if !self.token_tasks.contains_key(r) {
+                let task = tokio::spawn(super::tokens::keep_token(
+                    self.client.clone(),
+                    r.clone(),
+                    self.tx.clone(),
+                ));
+                self.token_tasks.insert(r.clone(), task);
+            }
+        }
+    }
+}
+
 impl Drop for ObjectWatches {
     fn drop(&mut self) {
-        for task in self.tasks.values() {
+        for task in self.tasks.values().chain(self.token_tasks.values()) {
             task.abort();
         }
     }

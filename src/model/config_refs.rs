@@ -9,7 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, EnvFromSource, EnvVar, Pod, Secret};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, EnvFromSource, EnvVar, Pod, Secret, ServiceAccountTokenProjection,
+};
 
 use super::env::ConfigLookup;
 
@@ -122,6 +124,76 @@ fn env_refs(
     }
 }
 
+/// The token lifetime a projection gets when it names none (the API's default).
+pub const DEFAULT_TOKEN_EXPIRATION_SECONDS: i64 = 3600;
+
+/// One service account token a pod's projected volume asks for: a TokenRequest of the
+/// pod's service account, for `audience` (empty: the API server's own), bound to the
+/// pod (it dies with the pod).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TokenRef {
+    pub namespace: String,
+    pub service_account: String,
+    pub pod_name: String,
+    pub pod_uid: String,
+    pub audience: String,
+    pub expiration_seconds: i64,
+}
+
+impl std::fmt::Display for TokenRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "token of serviceaccount {}/{} for pod {} (audience {:?})",
+            self.namespace, self.service_account, self.pod_name, self.audience
+        )
+    }
+}
+
+/// The token `source` of `pod` asks for.
+pub fn token_ref(pod: &Pod, source: &ServiceAccountTokenProjection) -> TokenRef {
+    let spec = pod.spec.as_ref();
+    TokenRef {
+        namespace: pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into()),
+        service_account: spec
+            .and_then(|s| s.service_account_name.clone())
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".into()),
+        pod_name: pod.metadata.name.clone().unwrap_or_default(),
+        pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+        audience: source.audience.clone().unwrap_or_default(),
+        expiration_seconds: source
+            .expiration_seconds
+            .unwrap_or(DEFAULT_TOKEN_EXPIRATION_SECONDS),
+    }
+}
+
+/// Every token the projected volumes of `pod` ask for.
+pub fn pod_token_refs(pod: &Pod) -> BTreeSet<TokenRef> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .flat_map(|v| v.projected.iter().flat_map(|p| p.sources.iter().flatten()))
+        .filter_map(|source| source.service_account_token.as_ref())
+        .map(|t| token_ref(pod, t))
+        .collect()
+}
+
+/// When an issued token is replaced, as the kubelet's token manager: once 80% of its
+/// life has passed, and at the latest a day after it was issued.
+pub fn token_refresh_at(
+    issued: chrono::DateTime<chrono::Utc>,
+    expires: chrono::DateTime<chrono::Utc>,
+) -> chrono::DateTime<chrono::Utc> {
+    let life = (expires - issued).max(chrono::Duration::zero());
+    let at_80 = issued + life * 4 / 5;
+    at_80.min(issued + chrono::Duration::hours(24))
+}
+
 /// What the node knows of one referenced object.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ObjectState<T> {
@@ -138,6 +210,8 @@ pub enum ObjectState<T> {
 pub struct ObjectSet {
     pub config_maps: BTreeMap<(String, String), ObjectState<ConfigMap>>,
     pub secrets: BTreeMap<(String, String), ObjectState<Secret>>,
+    /// Tokens as last issued (`Missing`: the API server refused to issue one).
+    pub tokens: BTreeMap<TokenRef, ObjectState<String>>,
 }
 
 impl ObjectSet {
@@ -159,6 +233,25 @@ impl ObjectSet {
             })
             .cloned()
             .collect()
+    }
+
+    /// The tokens of `refs` not issued or refused yet.
+    pub fn pending_tokens<'a>(
+        &self,
+        refs: impl IntoIterator<Item = &'a TokenRef>,
+    ) -> Vec<TokenRef> {
+        refs.into_iter()
+            .filter(|r| matches!(self.tokens.get(*r), None | Some(ObjectState::Pending)))
+            .cloned()
+            .collect()
+    }
+
+    /// Keeps exactly the tokens of `refs`: new ones pending, dropped ones forgotten.
+    pub fn retain_tokens(&mut self, refs: &BTreeSet<TokenRef>) {
+        self.tokens.retain(|r, _| refs.contains(r));
+        for r in refs {
+            self.tokens.entry(r.clone()).or_insert(ObjectState::Pending);
+        }
     }
 
     /// Keeps exactly the objects of `refs`: new ones pending, dropped ones forgotten.
@@ -195,6 +288,17 @@ impl ConfigLookup for ObjectSet {
     fn secret(&self, namespace: &str, name: &str) -> Option<&Secret> {
         match self.secrets.get(&(namespace.to_string(), name.to_string())) {
             Some(ObjectState::Present(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn issues_tokens(&self) -> bool {
+        true
+    }
+
+    fn service_account_token(&self, token: &TokenRef) -> Option<&str> {
+        match self.tokens.get(token) {
+            Some(ObjectState::Present(t)) => Some(t),
             _ => None,
         }
     }
@@ -257,6 +361,61 @@ mod tests {
         .into();
         assert_eq!(pod_config_refs(&p), want);
         assert!(pod_config_refs(&pod(serde_json::json!({"containers": []}))).is_empty());
+    }
+
+    #[test]
+    fn a_token_projection_asks_for_the_pods_service_account_with_the_defaults() {
+        let mut p = pod(serde_json::json!({
+            "serviceAccountName": "builder",
+            "volumes": [{"name": "t", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token"}},
+                {"serviceAccountToken": {"path": "vault", "audience": "vault", "expirationSeconds": 600}}
+            ]}}],
+            "containers": []
+        }));
+        p.metadata.uid = Some("u1".into());
+        let refs: Vec<TokenRef> = pod_token_refs(&p).into_iter().collect();
+        assert_eq!(refs.len(), 2);
+        assert_eq!(
+            (
+                refs[0].service_account.as_str(),
+                refs[0].audience.as_str(),
+                refs[0].expiration_seconds
+            ),
+            ("builder", "", 3600)
+        );
+        assert_eq!(
+            (refs[1].audience.as_str(), refs[1].expiration_seconds),
+            ("vault", 600)
+        );
+        assert_eq!(
+            (refs[1].pod_name.as_str(), refs[1].pod_uid.as_str()),
+            ("p", "u1")
+        );
+        let mut set = ObjectSet::default();
+        set.retain_tokens(&refs.iter().cloned().collect());
+        assert_eq!(set.pending_tokens(&refs).len(), 2);
+        set.tokens
+            .insert(refs[0].clone(), ObjectState::Present("jwt".into()));
+        assert_eq!(set.service_account_token(&refs[0]), Some("jwt"));
+        assert_eq!(set.pending_tokens(&refs), vec![refs[1].clone()]);
+    }
+
+    #[test]
+    fn a_token_is_replaced_at_80_percent_of_its_life_or_after_a_day() {
+        let t0 = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let hour = chrono::Duration::hours(1);
+        assert_eq!(
+            token_refresh_at(t0, t0 + hour),
+            t0 + chrono::Duration::minutes(48)
+        );
+        let week = chrono::Duration::days(7);
+        assert_eq!(
+            token_refresh_at(t0, t0 + week),
+            t0 + chrono::Duration::hours(24)
+        );
+        // Already expired (a clock jump): replaced at once.
+        assert_eq!(token_refresh_at(t0, t0 - hour), t0);
     }
 
     #[test]

@@ -14,6 +14,17 @@ pub trait ConfigLookup {
     fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap>;
     /// A Secret with `stringData` already merged into `data`.
     fn secret(&self, namespace: &str, name: &str) -> Option<&Secret>;
+    /// A service account token issued for `token` (only the API server issues them:
+    /// none without a cluster).
+    fn service_account_token(&self, token: &super::config_refs::TokenRef) -> Option<&str> {
+        let _ = token;
+        None
+    }
+    /// Whether tokens come from here (an API server's objects), so that a missing
+    /// one is "not issued yet" rather than "impossible without a cluster".
+    fn issues_tokens(&self) -> bool {
+        false
+    }
 }
 
 /// Why a container's environment cannot be built: its `CreateContainerConfigError`,

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::context::{Ctx, PodInfo};
 use crate::configdir::ConfigObjects;
-use crate::model::config_refs::{ObjectKind, ObjectSet, pod_config_refs};
+use crate::model::config_refs::{ObjectKind, ObjectSet, pod_config_refs, pod_token_refs};
 use crate::model::env::ConfigLookup;
 
 /// How long a container's start waits for the first answer about the objects its pod
@@ -67,16 +67,24 @@ pub async fn wait_for_first_answers(
         return Ok(());
     };
     let refs = pod_config_refs(&pod.pod);
-    if refs.is_empty() {
+    let tokens = pod_token_refs(&pod.pod);
+    if refs.is_empty() && tokens.is_empty() {
         return Ok(());
     }
-    let answered = tokio::time::timeout(limit, rx.wait_for(|set| set.pending(&refs).is_empty()))
+    let settled = |set: &Arc<ObjectSet>| {
+        set.pending(&refs).is_empty() && set.pending_tokens(&tokens).is_empty()
+    };
+    let answered = tokio::time::timeout(limit, rx.wait_for(settled))
         .await
         .is_ok();
     match answered {
         true => Ok(()),
         false => {
-            let pending = rx.borrow().pending(&refs);
+            let set = rx.borrow().clone();
+            if let Some(t) = set.pending_tokens(&tokens).first() {
+                return Err(format!("failed to fetch token: the {t} is not issued yet"));
+            }
+            let pending = set.pending(&refs);
             Err(pending.first().map_or_else(String::new, |r| {
                 let kind = match r.kind {
                     ObjectKind::ConfigMap => "configmap",

@@ -80,6 +80,9 @@ pub enum ContentError {
         volume: String,
         source_kind: &'static str,
     },
+    /// The kubelet's words: the TokenRequest has not answered or was refused.
+    #[error("volume {volume:?}: failed to fetch token: the {token} is not issued (yet)")]
+    TokenNotIssued { volume: String, token: String },
     #[error("volume {volume:?}: invalid path {path:?}: {reason}")]
     BadPath {
         volume: String,
