@@ -331,7 +331,25 @@ wait_for 60 "needy Running once its Secret exists" running needy
 pass "a missing required Secret: CreateContainerConfigError (secret \"late-secret\" not found), Running once created"
 wait_for 20 "needy's Failed event in the API" bash -c "$KUBECTL --kubeconfig $KUBECONFIG get events --field-selector involvedObject.name=needy,reason=Failed -o jsonpath='{.items[0].message}' | grep -qx 'Error: secret \"late-secret\" not found'"
 pass "needy's Warning Failed event (Error: secret \"late-secret\" not found) in the API"
-k delete pod conf needy --grace-period=1 >/dev/null
+# A configMap volume whose ConfigMap does not exist: the container waits with the
+# kubelet's "MountVolume.SetUp failed" message (no config-dir hint: it is the API's).
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: unmounted}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: cfg, configMap: {name: nope}}]
+  containers:
+  - {name: app, image: $IMAGE, imagePullPolicy: Never, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}
+YAML
+wait_for 30 "unmounted waits" waiting_reason unmounted CreateContainerConfigError
+[ "$(pod_field unmounted '{.status.containerStatuses[0].state.waiting.message}')" = 'MountVolume.SetUp failed for volume "cfg": volume "cfg": configmap "nope" not found' ] \
+  || fail "unmounted: message $(pod_field unmounted '{.status.containerStatuses[0].state.waiting.message}')"
+pass "a missing ConfigMap of a volume: the container waits with MountVolume.SetUp failed … configmap \"nope\" not found"
+k delete pod conf needy unmounted --grace-period=1 >/dev/null
 
 # A projected service account token (TokenRequest bound to the pod): one for the API
 # server's audience (a TokenReview accepts it) and one for another audience.

@@ -296,6 +296,10 @@ impl ConfigLookup for ObjectSet {
         true
     }
 
+    fn missing_hint(&self) -> &'static str {
+        ""
+    }
+
     fn service_account_token(&self, token: &TokenRef) -> Option<&str> {
         match self.tokens.get(token) {
             Some(ObjectState::Present(t)) => Some(t),

@@ -20,6 +20,11 @@ pub trait ConfigLookup {
         let _ = token;
         None
     }
+    /// What a volume's "not found" message adds: how to fix it here. The config dir's
+    /// default; the API server's objects add nothing (the kubelet's message as is).
+    fn missing_hint(&self) -> &'static str {
+        " (add it to the config dir, or set optional: true)"
+    }
     /// Whether tokens come from here (an API server's objects), so that a missing
     /// one is "not issued yet" rather than "impossible without a cluster".
     fn issues_tokens(&self) -> bool {

@@ -189,9 +189,17 @@ impl Builder<'_> {
             }
             let (volume, name) = (self.volume.into(), name.into());
             return Err(if kind == "secret" {
-                ContentError::SecretNotFound { volume, name }
+                ContentError::SecretNotFound {
+                    volume,
+                    name,
+                    hint: self.objects.missing_hint(),
+                }
             } else {
-                ContentError::ConfigMapNotFound { volume, name }
+                ContentError::ConfigMapNotFound {
+                    volume,
+                    name,
+                    hint: self.objects.missing_hint(),
+                }
             });
         };
         let Some(items) = items.filter(|i| !i.is_empty()) else {
