@@ -17,11 +17,14 @@
 # their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity);
 # ConfigMaps and Secrets from the API (a configMap volume updated in a running
 # container, a secretKeyRef env, an optional envFrom, a missing Secret's
-# CreateContainerConfigError until it is created; one object per request); the
-# pods' events in the API (Pulled, Created, Started, Failed) from the kubelet;
-# projected service account tokens (TokenRequest bound to the pod, TokenReview);
-# start latency of 10 pods at once, as the API reports it. kubectl logs/exec and
-# mirror pods are not built yet and are not claimed here.
+# CreateContainerConfigError until it is created, a volume's missing ConfigMap; one
+# object per request); the pods' events in the API (Pulled, Created, Started, Failed)
+# from the kubelet; projected service account tokens (TokenRequest bound to the pod,
+# TokenReview); start latency of 10 pods at once, as the API reports it. Static pods
+# get mirror pods: created with the mirror annotation and the Node as owner, Running;
+# created again when deleted with kubectl (the containers keep running); replaced when
+# the manifest is edited; gone when it is removed, also while the node was down.
+# kubectl logs/exec are not built yet and are not claimed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
@@ -40,6 +43,8 @@ WORK=$(mktemp -d /tmp/podhost-cluster-test.XXXXXX)
 CGROUP_ROOT=/podhost-cluster-test-$$
 NODES=(podhost-a podhost-b)
 PIDS=()
+# The running daemon of each node (PIDS keeps every one started, for the cleanup).
+declare -A PID_OF
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
@@ -74,6 +79,7 @@ start_node() { # NAME LABELS
     --node-labels "$labels" --register-with-taints "dedicated=$n:NoSchedule" \
     --kube-reserved cpu=100m,memory=128Mi --max-pods 50 >>"$dir/daemon.log" 2>&1 &
   PIDS+=($!)
+  PID_OF[$n]=$!
 }
 wait_for() { # SECONDS DESCRIPTION COMMAND...
   local until=$((SECONDS + $1)) what=$2; shift 2
@@ -212,8 +218,11 @@ sleep 3
 wait_for 30 "pod keep Running after the node restarted" running keep
 [ "$(pod_field keep '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "keep restarted with its node"
 [ "$(pod_field keep '{.status.containerStatuses[0].state.running.startedAt}')" = "$started" ] || fail "keep: a new container after the node restarted"
+# An image update is not applied to the running pod: said, not silent.
+k set image pod/keep app=localhost/busybox:v2 >/dev/null
+wait_for 15 "SpecUpdateNotApplied event for keep" bash -c "'$PODHOST' --socket '$WORK/podhost-b/podhost.sock' get events 2>/dev/null | grep -q SpecUpdateNotApplied"
 k delete pod keep --grace-period=2 >/dev/null
-pass "a pod survives its node's restart; deleted afterwards"
+pass "a pod survives its node's restart; an image update is reported as not applied; deleted afterwards"
 
 # Node-side admission: the kubelet's reasons and messages, as a Failed status.
 rejected() { [ "$(pod_field "$1" '{.status.phase}/{.status.reason}')" = "Failed/$2" ]; }
@@ -399,6 +408,65 @@ YAML
 [ "$review" = "true/system:serviceaccount:default:default" ] || fail "tokened: TokenReview of its token: $review"
 pass "projected serviceAccountToken: bound to the pod, its audience and lifetime; the API server accepts it"
 k delete pod tokened --grace-period=1 >/dev/null
+
+# ---------- mirror pods of static pods (podhost-a) ----------
+# static NAME MARK: a static pod manifest on podhost-a; MARK tells its versions apart.
+static() {
+  cat >"$WORK/podhost-a/manifests/$1.yaml.tmp" <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, labels: {mark: "$2"}}
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 1; done']
+YAML
+  mv "$WORK/podhost-a/manifests/$1.yaml.tmp" "$WORK/podhost-a/manifests/$1.yaml"
+}
+mirror_ok() { # NAME: the mirror pod carries its static pod's hash, is owned by the Node, Running and ready
+  [ "$(pod_field "$1" '{.metadata.annotations.kubernetes\.io/config\.mirror}')" = "$(pod_field "$1" '{.metadata.annotations.kubernetes\.io/config\.hash}')" ] &&
+  [ -n "$(pod_field "$1" '{.metadata.annotations.kubernetes\.io/config\.mirror}')" ] &&
+  [ "$(pod_field "$1" '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller}')" = Node/podhost-a/true ] &&
+  [ "$(pod_field "$1" '{.metadata.ownerReferences[0].uid}')" = "$(node_field podhost-a '{.metadata.uid}')" ] &&
+  running "$1"
+}
+t0=$SECONDS
+static sweb 1
+wait_for 30 "mirror pod of sweb Running in the API" mirror_ok sweb-podhost-a
+[ "$(pod_field sweb-podhost-a '{.spec.nodeName}/{.metadata.labels.mark}/{.metadata.annotations.kubernetes\.io/config\.source}')" = podhost-a/1/file ] \
+  || fail "sweb mirror: nodeName, labels, config.source"
+pass "static pod sweb → mirror pod sweb-podhost-a (config.mirror = config.hash, owned by Node podhost-a, Running) in $((SECONDS - t0)) s"
+muid=$(pod_field sweb-podhost-a '{.metadata.uid}')
+started=$(pod_field sweb-podhost-a '{.status.containerStatuses[0].state.running.startedAt}')
+t0=$SECONDS
+k delete pod sweb-podhost-a --wait=false >/dev/null
+recreated() { local u; u=$(pod_field sweb-podhost-a '{.metadata.uid}') && [ -n "$u" ] && [ "$u" != "$muid" ] && mirror_ok sweb-podhost-a; }
+wait_for 30 "mirror pod of sweb created again after kubectl delete" recreated
+[ "$(pod_field sweb-podhost-a '{.status.containerStatuses[0].state.running.startedAt}/{.status.containerStatuses[0].restartCount}')" = "$started/0" ] \
+  || fail "sweb: its container restarted when its mirror pod was deleted"
+pass "kubectl delete of the mirror pod: created again (new UID, Running) in $((SECONDS - t0)) s; the static pod's container kept running"
+hash=$(pod_field sweb-podhost-a '{.metadata.annotations.kubernetes\.io/config\.mirror}')
+t0=$SECONDS
+static sweb 2
+replaced() { [ "$(pod_field sweb-podhost-a '{.metadata.labels.mark}')" = 2 ] && [ "$(pod_field sweb-podhost-a '{.metadata.annotations.kubernetes\.io/config\.mirror}')" != "$hash" ] && mirror_ok sweb-podhost-a; }
+wait_for 40 "mirror pod of sweb replaced after the manifest was edited" replaced
+pass "edited manifest: mirror pod replaced (new hash, Running) in $((SECONDS - t0)) s"
+t0=$SECONDS
+rm "$WORK/podhost-a/manifests/sweb.yaml"
+wait_for 30 "mirror pod of sweb gone after its manifest was removed" gone sweb-podhost-a
+pass "manifest removed: mirror pod gone in $((SECONDS - t0)) s"
+# A manifest removed while the node is down: the restarted node deletes the orphan.
+static sorphan 1
+wait_for 30 "mirror pod of sorphan Running" mirror_ok sorphan-podhost-a
+kill "${PID_OF[podhost-a]}"; wait "${PID_OF[podhost-a]}" 2>/dev/null || true
+rm "$WORK/podhost-a/manifests/sorphan.yaml"
+t0=$SECONDS
+start_node podhost-a "tier=core,podhost.io/test=podhost-a"
+wait_for 40 "orphaned mirror pod sorphan-podhost-a deleted after the node restarted" gone sorphan-podhost-a
+pass "a mirror pod whose manifest went while the node was down: deleted after the restart in $((SECONDS - t0)) s"
 
 # Start latency and API requests per pod, 10 pods at once on podhost-a.
 before=$(wc -l <"$WORK/podhost-a/api.jsonl")

@@ -419,11 +419,15 @@ fn an_exec_probe_that_times_out_fails() {
         "{events:?}"
     );
     assert!(
-        TestDaemon::pids_with("sleep 37").is_empty()
+        TestDaemon::pids_running("sleep 37").is_empty()
             || wait_until(
                 std::time::Duration::from_secs(10),
                 "probe commands gone",
-                || { TestDaemon::pids_with("sleep 37").is_empty().then_some(()) }
+                || {
+                    TestDaemon::pids_running("sleep 37")
+                        .is_empty()
+                        .then_some(())
+                }
             )
             .is_some(),
         "a timed-out probe's command was left running"

@@ -407,9 +407,10 @@ fn pod_target(d: &TestDaemon, uid: &str, id: &str) -> HandlerTarget {
     }
 }
 
-/// Live (not zombie) processes whose command line contains `needle`.
-fn running(needle: &str) -> Vec<i32> {
-    TestDaemon::pids_with(needle)
+/// Live (not zombie) processes running `command` (whole words: other tests' `sleep
+/// 1000` is not this test's `sleep 100`).
+fn running(command: &str) -> Vec<i32> {
+    TestDaemon::pids_running(command)
         .into_iter()
         .filter(|pid| {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))

@@ -6,7 +6,9 @@
 #   - a pod `stubborn` ignoring TERM, force deleted (grace 0): the node's final status
 #     write finds it gone (404);
 #   - a mirror pod's look-alike (a pod carrying kubernetes.io/config.mirror), which the
-#     node must leave alone.
+#     pod watch must not take for a pod to run. (Since mirror pods are kept, the node
+#     also deletes it as an orphan — no static pod has its name; pods.jsonl was recorded
+#     before that, and record-mirror-fixture.sh records that case.)
 # Needs KUBE_APISERVER (and etcd, kubectl) as scripts/cluster-test.sh; PODHOST defaults
 # to target/debug/podhost.
 set -euo pipefail

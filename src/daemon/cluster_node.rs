@@ -15,6 +15,8 @@ pub struct ClusterNode {
     /// status loops for the daemon's life.
     pub task: tokio::task::JoinHandle<()>,
     pub client: kube::Client,
+    /// The registered Node's UID, once registered: mirror pods name it as their owner.
+    pub node_uid: tokio::sync::watch::Receiver<Option<String>>,
 }
 
 /// Builds the client (a bad kubeconfig stops the daemon at start, with the file named)
@@ -34,11 +36,13 @@ pub async fn start(
     settings.status_report_every = cluster.status_report_every;
     settings.lease_duration = cluster.lease_duration;
     let node_client = client.clone();
+    let (uid_tx, node_uid) = tokio::sync::watch::channel(None);
     let task = tokio::spawn(async move {
         let client = node_client;
         let node = node_object(&host, &settings.node);
         let registered = crate::cluster::register::register(&client, &node).await;
         let uid = registered.metadata.uid.unwrap_or_default();
+        uid_tx.send_replace(Some(uid.clone()));
         let lease = tokio::spawn(crate::cluster::lease::run(
             client.clone(),
             settings.node.name.clone(),
@@ -60,5 +64,9 @@ pub async fn start(
         // watch sees this task end.
         let _ = tokio::select! { l = lease => l, s = status => s };
     });
-    Ok(ClusterNode { task, client })
+    Ok(ClusterNode {
+        task,
+        client,
+        node_uid,
+    })
 }

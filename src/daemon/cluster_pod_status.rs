@@ -5,22 +5,35 @@
 //! final status is written — terminal, as the kubelet's `TerminatePod` makes it — and a
 //! pod the API server is deleting is then deleted with grace 0 and its UID as
 //! precondition.
+//!
+//! A static pod's status goes to its mirror pod, as the kubelet's status manager
+//! translates a static pod's UID to its mirror pod's: the mirror pod of the same name
+//! carrying the static pod's config hash, patched with the mirror pod's UID as
+//! precondition (a mirror pod created again gets the status anew, as it starts
+//! Pending). A static pod without a mirror pod yet is skipped until one appears. Static
+//! pods keep their phase rules: no terminal status is made up for them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use k8s_openapi::api::core::v1::PodStatus;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::api_pods::is_api_pod;
 use super::manager::ApiPodEnd;
 use crate::cluster::pod_status::{PodWrite, delete_terminated, patch_status};
+use crate::cluster::pods::MirrorPods;
 use crate::cluster::rate::{DEFAULT_BURST, DEFAULT_QPS, TokenBucket};
 use crate::status::StatusStore;
 
 /// The kubelet's status manager re-syncs every 10 s; failed writes wait that long.
 pub const RETRY_EVERY: Duration = Duration::from_secs(10);
+
+/// Status writes of different pods sent at once (HTTP/2 streams of one connection).
+pub const MAX_WRITES_IN_FLIGHT: usize = 16;
 
 /// One pod's status as the API server last took it.
 #[derive(Debug)]
@@ -33,6 +46,8 @@ struct Written {
 /// A pending write about one pod.
 #[derive(Debug, Clone)]
 struct Pending {
+    /// A static pod's status for its mirror pod (else an API pod's own).
+    mirror: bool,
     namespace: String,
     name: String,
     version: u64,
@@ -43,6 +58,9 @@ struct Sync {
     client: kube::Client,
     store: Arc<StatusStore>,
     written: HashMap<String, Written>,
+    /// Static pods' statuses as written, by their mirror pod's UID.
+    mirror_written: HashMap<String, Written>,
+    mirrors: watch::Receiver<Arc<MirrorPods>>,
     /// Pods whose object is gone or replaced: nothing more is written about them.
     gone: HashMap<String, Instant>,
     /// Workers' ends whose final writes failed, retried.
@@ -57,12 +75,15 @@ pub async fn run(
     client: kube::Client,
     store: Arc<StatusStore>,
     mut ends: mpsc::UnboundedReceiver<ApiPodEnd>,
+    mirrors: watch::Receiver<Arc<MirrorPods>>,
 ) {
     let mut changes = store.subscribe();
     let mut s = Sync {
         client,
         store,
         written: HashMap::new(),
+        mirror_written: HashMap::new(),
+        mirrors,
         gone: HashMap::new(),
         ends: Vec::new(),
         bucket: TokenBucket::new(DEFAULT_QPS, DEFAULT_BURST, Instant::now()),
@@ -78,6 +99,9 @@ pub async fn run(
                 }
                 s.write_changes().await;
             }
+            // A mirror pod appeared (or was created again): it gets its static pod's
+            // status now. Its sender lives as long as the pod watch.
+            Ok(()) = s.mirrors.changed() => s.write_changes().await,
             Some(end) = ends.recv() => s.finish(end).await,
             _ = retry.tick() => {
                 let pending = std::mem::take(&mut s.ends);
@@ -93,17 +117,43 @@ pub async fn run(
 }
 
 impl Sync {
-    /// Patches every API pod whose status changed since it was last written.
+    /// Patches every API pod, and every static pod's mirror pod, whose status changed
+    /// since it was last written.
     async fn write_changes(&mut self) {
+        let mirrors = self.mirrors.borrow_and_update().clone();
+        // A static pod's mirror: the mirror pod of its name carrying its hash.
+        let mirror_of: HashMap<(String, String), (String, String)> = mirrors
+            .states()
+            .into_iter()
+            .map(|m| ((m.namespace, m.name), (m.hash, m.uid)))
+            .collect();
         let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
-        let (written, gone) = (&mut self.written, &self.gone);
+        let mut mirrored = std::collections::HashSet::new();
+        let (written, mirror_written, gone) =
+            (&mut self.written, &mut self.mirror_written, &self.gone);
         self.store.visit(|rec| {
-            let uid = rec.uid();
-            if !is_api_pod(&rec.pod) || gone.contains_key(uid) {
+            let namespace = rec.pod.metadata.namespace.clone().unwrap_or_default();
+            let (target, mirror) = if is_api_pod(&rec.pod) {
+                (rec.uid().to_string(), false)
+            } else {
+                match mirror_of.get(&(namespace.clone(), rec.name().to_string())) {
+                    Some((hash, uid)) if hash == rec.uid() => (uid.clone(), true),
+                    _ => return,
+                }
+            };
+            if gone.contains_key(&target) {
                 return;
             }
+            if mirror {
+                mirrored.insert(target.clone());
+            }
+            let written = if mirror {
+                &mut *mirror_written
+            } else {
+                &mut *written
+            };
             let status = rec.pod.status.as_ref();
-            match written.get_mut(uid) {
+            match written.get_mut(&target) {
                 Some(w) if w.version == rec.version() => return,
                 // Only events changed: nothing to write.
                 Some(w) if w.status.as_ref() == status => {
@@ -113,17 +163,41 @@ impl Sync {
                 _ => {}
             }
             pending.insert(
-                uid.to_string(),
+                target,
                 Pending {
-                    namespace: rec.pod.metadata.namespace.clone().unwrap_or_default(),
+                    mirror,
+                    namespace,
                     name: rec.name().to_string(),
                     version: rec.version(),
                     status: status.cloned().unwrap_or_default(),
                 },
             );
         });
+        // Mirror pods gone, or whose static pod is gone: nothing more to remember.
+        self.mirror_written.retain(|uid, _| mirrored.contains(uid));
+        // Pods are written side by side (each pod once per round, so its own writes
+        // stay in order): with one write at a time, a burst of pod starts queued its
+        // Running statuses behind each other's round trips.
+        let mut in_flight = FuturesUnordered::new();
+        let mut answers = Vec::with_capacity(pending.len());
         for (uid, p) in pending {
-            self.write(&uid, p).await;
+            self.bucket.acquire().await;
+            let client = self.client.clone();
+            in_flight.push(async move {
+                let result = patch_status(&client, &p.namespace, &p.name, &uid, &p.status).await;
+                (uid, p, result)
+            });
+            if in_flight.len() >= MAX_WRITES_IN_FLIGHT
+                && let Some(answer) = in_flight.next().await
+            {
+                answers.push(answer);
+            }
+        }
+        while let Some(answer) = in_flight.next().await {
+            answers.push(answer);
+        }
+        for (uid, p, result) in answers {
+            self.settle(&uid, p, result);
         }
     }
 
@@ -132,10 +206,25 @@ impl Sync {
     async fn write(&mut self, uid: &str, p: Pending) -> bool {
         self.bucket.acquire().await;
         let result = patch_status(&self.client, &p.namespace, &p.name, uid, &p.status).await;
+        self.settle(uid, p, result)
+    }
+
+    /// Takes in the answer to one status write; returns whether it is done with.
+    fn settle(
+        &mut self,
+        uid: &str,
+        p: Pending,
+        result: Result<PodWrite, crate::cluster::ClusterError>,
+    ) -> bool {
         match result {
             Ok(PodWrite::Done) => {
                 self.recovered();
-                self.written.insert(
+                let written = if p.mirror {
+                    &mut self.mirror_written
+                } else {
+                    &mut self.written
+                };
+                written.insert(
                     uid.to_string(),
                     Written {
                         version: p.version,
@@ -149,6 +238,7 @@ impl Sync {
                 tracing::debug!(pod = %p.name, %uid, "pod gone from the API server: its status is no longer written");
                 self.gone.insert(uid.to_string(), Instant::now());
                 self.written.remove(uid);
+                self.mirror_written.remove(uid);
                 true
             }
             Err(e) => {
@@ -183,6 +273,7 @@ impl Sync {
             .is_some_and(|w| w.status.as_ref() == Some(&status));
         if !self.gone.contains_key(&end.uid) && !already {
             let p = Pending {
+                mirror: false,
                 namespace: end.namespace.clone(),
                 name: end.name.clone(),
                 version: end.last.as_ref().map_or(0, |r| r.version()),

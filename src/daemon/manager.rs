@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::{mpsc, watch};
 
-use super::api_pods::{ApiPodCache, api_grace, is_api_pod};
+use super::api_pods::{ApiPodCache, api_grace, is_api_pod, is_terminal_in_api, unapplied_changes};
 use crate::cluster::pods::BoundPods;
 use crate::source::{ScanResult, StaticPod};
 use crate::status::{EventKind, PodRecord};
@@ -270,6 +270,9 @@ impl Manager {
         }
         for sp in started {
             let api = is_api_pod(&sp.pod);
+            if api && self.finished_before(&sp.uid) {
+                continue;
+            }
             let deleting = sp.pod.metadata.deletion_timestamp.is_some();
             let uid = sp.uid.clone();
             if api {
@@ -304,7 +307,21 @@ impl Manager {
                 }
                 handle.terminate(api_grace(&sp.pod));
             }
-            Some(_) => {}
+            Some(sp) => {
+                let changes = unapplied_changes(last_seen.spec.as_ref(), sp.pod.spec.as_ref());
+                if !changes.is_empty() {
+                    self.ctx.store.pod_event(
+                        uid,
+                        EventKind::Warning,
+                        "SpecUpdateNotApplied",
+                        &format!("pod/{}", handle.name),
+                        format!(
+                            "the pod's spec changed in the API server ({}); podhost keeps running the spec it started, delete and recreate the pod to apply it",
+                            changes.join(", ")
+                        ),
+                    );
+                }
+            }
             None => {
                 let last = view.gone.get(uid).map_or(last_seen, |(_, p)| p);
                 if !handle.is_terminating() {
@@ -313,6 +330,22 @@ impl Manager {
                 handle.terminate(api_grace(last));
             }
         }
+    }
+
+    /// An API pod the API server reports in a terminal phase that this node has no
+    /// record of (its record went with a wiped root dir, or another node's): it ran to
+    /// its end already and is never started again, as the kubelet filters terminal pods.
+    fn finished_before(&mut self, uid: &str) -> bool {
+        let terminal = self
+            .api_view
+            .as_ref()
+            .and_then(|v| v.pods.get(uid))
+            .is_some_and(|p| is_terminal_in_api(p));
+        if terminal && self.ctx.store.get(uid).is_none() {
+            self.api_finished.insert(uid.to_string());
+            return true;
+        }
+        false
     }
 
     /// Keeps the last object seen of each API pod's worker.

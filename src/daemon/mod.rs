@@ -3,6 +3,7 @@
 mod api_pods;
 mod cluster_events;
 pub mod cluster_flags;
+mod cluster_mirror;
 mod cluster_node;
 mod cluster_objects;
 mod cluster_pod_status;
@@ -466,22 +467,40 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         );
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
+            let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);
             essential.watch(
                 "pod status sync to the API server",
                 tokio::spawn(cluster_pod_status::run(
                     node.client.clone(),
                     store.clone(),
                     ends_rx,
+                    pods.mirrors.clone(),
                 )),
             );
-            let pods = crate::cluster::pods::watch_bound_pods(node.client.clone(), &cfg.node_name);
+            essential.watch(
+                "mirror pods of the static pods",
+                tokio::spawn(cluster_mirror::run(
+                    node.client.clone(),
+                    store.clone(),
+                    pods.mirrors,
+                    node.node_uid,
+                    cfg.node_name.clone(),
+                )),
+            );
             if let Some((objects, _)) = api_objects {
                 essential.watch(
                     "ConfigMap and Secret watches of the API pods",
-                    tokio::spawn(cluster_objects::run(node.client, pods.clone(), objects)),
+                    tokio::spawn(cluster_objects::run(
+                        node.client.clone(),
+                        pods.bound.clone(),
+                        objects,
+                    )),
                 );
             }
-            api_source = Some(manager::ApiSource { pods, ends });
+            api_source = Some(manager::ApiSource {
+                pods: pods.bound,
+                ends,
+            });
         }
     }
     let (scans, mut runonce) = match cfg.runonce {

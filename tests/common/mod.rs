@@ -394,6 +394,22 @@ impl TestDaemon {
 
     /// Pids of processes whose command line contains `needle`.
     pub fn pids_with(needle: &str) -> Vec<i32> {
+        Self::pids_matching(|cmd| cmd.contains(needle))
+    }
+
+    /// Processes whose command line holds `command` as whole words: `sleep 100` finds
+    /// `sleep 100` and `sh -c sleep 100 &`, not another test's `sleep 1000`.
+    pub fn pids_running(command: &str) -> Vec<i32> {
+        Self::pids_matching(|cmd| {
+            cmd.match_indices(command).any(|(at, _)| {
+                let before = cmd[..at].chars().next_back();
+                let after = cmd[at + command.len()..].chars().next();
+                before.is_none_or(char::is_whitespace) && after.is_none_or(char::is_whitespace)
+            })
+        })
+    }
+
+    fn pids_matching(matches: impl Fn(&str) -> bool) -> Vec<i32> {
         let mut out = Vec::new();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
@@ -404,7 +420,7 @@ impl TestDaemon {
             }
             if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
                 let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-                if cmd.contains(needle) {
+                if matches(&cmd) {
                     out.push(pid);
                 }
             }
