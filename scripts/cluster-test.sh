@@ -15,14 +15,18 @@
 # final status and deletes the object (grace 0, UID precondition); a second delete
 # shortens the grace; a force delete leaves no process; pods survive a restart of
 # their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity);
-# start latency of 10 pods at once, as the API reports it. Static pods get mirror pods:
-# created with the mirror annotation and the Node as owner, Running; created again when
-# deleted with kubectl (the containers keep running); replaced when the manifest is
-# edited; gone when it is removed, also while the node was down. kubectl logs (--tail,
-# -f, --previous) and exec (stdout, stdin, stderr, exit code) go through the API server
-# to each node's kubelet API (TLS on its own --port, the API server's client
-# certificate; other callers refused). Volumes from the API are not built yet and are
-# not claimed here.
+# ConfigMaps and Secrets from the API (a configMap volume updated in a running
+# container, a secretKeyRef env, an optional envFrom, a missing Secret's
+# CreateContainerConfigError until it is created, a volume's missing ConfigMap; one
+# object per request); the pods' events in the API (Pulled, Created, Started, Failed)
+# from the kubelet; projected service account tokens (TokenRequest bound to the pod,
+# TokenReview); start latency of 10 pods at once, as the API reports it. Static pods
+# get mirror pods: created with the mirror annotation and the Node as owner, Running;
+# created again when deleted with kubectl (the containers keep running); replaced when
+# the manifest is edited; gone when it is removed, also while the node was down.
+# kubectl logs (--tail, -f, --previous) and exec (stdout, stdin, stderr, exit code) go
+# through the API server to each node's kubelet API (TLS on its own --port, the API
+# server's client certificate; other callers refused).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
@@ -303,6 +307,162 @@ rc=0; k exec talk -- sh -c 'exit 7' >/dev/null 2>&1 || rc=$?
 pass "kubectl exec through the API server: stdout, stdin (-i), stderr, exit code 7"
 k delete pod talk --grace-period=1 >/dev/null
 wait_for 20 "pod talk deleted" gone talk
+
+# ---------- ConfigMaps and Secrets from the API server (issue 13) ----------
+# A configMap volume, a secretKeyRef env and an optional envFrom of a missing
+# ConfigMap; the node reads only what its pods name (Node authorizer), one watch each.
+k create configmap app-config --from-literal=greeting=hello >/dev/null
+k create secret generic app-secret --from-literal=password=s3cret >/dev/null
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: conf}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 2
+  volumes:
+  - {name: shared, hostPath: {path: $WORK/shared, type: DirectoryOrCreate}}
+  - {name: cfg, configMap: {name: app-config}}
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'echo "\$PASSWORD/\${OPTIONAL:-unset}" > /shared/conf-env; while :; do cat /etc/app/greeting > /shared/conf-file.tmp; mv /shared/conf-file.tmp /shared/conf-file; sleep 0.2; done']
+    env: [{name: PASSWORD, valueFrom: {secretKeyRef: {name: app-secret, key: password}}}]
+    envFrom: [{configMapRef: {name: not-there, optional: true}}]
+    volumeMounts: [{name: shared, mountPath: /shared}, {name: cfg, mountPath: /etc/app}]
+YAML
+wait_for 30 "pod conf Running" running conf
+wait_for 10 "conf's env written" test -s "$WORK/shared/conf-env"
+[ "$(cat "$WORK/shared/conf-env")" = "s3cret/unset" ] || fail "conf: env from the Secret: $(cat "$WORK/shared/conf-env")"
+wait_for 10 "conf's configMap file read" test -s "$WORK/shared/conf-file"
+[ "$(cat "$WORK/shared/conf-file")" = hello ] || fail "conf: configMap volume: $(cat "$WORK/shared/conf-file")"
+pass "pod conf: env from a Secret, an optional missing envFrom left out, a configMap volume, all from the API"
+t0=$SECONDS
+k patch configmap app-config -p '{"data":{"greeting":"bye"}}' >/dev/null
+wait_for 30 "the changed ConfigMap in conf's volume" bash -c "[ \"\$(cat $WORK/shared/conf-file)\" = bye ]"
+pass "a changed ConfigMap reached the running container's volume in $((SECONDS - t0)) s"
+python3 - "$WORK/podhost-a/api.jsonl" <<'PY' || fail "the node read more than the objects its pods name"
+import json, sys
+ex = [json.loads(l) for l in open(sys.argv[1])]
+reads = [e for e in ex if "/configmaps" in e["path"] or "/secrets" in e["path"]]
+assert reads, "no ConfigMap or Secret read at all"
+for e in reads:
+    assert e["method"] == "GET", e["method"]
+    q = e.get("query") or e["path"]
+    assert "metadata.name" in q, "a read of a whole collection: " + e["path"]
+PY
+pass "ConfigMaps and Secrets read one object at a time (fieldSelector metadata.name)"
+
+# Events in the API: the kubelet's Pulled/Created/Started about the container, from
+# the kubelet on podhost-a (no Scheduled: the pod was bound by nodeName).
+pod_events() { # POD → reason/component/host/fieldPath/count lines
+  k get events --field-selector "involvedObject.name=$1" \
+    -o jsonpath='{range .items[*]}{.reason}/{.source.component}/{.source.host}/{.involvedObject.fieldPath}/{.count}{"\n"}{end}'
+}
+has_events() { local got; got=$(pod_events "$1"); shift; for want in "$@"; do grep -qx "$want" <<<"$got" || return 1; done; }
+wait_for 30 "conf's events in the API" has_events conf \
+  'Pulled/kubelet/podhost-a/spec.containers{app}/1' 'Created/kubelet/podhost-a/spec.containers{app}/1' \
+  'Started/kubelet/podhost-a/spec.containers{app}/1'
+[ "$(k get events --field-selector involvedObject.name=conf,reason=Started -o jsonpath='{.items[0].involvedObject.uid}')" = "$(pod_field conf '{.metadata.uid}')" ] \
+  || fail "conf: the Started event names another pod UID"
+pass "kubectl get events: Pulled, Created, Started for conf's container, from the kubelet on podhost-a"
+
+# A required Secret that does not exist: CreateContainerConfigError with the
+# kubelet's message, and the pod starts once the Secret is created.
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: needy}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'while :; do sleep 1; done']
+    env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: late-secret, key: token}}}]
+YAML
+waiting_reason() { [ "$(pod_field "$1" '{.status.containerStatuses[0].state.waiting.reason}')" = "$2" ]; }
+wait_for 30 "needy waits with CreateContainerConfigError" waiting_reason needy CreateContainerConfigError
+[ "$(pod_field needy '{.status.containerStatuses[0].state.waiting.message}')" = 'secret "late-secret" not found' ] \
+  || fail "needy: message $(pod_field needy '{.status.containerStatuses[0].state.waiting.message}')"
+k create secret generic late-secret --from-literal=token=t >/dev/null
+wait_for 60 "needy Running once its Secret exists" running needy
+pass "a missing required Secret: CreateContainerConfigError (secret \"late-secret\" not found), Running once created"
+wait_for 20 "needy's Failed event in the API" bash -c "$KUBECTL --kubeconfig $KUBECONFIG get events --field-selector involvedObject.name=needy,reason=Failed -o jsonpath='{.items[0].message}' | grep -qx 'Error: secret \"late-secret\" not found'"
+pass "needy's Warning Failed event (Error: secret \"late-secret\" not found) in the API"
+# A configMap volume whose ConfigMap does not exist: the container waits with the
+# kubelet's "MountVolume.SetUp failed" message (no config-dir hint: it is the API's).
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: unmounted}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: cfg, configMap: {name: nope}}]
+  containers:
+  - {name: app, image: $IMAGE, imagePullPolicy: Never, command: [sleep, "3600"], volumeMounts: [{name: cfg, mountPath: /cfg}]}
+YAML
+wait_for 30 "unmounted waits" waiting_reason unmounted CreateContainerConfigError
+[ "$(pod_field unmounted '{.status.containerStatuses[0].state.waiting.message}')" = 'MountVolume.SetUp failed for volume "cfg": volume "cfg": configmap "nope" not found' ] \
+  || fail "unmounted: message $(pod_field unmounted '{.status.containerStatuses[0].state.waiting.message}')"
+pass "a missing ConfigMap of a volume: the container waits with MountVolume.SetUp failed … configmap \"nope\" not found"
+k delete pod conf needy unmounted --grace-period=1 >/dev/null
+
+# A projected service account token (TokenRequest bound to the pod): one for the API
+# server's audience (a TokenReview accepts it) and one for another audience.
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: tokened}
+spec:
+  nodeName: podhost-a
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: shared, hostPath: {path: $WORK/shared, type: DirectoryOrCreate}}
+  - name: tokens
+    projected:
+      sources:
+      - serviceAccountToken: {path: api, expirationSeconds: 600}
+      - serviceAccountToken: {path: other, audience: podhost-test, expirationSeconds: 3600}
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'cp /var/run/secrets/tokens/api /shared/token-api; cp /var/run/secrets/tokens/other /shared/token-other; while :; do sleep 1; done']
+    volumeMounts: [{name: shared, mountPath: /shared}, {name: tokens, mountPath: /var/run/secrets/tokens}]
+YAML
+wait_for 30 "pod tokened Running" running tokened
+wait_for 10 "tokened's tokens copied" test -s "$WORK/shared/token-other"
+tuid=$(pod_field tokened '{.metadata.uid}')
+python3 - "$WORK/shared/token-api" "$WORK/shared/token-other" "$tuid" <<'PY' || fail "tokened: the tokens' claims"
+import base64, json, sys
+def claims(path):
+    payload = open(path).read().strip().split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+api, other, uid = claims(sys.argv[1]), claims(sys.argv[2]), sys.argv[3]
+assert api["sub"] == "system:serviceaccount:default:default", api["sub"]
+assert api["kubernetes.io"]["pod"] == {"name": "tokened", "uid": uid}, api["kubernetes.io"]
+assert api["exp"] - api["iat"] == 600, api["exp"] - api["iat"]
+assert other["aud"] == ["podhost-test"], other["aud"]
+assert other["exp"] - other["iat"] == 3600
+PY
+review=$(k create -o jsonpath='{.status.authenticated}/{.status.user.username}' -f - <<YAML
+apiVersion: authentication.k8s.io/v1
+kind: TokenReview
+spec: {token: $(cat "$WORK/shared/token-api")}
+YAML
+)
+[ "$review" = "true/system:serviceaccount:default:default" ] || fail "tokened: TokenReview of its token: $review"
+pass "projected serviceAccountToken: bound to the pod, its audience and lifetime; the API server accepts it"
+k delete pod tokened --grace-period=1 >/dev/null
 
 # ---------- mirror pods of static pods (podhost-a) ----------
 # static NAME MARK: a static pod manifest on podhost-a; MARK tells its versions apart.

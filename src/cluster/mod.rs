@@ -2,23 +2,28 @@
 //! beside the static pods. This part registers the Node, keeps its Lease renewed and
 //! posts its status as the kubelet does, follows the pods bound to the node (`pods`)
 //! and writes their status and final deletion (`pod_status`), keeps a mirror pod of each
-//! static pod (`mirror_plan`, `mirror_client`); every exchange can be recorded
+//! static pod (`mirror_plan`, `mirror_client`), follows the ConfigMaps and Secrets the
+//! API pods name (`objects`) and their service account tokens (`tokens`), and posts
+//! the events (`events`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
 pub mod access_review;
 pub mod client;
 mod error;
+pub mod events;
 pub mod host_facts;
 pub mod lease;
 pub mod mirror_client;
 pub mod mirror_plan;
 pub mod node_status;
+pub mod objects;
 pub mod pod_status;
 pub mod pods;
 pub mod rate;
 pub mod record;
 pub mod register;
 pub mod replay;
+pub mod tokens;
 
 pub use error::ClusterError;
 

@@ -13,17 +13,7 @@ use k8s_openapi::api::core::v1::{Pod, PodSpec};
 use crate::cluster::pods::BoundPods;
 use crate::source::{ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, StaticPod};
 
-/// The `kubernetes.io/config.source` of pods from the API server.
-pub const SOURCE_API: &str = "api";
-
-/// Whether the pod came from the API server (by its config source annotation).
-pub fn is_api_pod(pod: &Pod) -> bool {
-    pod.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(ANNOTATION_CONFIG_SOURCE))
-        .is_some_and(|s| s == SOURCE_API)
-}
+pub use crate::source::{SOURCE_API, is_api_pod};
 
 /// The grace a pod of the API server is terminated with: its deletion grace once the
 /// API server set one (a force delete's 0 included, raised to the pod worker's 1 s

@@ -1,9 +1,11 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod api_pods;
+mod cluster_events;
 pub mod cluster_flags;
 mod cluster_mirror;
 mod cluster_node;
+mod cluster_objects;
 mod cluster_pod_status;
 mod config_dir;
 mod ephemeral_target;
@@ -268,6 +270,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     ));
     let (rotation_tx, rotation_rx) = tokio::sync::watch::channel(cfg.log_rotation);
     let node_facts = node_facts::NodeFacts::read(&cfg);
+    // Cluster mode's pods read their ConfigMaps and Secrets from the API server; the
+    // watches that fill this channel start with the pod watch below.
+    let api_objects = (cfg.cluster.is_some() && cfg.runonce.is_none())
+        .then(|| tokio::sync::watch::channel(Arc::new(Default::default())));
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -290,6 +296,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         log_rotation: rotation_rx,
         ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
+        api_objects: api_objects.as_ref().map(|(_, rx)| rx.clone()),
         host_ips: host::host_ips(),
         node_capacity: host::node_capacity(&cfg.root_dir),
         network: network.clone(),
@@ -462,6 +469,20 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         )
         .await?;
         essential.watch("kubelet API (--port)", kubelet_api);
+        // The node's and the API pods' events, posted as core/v1 Events.
+        let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
+        essential.watch(
+            "event poster to the API server",
+            tokio::spawn(crate::cluster::events::run(node.client.clone(), events_rx)),
+        );
+        essential.watch(
+            "event follower",
+            tokio::spawn(cluster_events::follow(
+                store.clone(),
+                cfg.node_name.clone(),
+                events_tx,
+            )),
+        );
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
             let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);
@@ -477,13 +498,23 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             essential.watch(
                 "mirror pods of the static pods",
                 tokio::spawn(cluster_mirror::run(
-                    node.client,
+                    node.client.clone(),
                     store.clone(),
                     pods.mirrors,
                     node.node_uid,
                     cfg.node_name.clone(),
                 )),
             );
+            if let Some((objects, _)) = api_objects {
+                essential.watch(
+                    "ConfigMap and Secret watches of the API pods",
+                    tokio::spawn(cluster_objects::run(
+                        node.client.clone(),
+                        pods.bound.clone(),
+                        objects,
+                    )),
+                );
+            }
             api_source = Some(manager::ApiSource {
                 pods: pods.bound,
                 ends,

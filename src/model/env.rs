@@ -14,6 +14,22 @@ pub trait ConfigLookup {
     fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap>;
     /// A Secret with `stringData` already merged into `data`.
     fn secret(&self, namespace: &str, name: &str) -> Option<&Secret>;
+    /// A service account token issued for `token` (only the API server issues them:
+    /// none without a cluster).
+    fn service_account_token(&self, token: &super::config_refs::TokenRef) -> Option<&str> {
+        let _ = token;
+        None
+    }
+    /// What a volume's "not found" message adds: how to fix it here. The config dir's
+    /// default; the API server's objects add nothing (the kubelet's message as is).
+    fn missing_hint(&self) -> &'static str {
+        " (add it to the config dir, or set optional: true)"
+    }
+    /// Whether tokens come from here (an API server's objects), so that a missing
+    /// one is "not issued yet" rather than "impossible without a cluster".
+    fn issues_tokens(&self) -> bool {
+        false
+    }
 }
 
 /// Why a container's environment cannot be built: its `CreateContainerConfigError`,

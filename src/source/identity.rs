@@ -18,6 +18,18 @@ pub const FNV128_PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013B;
 pub const ANNOTATION_CONFIG_HASH: &str = "kubernetes.io/config.hash";
 /// Annotation naming the config source (`file` or `http`), as the kubelet.
 pub const ANNOTATION_CONFIG_SOURCE: &str = "kubernetes.io/config.source";
+/// The `kubernetes.io/config.source` of pods from the API server (cluster mode).
+pub const SOURCE_API: &str = "api";
+
+/// Whether the pod came from the API server (by its config source annotation).
+pub fn is_api_pod(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_CONFIG_SOURCE))
+        .is_some_and(|s| s == SOURCE_API)
+}
+
 /// Annotation holding when the pod was read (RFC 3339 with nanoseconds), as the kubelet.
 pub const ANNOTATION_CONFIG_SEEN: &str = "kubernetes.io/config.seen";
 

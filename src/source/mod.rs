@@ -45,7 +45,7 @@ pub use field_report::{FieldReport, field_report, unhonoured_fields};
 pub use fields::{FIELDS, FieldStatus, NOT_YET, honoured_fields};
 pub use identity::{
     ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, PodOrigin,
-    fnv128a, http_pod_uid, pod_uid, static_pod_name, static_pod_uid,
+    SOURCE_API, fnv128a, http_pod_uid, is_api_pod, pod_uid, static_pod_name, static_pod_uid,
 };
 pub use load::{ManifestCheck, check_manifest, load_manifest};
 pub use manifest_url::{

@@ -1,7 +1,8 @@
 //! configMap, secret, downwardAPI and projected volumes of a pod: their files are
 //! written (the `..data` swap of `volume::content`) into the tmpfs `volume` made for
 //! each, before a container that mounts one starts, and kept fresh while the pod runs
-//! (a changed `--config-dir` object is in the volume within a few seconds).
+//! (a changed `--config-dir` object, or for an API pod a changed object of the API
+//! server, is in the volume within a few seconds).
 
 use std::time::Duration;
 
@@ -58,13 +59,13 @@ pub fn fill_for_container(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<(),
         .flatten()
         .map(|m| m.name.as_str())
         .collect();
-    let objects = ctx.config_objects.borrow().clone();
+    let objects = super::config_source::current(ctx, pod);
     let inputs = pod.downward_inputs(ctx);
     for v in content_volumes(ctx, pod) {
         if !mounted.contains(&v.volume.name.as_str()) {
             continue;
         }
-        refresh_volume(&v, &pod.pod, objects.as_ref(), &inputs, fs_group(pod)).map_err(
+        refresh_volume(&v, &pod.pod, objects.lookup(), &inputs, fs_group(pod)).map_err(
             |source| ConfigError::ContentVolume {
                 volume: v.volume.name.clone(),
                 source: Box::new(source),
@@ -96,13 +97,25 @@ pub fn spawn_refresher(
             format!("MountVolume.SetUp failed for volume \"{volume}\": {e}"),
         );
     };
-    tasks.spawn(keep_fresh(
-        volumes,
-        pod.pod.clone(),
-        pod.downward_inputs(ctx),
-        fs_group(pod),
-        ctx.config_objects.clone(),
-        REFRESH_PERIOD,
-        report,
-    ));
+    let (inputs, group) = (pod.downward_inputs(ctx), fs_group(pod));
+    match super::config_source::api_channel(ctx, pod) {
+        Some(api) => tasks.spawn(keep_fresh(
+            volumes,
+            pod.pod.clone(),
+            inputs,
+            group,
+            api,
+            REFRESH_PERIOD,
+            report,
+        )),
+        None => tasks.spawn(keep_fresh(
+            volumes,
+            pod.pod.clone(),
+            inputs,
+            group,
+            ctx.config_objects.clone(),
+            REFRESH_PERIOD,
+            report,
+        )),
+    };
 }

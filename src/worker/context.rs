@@ -51,6 +51,10 @@ pub struct Ctx {
     pub ephemeral: super::ephemeral::EphemeralRegistry,
     /// The `--config-dir` ConfigMaps and Secrets, current.
     pub config_objects: tokio::sync::watch::Receiver<Arc<crate::configdir::ConfigObjects>>,
+    /// Cluster mode: the ConfigMaps and Secrets the API pods refer to, from the API
+    /// server (the only place an API pod's objects come from; see `config_source`).
+    pub api_objects:
+        Option<tokio::sync::watch::Receiver<Arc<crate::model::config_refs::ObjectSet>>>,
     /// The node's IPs for the downward API (`status.hostIP(s)`; hostNetwork pods' IPs).
     pub host_ips: Vec<String>,
     /// The limits the downward API reports for containers that set none.

@@ -8,6 +8,7 @@
 
 pub mod admission_ledger;
 mod adopt;
+mod config_source;
 mod content;
 mod context;
 pub mod dns_files;

@@ -61,7 +61,8 @@ fn termination_log(bundle: &Path, c: &Container) -> Result<Vec<(PathBuf, String)
 }
 
 /// The container's environment: image env first, then the pod's `envFrom` and `env`
-/// (later wins; ConfigMaps and Secrets from `--config-dir`, the downward API). A pod
+/// (later wins; ConfigMaps and Secrets from `--config-dir`, or the API server for an
+/// API pod; the downward API). A pod
 /// value may refer to variables defined before it with `$(VAR)`, as in Kubernetes.
 fn merged_env(
     ctx: &Ctx,
@@ -81,12 +82,12 @@ fn merged_env(
             None => (kv, String::new()),
         })
         .collect();
-    let objects = ctx.config_objects.borrow().clone();
+    let objects = super::config_source::current(ctx, pod);
     let mut env = crate::model::env::resolve_env(
         &image_env,
         &pod.pod,
         c,
-        objects.as_ref(),
+        objects.lookup(),
         &pod.downward_inputs(ctx),
     )?;
     // An image with no PATH (umoci new, scratch builds) would leave `sh` unfindable;

@@ -66,6 +66,18 @@ async fn start_report(
     let _ = ctx.images.touch(&image.reference);
     let image_id = image.manifest_digest.clone();
     let id = container_id(&pod.uid, &c.name, attempt);
+    // An API pod's ConfigMaps and Secrets: their watches answer once before the env
+    // and volumes are built from them (else a missing one would be only unknown).
+    if let Err(message) = super::config_source::wait_for_first_answers(
+        ctx,
+        pod,
+        super::config_source::FIRST_ANSWER_WAIT,
+    )
+    .await
+    {
+        crate::metrics::container_start_failed(container_type, "CreateContainerConfigError");
+        return config_error(ctx, pod, c, attempt, message);
+    }
     // Off the async threads: it reads the image's files and writes the bundle.
     let prepared = {
         let (ctx, pod, c) = (ctx.clone(), pod.clone(), c.clone());
@@ -95,6 +107,15 @@ async fn start_report(
             if attempt > 0 {
                 crate::metrics::container_restarted(&pod.namespace, &pod.name, &name);
             }
+            // The shim creates and starts in one step; the kubelet's two events.
+            event(
+                ctx,
+                pod,
+                c,
+                EventKind::Normal,
+                "Created",
+                format!("Created container {name}"),
+            );
             event(
                 ctx,
                 pod,
@@ -236,6 +257,16 @@ async fn ensure_image(
         _ => present.is_err(),
     };
     if !pull {
+        if present.is_ok() {
+            event(
+                ctx,
+                pod,
+                c,
+                EventKind::Normal,
+                "Pulled",
+                format!("Container image \"{image_ref}\" already present on machine"),
+            );
+        }
         return present.map_err(|_| match local_only {
             true => WorkerError::LocalImageNotPresent {
                 hint: crate::image::local_only_hint(&image_ref),

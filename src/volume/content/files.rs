@@ -76,6 +76,9 @@ pub fn volume_files(
                 )?;
             } else if let Some(d) = &source.downward_api {
                 b.downward(d.items.as_deref().unwrap_or_default(), mode, &mut files)?;
+            } else if let (Some(t), true) = (&source.service_account_token, objects.issues_tokens())
+            {
+                b.token(t, mode, &mut files)?;
             } else {
                 let source_kind = if source.service_account_token.is_some() {
                     "serviceAccountToken"
@@ -119,6 +122,23 @@ impl Builder<'_> {
                     mode: m,
                 }),
         }
+    }
+
+    /// A projected service account token: the one issued for the pod, at its path.
+    fn token(
+        &self,
+        source: &k8s_openapi::api::core::v1::ServiceAccountTokenProjection,
+        mode: u32,
+        files: &mut FileSet,
+    ) -> Result<(), ContentError> {
+        let token = crate::model::config_refs::token_ref(self.pod, source);
+        let Some(jwt) = self.objects.service_account_token(&token) else {
+            return Err(ContentError::TokenNotIssued {
+                volume: self.volume.into(),
+                token: token.to_string(),
+            });
+        };
+        self.add(files, &source.path, jwt.as_bytes().to_vec(), mode)
     }
 
     /// Adds one file; two sources giving the same path is the API server's
@@ -169,9 +189,17 @@ impl Builder<'_> {
             }
             let (volume, name) = (self.volume.into(), name.into());
             return Err(if kind == "secret" {
-                ContentError::SecretNotFound { volume, name }
+                ContentError::SecretNotFound {
+                    volume,
+                    name,
+                    hint: self.objects.missing_hint(),
+                }
             } else {
-                ContentError::ConfigMapNotFound { volume, name }
+                ContentError::ConfigMapNotFound {
+                    volume,
+                    name,
+                    hint: self.objects.missing_hint(),
+                }
             });
         };
         let Some(items) = items.filter(|i| !i.is_empty()) else {

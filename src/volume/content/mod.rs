@@ -48,14 +48,19 @@ pub type FileSet = BTreeMap<String, ProjectedFile>;
 pub enum ContentError {
     #[error("volume {volume:?} is not a configMap, secret, downwardAPI or projected volume")]
     NotContent { volume: String },
-    #[error(
-        "volume {volume:?}: configmap \"{name}\" not found (add it to the config dir, or set optional: true)"
-    )]
-    ConfigMapNotFound { volume: String, name: String },
-    #[error(
-        "volume {volume:?}: secret \"{name}\" not found (add it to the config dir, or set optional: true)"
-    )]
-    SecretNotFound { volume: String, name: String },
+    /// `hint`: where the object is looked up (the config dir's, or none for the API's).
+    #[error("volume {volume:?}: configmap \"{name}\" not found{hint}")]
+    ConfigMapNotFound {
+        volume: String,
+        name: String,
+        hint: &'static str,
+    },
+    #[error("volume {volume:?}: secret \"{name}\" not found{hint}")]
+    SecretNotFound {
+        volume: String,
+        name: String,
+        hint: &'static str,
+    },
     #[error(
         "volume {volume:?}: {kind} {namespace}/{name} has no key {key:?} (add the key, or set optional: true)"
     )]
@@ -80,6 +85,9 @@ pub enum ContentError {
         volume: String,
         source_kind: &'static str,
     },
+    /// The kubelet's words: the TokenRequest has not answered or was refused.
+    #[error("volume {volume:?}: failed to fetch token: the {token} is not issued (yet)")]
+    TokenNotIssued { volume: String, token: String },
     #[error("volume {volume:?}: invalid path {path:?}: {reason}")]
     BadPath {
         volume: String,

@@ -1,0 +1,85 @@
+//! Events to the API server as core/v1 Events (a 1.20 API server lets a node post
+//! only those, not events.k8s.io/v1), through client-go's correlation
+//! ([`EventCorrelator`]: aggregation, count + PATCH of a repeated event, the spam
+//! filter). A PATCH whose object is gone (events expire after an hour) creates it
+//! again, as client-go's `recordToSink` does.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::Event;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use tokio::sync::mpsc;
+
+use super::rate::TokenBucket;
+use crate::model::event_correlator::{Correlated, EventCorrelator};
+
+/// How often a failed post is tried (client-go: 12 tries, 10 s apart, with jitter).
+const TRIES: usize = 12;
+const RETRY_AFTER: Duration = Duration::from_secs(10);
+
+/// Posts each event of `events` until the channel closes. Requests share a token
+/// bucket (the kubelet's client QPS 50, burst 100, as its other writes).
+pub async fn run(client: kube::Client, mut events: mpsc::UnboundedReceiver<Event>) {
+    let mut correlator = EventCorrelator::default();
+    let mut bucket = TokenBucket::new(
+        super::rate::DEFAULT_QPS,
+        super::rate::DEFAULT_BURST,
+        std::time::Instant::now(),
+    );
+    while let Some(event) = events.recv().await {
+        let decided = correlator.correlate(event, Utc::now());
+        if decided == Correlated::Skip {
+            tracing::debug!("event dropped by the spam filter");
+            continue;
+        }
+        for attempt in 1..=TRIES {
+            bucket.acquire().await;
+            match send(&client, &decided).await {
+                Ok(()) => break,
+                Err(e) if attempt < TRIES => {
+                    tracing::debug!(error = %e, attempt, "posting an event failed; retrying");
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "posting an event failed {TRIES} times; dropped");
+                }
+            }
+        }
+    }
+}
+
+/// One create or patch; a patch of a vanished event creates it again.
+pub async fn send(client: &kube::Client, decided: &Correlated) -> Result<(), kube::Error> {
+    let (event, patch) = match decided {
+        Correlated::Create(e) => (e, false),
+        Correlated::Patch(e) => (e, true),
+        Correlated::Skip => return Ok(()),
+    };
+    let namespace = event.metadata.namespace.as_deref().unwrap_or("default");
+    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    if patch && let Some(name) = &event.metadata.name {
+        let body = serde_json::json!({
+            "count": event.count,
+            "lastTimestamp": event.last_timestamp,
+            "message": event.message,
+        });
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Strategic(body))
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut fresh = event.clone();
+    fresh.metadata.resource_version = None;
+    match api.create(&PostParams::default(), &fresh).await {
+        Ok(_) => Ok(()),
+        // Already there (a retry of a create that was taken): nothing more to do.
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
