@@ -55,14 +55,32 @@ pub fn current(ctx: &Ctx, pod: &PodInfo) -> PodObjects {
     }
 }
 
+/// An API pod's object or token still unanswered when its container was to start; the
+/// messages are the kubelet's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotAnswered {
+    /// The TokenRequest of a projected token has not been answered.
+    #[error("failed to fetch token: the {0} is not issued yet")]
+    Token(String),
+    /// The watch of a ConfigMap or Secret has not listed it yet.
+    #[error(
+        "failed to sync {kind} cache: timed out waiting for the condition ({kind} {namespace}/{name})"
+    )]
+    Cache {
+        kind: &'static str,
+        namespace: String,
+        name: String,
+    },
+}
+
 /// Waits until every object the API pod names has had its first answer (found or
-/// not), at most `limit`; `Err` is the kubelet's message for the first one still
-/// unknown. A static pod never waits.
+/// not), at most `limit`; `Err` names the first one still unknown. A static pod never
+/// waits.
 pub async fn wait_for_first_answers(
     ctx: &Ctx,
     pod: &PodInfo,
     limit: Duration,
-) -> Result<(), String> {
+) -> Result<(), NotAnswered> {
     let Some(mut rx) = api_channel(ctx, pod) else {
         return Ok(());
     };
@@ -82,19 +100,20 @@ pub async fn wait_for_first_answers(
         false => {
             let set = rx.borrow().clone();
             if let Some(t) = set.pending_tokens(&tokens).first() {
-                return Err(format!("failed to fetch token: the {t} is not issued yet"));
+                return Err(NotAnswered::Token(t.to_string()));
             }
-            let pending = set.pending(&refs);
-            Err(pending.first().map_or_else(String::new, |r| {
-                let kind = match r.kind {
-                    ObjectKind::ConfigMap => "configmap",
-                    ObjectKind::Secret => "secret",
-                };
-                format!(
-                    "failed to sync {kind} cache: timed out waiting for the condition ({kind} {}/{})",
-                    r.namespace, r.name
-                )
-            }))
+            match set.pending(&refs).first() {
+                // Answered in the moment between the timeout and this look.
+                None => Ok(()),
+                Some(r) => Err(NotAnswered::Cache {
+                    kind: match r.kind {
+                        ObjectKind::ConfigMap => "configmap",
+                        ObjectKind::Secret => "secret",
+                    },
+                    namespace: r.namespace.clone(),
+                    name: r.name.clone(),
+                }),
+            }
         }
     }
 }

@@ -76,7 +76,7 @@ async fn start_report(
     .await
     {
         crate::metrics::container_start_failed(container_type, "CreateContainerConfigError");
-        return config_error(ctx, pod, c, attempt, message);
+        return config_error(ctx, pod, c, attempt, message.to_string());
     }
     // Off the async threads: it reads the image's files and writes the bundle.
     let prepared = {
