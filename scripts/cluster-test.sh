@@ -494,6 +494,10 @@ wait_for 30 "mirror pod of sweb Running in the API" mirror_ok sweb-podhost-a
 [ "$(pod_field sweb-podhost-a '{.spec.nodeName}/{.metadata.labels.mark}/{.metadata.annotations.kubernetes\.io/config\.source}')" = podhost-a/1/file ] \
   || fail "sweb mirror: nodeName, labels, config.source"
 pass "static pod sweb → mirror pod sweb-podhost-a (config.mirror = config.hash, owned by Node podhost-a, Running) in $((SECONDS - t0)) s"
+# The static pod's events are in the API too, naming the static pod (its config hash
+# as UID), as the kubelet's.
+wait_for 20 "static pod sweb's Started event in the API" bash -c "$KUBECTL --kubeconfig $KUBECONFIG get events --field-selector involvedObject.name=sweb-podhost-a -o jsonpath='{.items[*].reason}' | grep -qw Started"
+pass "static pod sweb's events (Started) in the API"
 muid=$(pod_field sweb-podhost-a '{.metadata.uid}')
 started=$(pod_field sweb-podhost-a '{.status.containerStatuses[0].state.running.startedAt}')
 t0=$SECONDS

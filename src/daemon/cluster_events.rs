@@ -2,8 +2,9 @@
 //! event recorder does (`kubectl get events`, `kubectl describe pod`): each event the
 //! status store records from the daemon's start on becomes a core/v1 Event about the
 //! Pod (its container by `fieldPath`, as `spec.containers{name}`) or the Node, source
-//! `kubelet` on this host. Static pods' events belong on their mirror pods: the
-//! [`mirror_pod_ref`] hook answers for them once mirror pods exist.
+//! `kubelet` on this host. A static pod's events name the static pod itself — its
+//! name, namespace and config hash as UID — as the kubelet's do (the mirror pod has
+//! another UID; `kubectl get events` finds them by name).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -13,7 +14,6 @@ use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio::sync::mpsc;
 
-use super::api_pods::is_api_pod;
 use crate::model::k8s_time::to_k8s;
 use crate::status::{EventKind, StatusStore};
 
@@ -67,11 +67,9 @@ pub async fn follow(store: Arc<StatusStore>, node: String, out: mpsc::UnboundedS
     }
 }
 
-/// The object a pod's events are about: an API pod itself; a static pod's mirror pod.
+/// The object a pod's events are about: the pod as the node runs it (a static pod's
+/// UID is its config hash; it has no resourceVersion).
 fn pod_ref(pod: &Pod) -> Option<ObjectReference> {
-    if !is_api_pod(pod) {
-        return mirror_pod_ref(pod);
-    }
     Some(ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
@@ -81,13 +79,6 @@ fn pod_ref(pod: &Pod) -> Option<ObjectReference> {
         resource_version: pod.metadata.resource_version.clone(),
         ..Default::default()
     })
-}
-
-/// The hook for static pods: the reference of the pod's mirror pod in the API server,
-/// where the kubelet posts a static pod's events. No mirror pods yet: none, and the
-/// static pod's events stay on the node (`podhost events`).
-pub fn mirror_pod_ref(_pod: &Pod) -> Option<ObjectReference> {
-    None
 }
 
 /// The `fieldPath` of a container of `pod` named by an event's object
@@ -253,8 +244,15 @@ mod tests {
     }
 
     #[test]
-    fn a_static_pods_events_wait_for_the_mirror_pod_hook() {
-        assert!(events_of("node-1", &record(false)).is_empty());
+    fn a_static_pods_events_name_the_static_pod_as_the_kubelet_does() {
+        // The record's pod stands for a static pod here: its UID is the config hash.
+        let events = events_of("node-1", &record(false));
+        assert_eq!(events.len(), 3);
+        let o = &events[0].involved_object;
+        assert_eq!(
+            (o.name.as_deref(), o.uid.as_deref(), o.field_path.as_deref()),
+            (Some("web"), Some("u1"), Some("spec.containers{app}"))
+        );
     }
 
     #[test]
