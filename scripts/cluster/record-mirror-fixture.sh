@@ -14,29 +14,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: $0 OUT.jsonl}
-: "${KUBE_APISERVER:?set KUBE_APISERVER}"
-KUBECTL=${KUBECTL:-$(command -v kubectl)}
-PODHOST=${PODHOST:-target/debug/podhost}
-WORK=$(mktemp -d /tmp/podhost-record-mirror.XXXXXX)
 NODE=podhost-m
-CGROUP_ROOT=/podhost-record-mirror-$$
-PID=
-cleanup() {
-  [ -n "$PID" ] && { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
-  bash scripts/cluster/control-plane-down.sh "$WORK/cp" >/dev/null 2>&1 || true
-  find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
-  find /sys/fs/cgroup -maxdepth 1 -type d -name "${CGROUP_ROOT#/}" -exec rmdir {} + 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-bash scripts/cluster/control-plane-up.sh "$WORK/cp" "$NODE" >/dev/null
-# shellcheck disable=SC1091
-source "$WORK/cp/env.sh"
-k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
-wait_for() { local until=$((SECONDS + $1)); shift; until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $until ] || { echo "timed out: $*" >&2; exit 1; }; sleep 0.2; done; }
-bash oci/busybox/build.sh "$WORK/busybox-oci" >/dev/null
-"$PODHOST" load --socket "$WORK/podhost.sock" --root-dir "$WORK/root" "$WORK/busybox-oci" >/dev/null
-k create serviceaccount default >/dev/null 2>&1 || true
+RECORD_NAME=record-mirror
+# shellcheck source=scripts/cluster/record-common.sh
+source scripts/cluster/record-common.sh
+record_setup
 k create -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod
@@ -63,12 +45,7 @@ YAML
   mv "$WORK/manifests/sweb.yaml.tmp" "$WORK/manifests/sweb.yaml"
 }
 static 1
-"$PODHOST" --socket "$WORK/podhost.sock" daemon --node-name "$NODE" --root-dir "$WORK/root" \
-  --pod-manifest-path "$WORK/manifests" --log-dir "$WORK/logs" --config-dir "$WORK/config" \
-  --pod-network none --eviction-hard= --cgroup-root "$CGROUP_ROOT" \
-  --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$WORK/api.jsonl" \
-  >"$WORK/daemon.log" 2>&1 &
-PID=$!
+record_start_node
 field() { k get pod "sweb-$NODE" -o jsonpath="$1"; }
 running() { [ "$(field '{.status.phase}/{.status.containerStatuses[0].ready}')" = Running/true ]; }
 gone() { ! k get pod "$1" >/dev/null 2>&1; }
@@ -84,7 +61,4 @@ wait_for 40 edited
 rm "$WORK/manifests/sweb.yaml"
 wait_for 30 gone "sweb-$NODE"
 sleep 2
-# SIGTERM: the daemon drops its watch, which writes the watch's events to the record.
-kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
-cp "$WORK/api.jsonl" "$OUT"
-echo "recorded $(wc -l <"$OUT") exchanges into $OUT"
+record_finish "$OUT"

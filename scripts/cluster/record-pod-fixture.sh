@@ -14,28 +14,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: $0 OUT.jsonl}
-: "${KUBE_APISERVER:?set KUBE_APISERVER}"
-KUBECTL=${KUBECTL:-$(command -v kubectl)}
-PODHOST=${PODHOST:-target/debug/podhost}
-WORK=$(mktemp -d /tmp/podhost-record.XXXXXX)
 NODE=podhost-a
-CGROUP_ROOT=/podhost-record-$$
-PID=
-cleanup() {
-  [ -n "$PID" ] && { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
-  bash scripts/cluster/control-plane-down.sh "$WORK/cp" >/dev/null 2>&1 || true
-  find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-bash scripts/cluster/control-plane-up.sh "$WORK/cp" "$NODE" >/dev/null
-# shellcheck disable=SC1091
-source "$WORK/cp/env.sh"
-k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
-wait_for() { local until=$((SECONDS + $1)); shift; until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $until ] || { echo "timed out: $*" >&2; exit 1; }; sleep 0.2; done; }
-bash oci/busybox/build.sh "$WORK/busybox-oci" >/dev/null
-"$PODHOST" load --socket "$WORK/podhost.sock" --root-dir "$WORK/root" "$WORK/busybox-oci" >/dev/null
-k create serviceaccount default >/dev/null 2>&1 || true
+RECORD_NAME=record
+# shellcheck source=scripts/cluster/record-common.sh
+source scripts/cluster/record-common.sh
+record_setup
 # The look-alike mirror pod exists before the node starts: it is in the first list.
 k create -f - >/dev/null <<YAML
 apiVersion: v1
@@ -46,14 +29,7 @@ spec:
   automountServiceAccountToken: false
   containers: [{name: app, image: localhost/busybox:latest, imagePullPolicy: Never}]
 YAML
-mkdir -p "$WORK/manifests"
-"$PODHOST" --socket "$WORK/podhost.sock" daemon --node-name "$NODE" --root-dir "$WORK/root" \
-  --pod-manifest-path "$WORK/manifests" --log-dir "$WORK/logs" --config-dir "$WORK/config" \
-  --pod-network none --eviction-hard= --cgroup-root "$CGROUP_ROOT" \
-  --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$WORK/api.jsonl" \
-  >"$WORK/daemon.log" 2>&1 &
-PID=$!
-wait_for 30 bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
+record_start_node
 pod() { # NAME COMMAND [PRESTOP]
   local prestop=""
   [ -n "${3:-}" ] && prestop="    lifecycle: {preStop: {exec: {command: [sh, -c, '$3']}}}"
@@ -83,7 +59,4 @@ pod stubborn 'trap "" TERM; while :; do sleep 1; done'
 wait_for 30 running stubborn
 k delete pod stubborn --grace-period=0 --force >/dev/null 2>&1
 sleep 5
-# SIGTERM: the daemon drops its watch, which writes the watch's events to the record.
-kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
-cp "$WORK/api.jsonl" "$OUT"
-echo "recorded $(wc -l <"$OUT") exchanges into $OUT"
+record_finish "$OUT"
