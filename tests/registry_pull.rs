@@ -787,3 +787,42 @@ mod base64_lite {
         assert_eq!(encode("a"), "YQ==");
     }
 }
+
+/// One layer failing while another is still downloading: the pull's error comes
+/// only after the other download has stopped and removed its temp file (and the
+/// streamed unpack its directory), every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_layer_stops_the_others_before_the_pull_returns() {
+    require_root();
+    let registry = Registry::start();
+    let layout = tempfile::tempdir().unwrap();
+    let (big, _) = busybox_plus_big_layer(layout.path(), 48);
+    registry.push(layout.path(), "localhost/busybox:big", "busybox:big", &[]);
+    let (_, _, small) = busybox_digests();
+    // The busybox layer is served 4 KiB longer than its descriptor: refused at
+    // its Content-Length, while the 48 MiB layer is on its way.
+    let stored = registry.stored_blob(&small);
+    let mut data = fs::read(&stored).unwrap();
+    data.extend_from_slice(&[0u8; 4096]);
+    fs::write(&stored, &data).unwrap();
+
+    for round in 0..5 {
+        let root = tempfile::tempdir().unwrap();
+        let (store, puller) = puller(root.path(), &registry, None);
+        let err = puller
+            .pull(&format!("{}/busybox:big", registry.addr), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, PullError::Digest { .. }),
+            "round {round}: {err}"
+        );
+        assert!(err.to_string().contains(&small), "round {round}: {err}");
+        assert!(!store.has_blob(&small).unwrap());
+        assert!(
+            !store.has_blob(&big).unwrap(),
+            "round {round}: big layer was stopped"
+        );
+        assert_no_temps(root.path());
+    }
+}

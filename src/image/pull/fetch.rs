@@ -13,6 +13,7 @@ use oci_client::{Client, Reference};
 use tokio::sync::mpsc;
 
 use super::super::{BlobWriter, ImageError, ImageStore};
+use super::cancel::{Cancel, stopped};
 use super::error::{Ctx, PullError};
 use super::progress::{PullProgress, Reporter};
 use super::retry::{Attempts, io_is_transient, oci_is_transient, with_attempts};
@@ -40,6 +41,8 @@ pub(super) struct Blob<'a> {
 /// off midway resumes from the bytes already written when the registry serves
 /// ranges (it starts over when it does not).
 /// Every chunk written also goes to `tee`, if given (see [`streamed`](super::streamed)).
+/// When `cancel` is raised the download stops at its next chunk; its temp file
+/// is gone when this returns.
 pub(super) async fn download(
     client: &Client,
     repo: &Reference,
@@ -47,11 +50,13 @@ pub(super) async fn download(
     blob: Blob<'_>,
     tee: Option<&Tee>,
     ctx: &Ctx,
+    cancel: &Cancel,
 ) -> Result<(), PullError> {
     let mut attempts = Attempts::new();
     let mut partial: Option<BlobWriter> = None;
     loop {
-        let failure = match attempt(client, repo, store, &blob, tee, ctx, partial.take()).await {
+        let tried = attempt(client, repo, store, &blob, tee, ctx, partial.take(), cancel).await;
+        let failure = match tried {
             Ok(()) => return Ok(()),
             Err(f) => f,
         };
@@ -70,7 +75,15 @@ pub(super) async fn download(
             bytes_kept = kept, retry_in_ms = crate::model::convert::millis(wait),
             "blob download failed; retrying");
         partial = failure.kept;
-        tokio::time::sleep(wait).await;
+        let mut cancelled = cancel.clone();
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = cancelled.cancelled() => {
+                // The kept bytes' temp file goes with `partial`, before the pull returns.
+                drop(partial);
+                return Err(stopped(ctx));
+            }
+        }
     }
 }
 
@@ -94,6 +107,7 @@ impl Failure {
 }
 
 /// One request for the blob, from the end of `partial` (or from its start).
+#[allow(clippy::too_many_arguments)]
 async fn attempt(
     client: &Client,
     repo: &Reference,
@@ -102,20 +116,25 @@ async fn attempt(
     tee: Option<&Tee>,
     ctx: &Ctx,
     partial: Option<BlobWriter>,
+    cancel: &Cancel,
 ) -> Result<(), Failure> {
     let offset = partial.as_ref().map_or(0, BlobWriter::written);
     // The blob is asked for as the range "bytes=<offset>-": a registry that serves
     // ranges answers 206, and oci_client then leaves the hashing to the BlobWriter
     // (the same check, done once instead of twice); one that does not answers 200
     // with the whole blob, which oci_client verifies as well.
-    let response = client
-        .pull_blob_stream_partial(repo, blob.digest, offset, None)
-        .await
-        .map_err(|e| Failure {
-            transient: oci_is_transient(&e),
-            error: ctx.oci(&blob.what, e),
-            kept: None,
-        });
+    let mut cancelled = cancel.clone();
+    let response = tokio::select! {
+        biased;
+        // Nothing runs on a thread yet: `partial` and its temp file go right here.
+        () = cancelled.cancelled() => return Err(Failure::fatal(stopped(ctx))),
+        response = client.pull_blob_stream_partial(repo, blob.digest, offset, None) => response,
+    };
+    let response = response.map_err(|e| Failure {
+        transient: oci_is_transient(&e),
+        error: ctx.oci(&blob.what, e),
+        kept: None,
+    });
     let (mut stream, writer) = match response {
         // A failed request leaves the bytes written so far intact.
         Err(f) => {
@@ -156,7 +175,7 @@ async fn attempt(
     let (tx, rx) = mpsc::channel::<Vec<Bytes>>(4);
     let tee = tee.and_then(Tee::sender);
     let write_task = tokio::task::spawn_blocking(move || write_all(writer, rx, tee));
-    let pumped = pump(&mut stream, tx, blob, ctx, already).await;
+    let pumped = pump(&mut stream, tx, blob, ctx, already, cancel.clone()).await;
     let written = write_task
         .await
         .map_err(|e| Failure::fatal(ctx.internal(e)))?;
@@ -188,17 +207,27 @@ enum Stop {
 /// Moves the stream's chunks to the writer thread, counting bytes against the
 /// descriptor size and reporting progress. Dropping `tx` ends the writer's loop.
 /// `done` starts at the bytes the writer already holds (a resumed download).
+/// A raised `cancel` stops it before the next chunk.
 async fn pump(
     stream: &mut oci_client::client::SizedStream,
     tx: mpsc::Sender<Vec<Bytes>>,
     blob: &Blob<'_>,
     ctx: &Ctx,
     mut done: u64,
+    mut cancel: Cancel,
 ) -> Result<(), Stop> {
     let mut reported = done;
     let mut batch: Vec<Bytes> = Vec::new();
     let mut batched = 0usize;
-    while let Some(item) = stream.next().await {
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                return Err(Stop::Failed(Box::new(Failure::fatal(stopped(ctx)))));
+            }
+            next = stream.next() => next,
+        };
+        let Some(item) = next else { break };
         let chunk = match item {
             Ok(chunk) => chunk,
             Err(e) => {

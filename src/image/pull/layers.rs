@@ -14,6 +14,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::super::{ImageError, ImageStore, chain_ids};
+use super::cancel::{Cancel, CancelSender, stopped};
 use super::error::{Ctx, DocumentError, PullError};
 use super::fetch::{self, Blob};
 use super::progress::{PullProgress, Reporter};
@@ -112,35 +113,51 @@ pub(super) struct Shared {
     pub report: Reporter,
     pub ctx: Arc<Ctx>,
     pub plan: watch::Receiver<Plan>,
+    /// Raised when the pull has failed: the tasks stop and clean up.
+    pub cancel: Cancel,
 }
 
-/// Starts one task per job. Dropping the set cancels them.
+/// Starts one task per job. Dropping the set aborts them; [`join`] instead
+/// stops them cooperatively, so that nothing of theirs outlives the pull.
 pub(super) fn spawn(jobs: Vec<LayerJob>, shared: &Shared) -> JoinSet<Result<(), PullError>> {
     let permits = Arc::new(Semaphore::new(PARALLEL_LAYERS));
     let mut tasks = JoinSet::new();
     for job in jobs {
         let (shared, permits) = (shared.clone(), permits.clone());
         tasks.spawn(async move {
-            let _permit = permits
-                .acquire_owned()
-                .await
-                .map_err(|e| shared.ctx.internal(e))?;
+            let mut cancel = shared.cancel.clone();
+            let _permit = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(stopped(&shared.ctx)),
+                permit = permits.acquire_owned() => permit.map_err(|e| shared.ctx.internal(e))?,
+            };
             layer(job, shared).await
         });
     }
     tasks
 }
 
-/// Waits for every task; the first failure is returned (and, the set being
-/// dropped, cancels the others).
+/// Waits for every task and returns the first failure. After a failure the
+/// others are told to stop (`cancel`) and are still waited for: their temp files
+/// are gone when this returns.
 pub(super) async fn join(
     mut tasks: JoinSet<Result<(), PullError>>,
+    cancel: &CancelSender,
     ctx: &Ctx,
 ) -> Result<(), PullError> {
+    let mut first = None;
     while let Some(result) = tasks.join_next().await {
-        result.map_err(|e| ctx.internal(e))??;
+        let failed = match result {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => e,
+            Err(e) => ctx.internal(e),
+        };
+        if first.is_none() {
+            cancel.cancel();
+            first = Some(failed);
+        }
     }
-    Ok(())
+    first.map_or(Ok(()), Err)
 }
 
 /// One layer: download unless stored (unpacking it as it arrives), then adopt or
@@ -160,8 +177,16 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
             report: Some(&shared.report),
         };
         let (tee, unpacking) = streamed::start(store.clone(), job.digest.clone());
-        let downloaded =
-            fetch::download(&shared.client, &shared.repo, store, blob, Some(&tee), ctx).await;
+        let downloaded = fetch::download(
+            &shared.client,
+            &shared.repo,
+            store,
+            blob,
+            Some(&tee),
+            ctx,
+            &shared.cancel,
+        )
+        .await;
         if let Err(e) = downloaded {
             // The unpack stops at the broken stream; its temp dir is gone when the
             // pull reports the failure.
@@ -238,7 +263,7 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
             // Let other pulls have this blob meanwhile: one of them may be making
             // a snapshot this one waits for.
             drop(guard.take());
-            wait_for_snapshots(store, &pos.parents, ctx).await?;
+            wait_for_snapshots(store, &pos.parents, ctx, shared.cancel.clone()).await?;
         }
         let store = store.clone();
         tokio::task::spawn_blocking(move || {
@@ -252,15 +277,20 @@ async fn layer(job: LayerJob, mut shared: Shared) -> Result<(), PullError> {
 }
 
 /// Waits until the snapshots of `chains` exist (made by this pull's other layer
-/// tasks, or another pull's). A failed pull cancels this task with the others.
+/// tasks, or another pull's). Stops when the pull has failed: a lower layer
+/// that failed will never come.
 async fn wait_for_snapshots(
     store: &ImageStore,
     chains: &[String],
     ctx: &Ctx,
+    mut cancel: Cancel,
 ) -> Result<(), PullError> {
     for chain in chains {
         while !store.has_snapshot(chain).map_err(|e| ctx.store(e))? {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_millis(20)) => {}
+                () = cancel.cancelled() => return Err(stopped(ctx)),
+            }
         }
     }
     Ok(())

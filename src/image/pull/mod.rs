@@ -12,6 +12,7 @@
 //! once (a lock per digest).
 
 mod auth;
+mod cancel;
 mod client;
 mod error;
 mod fetch;
@@ -174,7 +175,10 @@ impl Puller {
 
         // Layers download while the config is fetched and the manifest stored;
         // they unpack once the config says what their snapshots are.
+        // A failure anywhere returns only after every part has stopped, so that
+        // no temp file of this pull outlives its error.
         let (plan_tx, plan_rx) = watch::channel(Plan::Pending);
+        let (cancel_tx, cancel) = cancel::channel();
         let shared = layers::Shared {
             puller: self.clone(),
             client: client.clone(),
@@ -182,21 +186,28 @@ impl Puller {
             report: report.clone(),
             ctx: ctx.clone(),
             plan: plan_rx,
+            cancel,
         };
         let tasks = layers::spawn(jobs, &shared);
         let manifest_stored = self.store_manifest(&resolved);
-        match self.config_snapshots(&shared, &resolved.manifest).await {
-            Ok(snapshots) => plan_tx.send_replace(Plan::Ready(Arc::new(snapshots))),
+        let config = self.config_snapshots(&shared, &resolved.manifest).await;
+        let config = match config {
+            Ok(snapshots) => {
+                plan_tx.send_replace(Plan::Ready(Arc::new(snapshots)));
+                Ok(())
+            }
             Err(e) => {
                 plan_tx.send_replace(Plan::Failed);
-                return Err(e);
+                cancel_tx.cancel();
+                Err(e)
             }
         };
-        layers::join(tasks, &ctx).await?;
-        manifest_stored
+        let layers = layers::join(tasks, &cancel_tx, &ctx).await;
+        let manifest = manifest_stored
             .await
-            .map_err(|e| ctx.internal(e))?
-            .map_err(|e| ctx.store(e))?;
+            .map_err(|e| ctx.internal(e))
+            .and_then(|stored| stored.map_err(|e| ctx.store(e)));
+        config.and(layers).and(manifest)?;
 
         let store = self.inner.store.clone();
         let (name, digest) = (target.reference.clone(), resolved.digest.clone());
@@ -316,7 +327,16 @@ impl Puller {
             return Ok(());
         }
         self.inner.blob_fetches.fetch_add(1, Ordering::Relaxed);
-        fetch::download(client, repo, store, blob, None, ctx).await
+        fetch::download(
+            client,
+            repo,
+            store,
+            blob,
+            None,
+            ctx,
+            &cancel::Cancel::never(),
+        )
+        .await
     }
 }
 
