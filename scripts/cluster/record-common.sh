@@ -32,12 +32,13 @@ record_setup() {
   mkdir -p "$WORK/manifests"
 }
 
-# The node, recording into $WORK/api.jsonl; returns once the Node is Ready.
+# The node, recording into $WORK/api.jsonl, with the daemon flags given as arguments
+# added; returns once the Node is Ready.
 record_start_node() {
   "$PODHOST" --socket "$WORK/podhost.sock" daemon --node-name "$NODE" --root-dir "$WORK/root" \
     --pod-manifest-path "$WORK/manifests" --log-dir "$WORK/logs" --config-dir "$WORK/config" \
     --pod-network none --eviction-hard= --cgroup-root "$CGROUP_ROOT" \
-    --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$WORK/api.jsonl" \
+    --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$WORK/api.jsonl" "$@" \
     >"$WORK/daemon.log" 2>&1 &
   PID=$!
   wait_for 30 bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"

@@ -12,7 +12,7 @@ mod ephemeral_target;
 pub mod flags;
 mod gc_trigger;
 mod host;
-mod kubelet_api;
+pub mod kubelet_api;
 pub mod kubelet_config;
 mod log_drops;
 mod log_drops_watch;
