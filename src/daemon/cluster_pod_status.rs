@@ -26,7 +26,7 @@ use super::api_pods::is_api_pod;
 use super::manager::ApiPodEnd;
 use crate::cluster::pod_status::{PodWrite, delete_terminated, patch_status};
 use crate::cluster::pods::MirrorPods;
-use crate::cluster::rate::{DEFAULT_BURST, DEFAULT_QPS, TokenBucket};
+use crate::cluster::rate::ClientLimiter;
 use crate::status::StatusStore;
 
 /// The kubelet's status manager re-syncs every 10 s; failed writes wait that long.
@@ -65,7 +65,7 @@ struct Sync {
     gone: HashMap<String, Instant>,
     /// Workers' ends whose final writes failed, retried.
     ends: Vec<ApiPodEnd>,
-    bucket: TokenBucket,
+    limiter: ClientLimiter,
     /// Whether the last write failed (to log a failure once, and the recovery).
     failing: bool,
 }
@@ -76,6 +76,7 @@ pub async fn run(
     store: Arc<StatusStore>,
     mut ends: mpsc::UnboundedReceiver<ApiPodEnd>,
     mirrors: watch::Receiver<Arc<MirrorPods>>,
+    limiter: ClientLimiter,
 ) {
     let mut changes = store.subscribe();
     let mut s = Sync {
@@ -86,7 +87,7 @@ pub async fn run(
         mirrors,
         gone: HashMap::new(),
         ends: Vec::new(),
-        bucket: TokenBucket::new(DEFAULT_QPS, DEFAULT_BURST, Instant::now()),
+        limiter,
         failing: false,
     };
     let mut retry = tokio::time::interval(RETRY_EVERY);
@@ -181,7 +182,7 @@ impl Sync {
         let mut in_flight = FuturesUnordered::new();
         let mut answers = Vec::with_capacity(pending.len());
         for (uid, p) in pending {
-            self.bucket.acquire().await;
+            self.limiter.acquire().await;
             let client = self.client.clone();
             in_flight.push(async move {
                 let result = patch_status(&client, &p.namespace, &p.name, &uid, &p.status).await;
@@ -204,7 +205,7 @@ impl Sync {
     /// Writes one pod's status; returns whether it is now on the API server (or the
     /// pod is gone there, which ends its writes too).
     async fn write(&mut self, uid: &str, p: Pending) -> bool {
-        self.bucket.acquire().await;
+        self.limiter.acquire().await;
         let result = patch_status(&self.client, &p.namespace, &p.name, uid, &p.status).await;
         self.settle(uid, p, result)
     }
@@ -285,7 +286,7 @@ impl Sync {
             }
         }
         if end.delete && !self.gone.contains_key(&end.uid) {
-            self.bucket.acquire().await;
+            self.limiter.acquire().await;
             match delete_terminated(&self.client, &end.namespace, &end.name, &end.uid).await {
                 Ok(_) => {
                     tracing::info!(pod = %end.name, namespace = %end.namespace, uid = %end.uid, "terminated pod deleted from the API server");

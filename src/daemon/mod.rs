@@ -486,6 +486,8 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
             let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);
+            // One limiter for the client's writes, as the kubelet has one per client.
+            let limiter = crate::cluster::rate::ClientLimiter::kubelet_default();
             essential.watch(
                 "pod status sync to the API server",
                 tokio::spawn(cluster_pod_status::run(
@@ -493,6 +495,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                     store.clone(),
                     ends_rx,
                     pods.mirrors.clone(),
+                    limiter.clone(),
                 )),
             );
             essential.watch(
@@ -503,6 +506,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                     pods.mirrors,
                     node.node_uid,
                     cfg.node_name.clone(),
+                    limiter,
                 )),
             );
             if let Some((objects, _)) = api_objects {

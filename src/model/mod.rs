@@ -31,3 +31,4 @@ pub mod security;
 pub mod stats;
 pub mod sysctl;
 pub mod terminal_status;
+pub mod token_bucket;
