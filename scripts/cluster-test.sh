@@ -14,7 +14,8 @@
 # status in the API; a graceful delete runs preStop, then the stop signal, reports the
 # final status and deletes the object (grace 0, UID precondition); a second delete
 # shortens the grace; a force delete leaves no process; pods survive a restart of
-# their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity);
+# their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity) and
+# follows the Node's labels when an administrator changes them;
 # ConfigMaps and Secrets from the API (a configMap volume updated in a running
 # container, a secretKeyRef env, an optional envFrom, a missing Secret's
 # CreateContainerConfigError until it is created, a volume's missing ConfigMap; one
@@ -269,7 +270,23 @@ wait_for 30 "picky rejected with NodeAffinity" rejected picky NodeAffinity
 [ "$(pod_field picky '{.status.message}')" = "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" ] \
   || fail "picky: message $(pod_field picky '{.status.message}')"
 k delete pod hungry picky --grace-period=1 >/dev/null
-pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted"
+# The Node relabelled by an administrator: the node admits against the new labels.
+k label node podhost-b tier=core >/dev/null
+sleep 1
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: picky2}
+spec:
+  nodeName: podhost-b
+  automountServiceAccountToken: false
+  nodeSelector: {tier: core}
+  containers: [{name: app, image: $IMAGE, imagePullPolicy: Never, command: [sleep, "3600"]}]
+YAML
+wait_for 30 "picky2 Running after the relabel" running picky2
+k delete pod picky2 --grace-period=1 >/dev/null
+k label node podhost-b tier- >/dev/null
+pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted; a relabelled Node admits by its new labels"
 
 # ---------- kubectl logs and exec through the API server ----------
 # The API server reaches podhost-a's kubelet API at 127.0.0.1:${KPORT[podhost-a]} with its

@@ -1,6 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod api_pods;
+mod cluster_admission;
 mod cluster_events;
 pub mod cluster_flags;
 mod cluster_mirror;
@@ -488,6 +489,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);
             // One limiter for the client's writes, as the kubelet has one per client.
             let limiter = crate::cluster::rate::ClientLimiter::kubelet_default();
+            tokio::spawn(cluster_admission::run(
+                crate::cluster::own_node::watch_own_node(node.client.clone(), &cfg.node_name),
+                ctx.admission.clone(),
+            ));
             essential.watch(
                 "pod status sync to the API server",
                 tokio::spawn(cluster_pod_status::run(
