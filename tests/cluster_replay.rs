@@ -337,3 +337,72 @@ async fn pod_statuses_and_the_final_delete_are_written_as_the_server_took_them()
     assert_eq!(sent["preconditions"]["uid"], uid);
     assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
 }
+
+/// The node's watch of its own Node, against a real server's answers while an
+/// administrator ran `kubectl label node podhost-n tier=core` and `kubectl taint node
+/// podhost-n maintenance=yes:NoExecute` (record-node-fixture.sh): the follower ends on
+/// the labelled, tainted Node, and admission against it lets a `tier: core` pod in
+/// only if it tolerates the taint.
+#[tokio::test]
+async fn own_node_watch_sees_an_administrators_labels_and_taints() {
+    use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
+    use podhost::model::admission::{NodeView, Resources, Usage, general_predicates};
+
+    let replay = fixture("own-node.jsonl");
+    let mut node = podhost::cluster::own_node::watch_own_node(replay.client(), "podhost-n");
+    let tainted = |n: &Node| {
+        n.spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.key == "maintenance"))
+    };
+    let latest = tokio::time::timeout(
+        Duration::from_secs(10),
+        node.wait_for(|n| n.as_deref().is_some_and(tainted)),
+    )
+    .await
+    .expect("the watch delivers the tainted Node")
+    .unwrap()
+    .clone()
+    .unwrap();
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+    let asked = replay.asked();
+    assert!(
+        asked.iter().all(|e| e.path == "/api/v1/nodes"
+            && e.query.contains("fieldSelector=metadata.name%3Dpodhost-n")),
+        "only its own Node: {asked:?}"
+    );
+
+    let own = NodeView {
+        name: "podhost-n".into(),
+        allocatable: Resources::default(),
+        max_pods: 110,
+        ..NodeView::default()
+    };
+    let view = own
+        .with_placement_of(&latest)
+        .expect("labels and taints changed");
+    assert_eq!(view.labels.get("tier").map(String::as_str), Some("core"));
+    assert_eq!(view.max_pods, 110, "the pod count stays the node's own");
+    let pod = |tolerate: bool| Pod {
+        spec: Some(PodSpec {
+            node_selector: Some([("tier".to_string(), "core".to_string())].into()),
+            tolerations: tolerate.then(|| {
+                vec![Toleration {
+                    key: Some("maintenance".into()),
+                    operator: Some("Exists".into()),
+                    ..Toleration::default()
+                }]
+            }),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    };
+    let none = Resources::default();
+    let used = Usage::default();
+    let untolerated = general_predicates(&pod(false), &none, &view, &used);
+    assert_eq!(untolerated.len(), 1, "{untolerated:?}");
+    assert!(general_predicates(&pod(true), &none, &view, &used).is_empty());
+    // Before the relabel, the node selector did not match.
+    assert!(!general_predicates(&pod(true), &none, &own, &used).is_empty());
+}
