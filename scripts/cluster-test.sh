@@ -15,7 +15,8 @@
 # final status and deletes the object (grace 0, UID precondition); a second delete
 # shortens the grace; a force delete leaves no process; pods survive a restart of
 # their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity) and
-# follows the Node's labels when an administrator changes them;
+# follows the Node's labels when an administrator changes them; a pod status changed
+# by someone else is written again;
 # ConfigMaps and Secrets from the API (a configMap volume updated in a running
 # container, a secretKeyRef env, an optional envFrom, a missing Secret's
 # CreateContainerConfigError until it is created, a volume's missing ConfigMap; one
@@ -284,6 +285,11 @@ spec:
   containers: [{name: app, image: $IMAGE, imagePullPolicy: Never, command: [sleep, "3600"]}]
 YAML
 wait_for 30 "picky2 Running after the relabel" running picky2
+# Someone else overwrites the status: the node writes its own again (the status
+# manager's reconcile, every 10 s).
+k patch pod picky2 --subresource=status --type=merge -p '{"status":{"phase":"Failed","reason":"Tampered"}}' >/dev/null
+[ "$(pod_field picky2 '{.status.reason}')" = Tampered ] || fail "picky2: the status patch did not take"
+wait_for 40 "picky2's status written again after someone else changed it" running picky2
 k delete pod picky2 --grace-period=1 >/dev/null
 k label node podhost-b tier- >/dev/null
 pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted; a relabelled Node admits by its new labels"

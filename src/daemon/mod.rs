@@ -500,6 +500,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                     store.clone(),
                     ends_rx,
                     pods.mirrors.clone(),
+                    pods.bound.clone(),
                     limiter.clone(),
                 )),
             );

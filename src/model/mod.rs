@@ -29,6 +29,7 @@ pub mod restart;
 pub mod rlimits;
 pub mod security;
 pub mod stats;
+pub mod status_reconcile;
 pub mod sysctl;
 pub mod terminal_status;
 pub mod token_bucket;
