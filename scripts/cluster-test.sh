@@ -272,7 +272,7 @@ wait_for 30 "picky rejected with NodeAffinity" rejected picky NodeAffinity
   || fail "picky: message $(pod_field picky '{.status.message}')"
 k delete pod hungry picky --grace-period=1 >/dev/null
 # The Node relabelled by an administrator: the node admits against the new labels.
-k label node podhost-b tier=core >/dev/null
+k label node podhost-b relabelled=yes >/dev/null
 sleep 1
 k create -f - >/dev/null <<YAML
 apiVersion: v1
@@ -281,7 +281,7 @@ metadata: {name: picky2}
 spec:
   nodeName: podhost-b
   automountServiceAccountToken: false
-  nodeSelector: {tier: core}
+  nodeSelector: {relabelled: "yes"}
   containers: [{name: app, image: $IMAGE, imagePullPolicy: Never, command: [sleep, "3600"]}]
 YAML
 wait_for 30 "picky2 Running after the relabel" running picky2
@@ -291,7 +291,7 @@ k patch pod picky2 --subresource=status --type=merge -p '{"status":{"phase":"Fai
 [ "$(pod_field picky2 '{.status.reason}')" = Tampered ] || fail "picky2: the status patch did not take"
 wait_for 40 "picky2's status written again after someone else changed it" running picky2
 k delete pod picky2 --grace-period=1 >/dev/null
-k label node podhost-b tier- >/dev/null
+k label node podhost-b relabelled- >/dev/null
 pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted; a relabelled Node admits by its new labels"
 
 # ---------- kubectl logs and exec through the API server ----------
