@@ -5,7 +5,7 @@
 //! refused in the handshake), that the authorization asks for `nodes/proxy` of this
 //! node, and `/containerLogs` with the API server's parameters.
 //! The TokenReviews and SubjectAccessReviews go through the daemon's own reviewer
-//! ([`ClusterReviewer`]) to a replay of what a real API server (v1.20.2) answered to a
+//! ([`ClusterReviewer`] behind the kubelet's caches, [`CachingReviewer`]) to a replay of what a real API server (v1.20.2) answered to a
 //! node making the same calls (tests/fixtures/cluster/reviews.jsonl, recorded by
 //! scripts/cluster/record-review-fixture.sh), and what the node asked is compared with
 //! what the recorded node asked.
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStatus, Pod, PodSpec,
 };
-use podhost::api::kubelet::{KubeletApiState, ServingCert};
+use podhost::api::kubelet::{CachingReviewer, KubeletApiState, ServingCert};
 use podhost::cluster::record::Exchange;
 use podhost::cluster::replay::Replay;
 use podhost::daemon::kubelet_api::ClusterReviewer;
@@ -36,8 +36,9 @@ const APISERVER: (&str, &[&str]) = ("kube-apiserver-kubelet-client", &["system:m
 /// A certificate of the cluster CA that RBAC gives nothing.
 const BOB: (&str, &[&str]) = ("bob", &["devs"]);
 
-/// The recorded review exchanges of one scenario of record-review-fixture.sh: "who"
-/// (the first six) or "logs" (the last six).
+/// The recorded review exchanges for one test: "who" all five (the node keeps
+/// answers, so each distinct question was asked once), "logs" the first (the API
+/// server's certificate allowed `get nodes/proxy`, the one question that test asks).
 fn recorded(scenario: &str) -> Vec<Exchange> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster/reviews.jsonl");
     let all: Vec<Exchange> = std::fs::read_to_string(&path)
@@ -45,10 +46,10 @@ fn recorded(scenario: &str) -> Vec<Exchange> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(all.len(), 12, "{}", path.display());
+    assert_eq!(all.len(), 5, "{}", path.display());
     match scenario {
-        "who" => all[..6].to_vec(),
-        "logs" => all[6..].to_vec(),
+        "who" => all,
+        "logs" => all[..1].to_vec(),
         other => panic!("no scenario {other}"),
     }
 }
@@ -205,9 +206,10 @@ async fn node(reviews: Vec<Exchange>) -> Node {
             store,
             layout,
             node_name: "node-1".into(),
-            reviewer: Arc::new(ClusterReviewer {
+            // As the daemon wires it: the kubelet's caches in front of the reviews.
+            reviewer: Arc::new(CachingReviewer::new(Arc::new(ClusterReviewer {
                 client: replay.client(),
-            }),
+            }))),
             podhost_exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_podhost")),
         },
     )
@@ -282,7 +284,8 @@ async fn client_certificates_of_the_ca_and_reviewed_tokens_only() {
         .unwrap();
     assert_eq!(bad_token.status().as_u16(), 401);
     // Each caller was reviewed as the real node asked: the user (and the service
-    // account's groups from the TokenReview) against `nodes/proxy` of node-1.
+    // account's groups from the TokenReview) against `nodes/proxy` of node-1; the
+    // second request of the API server's certificate was answered from the cache.
     asked_as_recorded(&node.replay, &reviews);
 
     // A certificate of another CA does not get through the handshake.

@@ -2,15 +2,14 @@
 # scripts/cluster/record-review-fixture.sh OUT.jsonl — records a real API server's answers
 # to the TokenReviews and SubjectAccessReviews one podhost node (node-1) asks while its
 # kubelet API (--port) is called, for tests/kubelet_api.rs. The calls, in the order the
-# tests make them:
-#   scenario "who": the API server's kubelet client certificate (O=system:masters) on
-#     /healthz and /pods; bob (a certificate of the cluster CA, O=devs, no RBAC) on
-#     /containerLogs (refused); a service account token allowed nodes/proxy by RBAC on
-#     /healthz; a token nobody issued on /healthz;
-#   scenario "logs": the kubelet client certificate on /containerLogs six times.
-# Only the review exchanges are kept (registration, lease and watches are the node's
-# other fixtures). Needs KUBE_APISERVER (and etcd, kubectl) as scripts/cluster-test.sh;
-# PODHOST defaults to target/debug/podhost.
+# tests make them: the API server's kubelet client certificate (O=system:masters) on
+# /healthz and /pods; bob (a certificate of the cluster CA, O=devs, no RBAC) on
+# /containerLogs (refused); a service account token allowed nodes/proxy by RBAC on
+# /healthz; a token nobody issued on /healthz; then the kubelet client certificate on
+# /containerLogs six times. The node keeps answers as the kubelet does (5 min allowed,
+# 30 s denied, 2 min per token), so the record holds five reviews: one per distinct
+# question. Only the review exchanges are kept. Needs KUBE_APISERVER (and etcd, kubectl)
+# as scripts/cluster-test.sh; PODHOST defaults to target/debug/podhost.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:?usage: $0 OUT.jsonl}
@@ -42,9 +41,8 @@ for _ in $(seq 1 200); do
 done
 record_start_node --node-ip 127.0.0.1 --port "$KPORT" --client-ca-file "$PKI/ca.crt" \
   --tls-cert-file "$PKI/kubelet-$NODE.crt" --tls-private-key-file "$PKI/kubelet-$NODE.key"
-wait_for 20 curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/apiserver-kubelet-client.crt" \
-  --key "$PKI/apiserver-kubelet-client.key" "https://127.0.0.1:$KPORT/healthz"
-# The readiness probe above asked one review; the recording starts after it.
+# Serving yet? An anonymous call is refused without a review (nothing is cached).
+wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt https://127.0.0.1:$KPORT/healthz)\" = 401 ]"
 marker=$(wc -l <"$WORK/api.jsonl")
 
 call() { # WHO PATH — prints the HTTP status

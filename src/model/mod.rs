@@ -26,6 +26,7 @@ pub mod qos;
 pub mod quantity;
 pub mod resources;
 pub mod restart;
+pub mod review_cache;
 pub mod rlimits;
 pub mod security;
 pub mod stats;

@@ -8,6 +8,7 @@
 mod exec;
 mod gate;
 pub mod identity;
+pub mod review_cache;
 pub mod reviewer;
 mod routes;
 pub mod tls;
@@ -26,6 +27,7 @@ use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+pub use review_cache::CachingReviewer;
 pub use reviewer::{AccessReviewer, ReviewError};
 pub use tls::ServingCert;
 
