@@ -21,6 +21,7 @@ mod manager;
 mod node_facts;
 mod node_name;
 mod oom;
+mod pod_cidr_report;
 mod pod_sources;
 mod port_forward;
 pub mod reload;
@@ -264,10 +265,14 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let (config_objects, config_watcher) =
         crate::configdir::watch(cfg.config_dir.clone(), cfg.rescan_every);
     let ephemeral = crate::worker::ephemeral::EphemeralRegistry::default();
+    // Cluster mode: the Node's spec.podCIDRs, read once it is registered, for the
+    // bridge's IPAM when --pod-cidr is not given.
+    let (node_cidrs_tx, node_cidrs_rx) = tokio::sync::watch::channel(None);
     let network = Arc::new(crate::network::NodeNetwork::new(
         cfg.network.clone(),
         &cfg.root_dir.join("network"),
         &layout.pods_dir(),
+        cfg.cluster.is_some().then(|| node_cidrs_rx.clone()),
     ));
     let (rotation_tx, rotation_rx) = tokio::sync::watch::channel(cfg.log_rotation);
     let node_facts = node_facts::NodeFacts::read(&cfg);
@@ -298,7 +303,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
         api_objects: api_objects.as_ref().map(|(_, rx)| rx.clone()),
-        host_ips: host::host_ips(),
+        host_ips: host::node_host_ips(
+            cfg.cluster
+                .as_ref()
+                .map(|c| c.node_ips.as_slice())
+                .unwrap_or_default(),
+        ),
         node_capacity: host::node_capacity(&cfg.root_dir),
         network: network.clone(),
         host_ports: crate::worker::host_ports::HostPortRegistry::default(),
@@ -322,7 +332,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             ),
         );
     }
-    if let Err(e) = started {
+    if let Err(crate::network::NetworkError::PodCidrPending) = &started {
+        tracing::info!("pods without hostNetwork wait for the Node's spec.podCIDR");
+    } else if let Err(e) = started {
         store.node_event(
             crate::status::EventKind::Warning,
             "NetworkNotReady",
@@ -455,7 +467,22 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     );
     let mut api_source = None;
     if let Some(cluster) = &cfg.cluster {
-        let node = cluster_node::start(cluster, store.clone(), node_facts).await?;
+        let node = cluster_node::start(
+            cluster,
+            store.clone(),
+            node_facts,
+            cluster_node::PodCidrFeed {
+                tx: node_cidrs_tx,
+                await_them: pod_cidr_report::needs_node_cidrs(&cfg.network),
+            },
+        )
+        .await?;
+        tokio::spawn(pod_cidr_report::run(
+            network.clone(),
+            cfg.network.clone(),
+            node_cidrs_rx,
+            store.clone(),
+        ));
         essential.watch("cluster node (registration, lease, status)", node.task);
         let kubelet_api = kubelet_api::start(
             cluster,

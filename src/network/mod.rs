@@ -14,6 +14,7 @@
 
 pub mod bridge;
 pub mod cni;
+pub mod pod_cidr;
 
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -55,6 +56,12 @@ pub enum NetworkError {
     /// `--pod-network` names no backend.
     #[error("--pod-network {0}: use auto, bridge, cni or none")]
     UnknownMode(String),
+    /// Cluster mode without `--pod-cidr`: the Node has no `spec.podCIDR` yet.
+    #[error(
+        "waiting for the Node's spec.podCIDR (kube-controller-manager --allocate-node-cidrs), \
+         or give --pod-cidr"
+    )]
+    PodCidrPending,
 }
 
 /// Which backend `--pod-network` asks for.
@@ -87,8 +94,9 @@ impl std::str::FromStr for NetworkMode {
 #[derive(Debug, Clone)]
 pub struct NetworkSettings {
     pub mode: NetworkMode,
-    /// The built-in bridge's pod CIDRs, `v4[,v6]`.
-    pub pod_cidrs: String,
+    /// The built-in bridge's pod CIDRs, `v4[,v6]`, when `--pod-cidr` is given (else
+    /// the Node's or the default: [`pod_cidr::choose`]).
+    pub pod_cidrs: Option<String>,
     pub cni_conf_dir: PathBuf,
     pub cni_bin_dirs: Vec<PathBuf>,
 }
@@ -103,17 +111,37 @@ pub struct NodeNetwork {
     state_dir: PathBuf,
     /// `<root>/pods`: a pod whose directory is there is live for [`PodNetwork::reconcile`].
     pods_dir: PathBuf,
+    /// Cluster mode: the Node's podCIDRs as read from the API server.
+    node_cidrs: Option<pod_cidr::NodePodCidrs>,
     backend: tokio::sync::OnceCell<PodNetwork>,
 }
 
 impl NodeNetwork {
-    pub fn new(settings: NetworkSettings, state_dir: &Path, pods_dir: &Path) -> Self {
+    /// `node_cidrs`: in cluster mode, the Node's `spec.podCIDRs` as they are read
+    /// (`None` standalone).
+    pub fn new(
+        settings: NetworkSettings,
+        state_dir: &Path,
+        pods_dir: &Path,
+        node_cidrs: Option<pod_cidr::NodePodCidrs>,
+    ) -> Self {
         Self {
             settings,
             state_dir: state_dir.to_path_buf(),
             pods_dir: pods_dir.to_path_buf(),
+            node_cidrs,
             backend: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The pod CIDRs the bridge uses now, and where they come from; `None` while the
+    /// Node's podCIDR is awaited.
+    pub fn pod_cidr_choice(&self) -> Option<pod_cidr::PodCidrChoice> {
+        let node = self.node_cidrs.as_ref().map(|rx| rx.borrow().clone());
+        pod_cidr::choose(
+            self.settings.pod_cidrs.as_deref(),
+            node.as_ref().map(|n| n.as_deref()),
+        )
     }
 
     /// The backend, started on first use (then what a previous daemon left of pods that
@@ -149,14 +177,18 @@ impl NodeNetwork {
                 })
                 .await?,
             ),
-            NetworkMode::Bridge | NetworkMode::Auto => PodNetwork::Bridge(
-                bridge::BridgeNetwork::new(bridge::BridgeConfig {
-                    bridge: bridge::DEFAULT_BRIDGE.to_string(),
-                    cidrs: bridge::BridgeConfig::parse_cidrs(&s.pod_cidrs)?,
-                    state_dir: self.state_dir.join("bridge"),
-                })
-                .await?,
-            ),
+            NetworkMode::Bridge | NetworkMode::Auto => {
+                let choice = self.pod_cidr_choice().ok_or(NetworkError::PodCidrPending)?;
+                tracing::info!(cidrs = %choice.cidrs, from = %choice.origin, "pod CIDRs of the bridge");
+                PodNetwork::Bridge(
+                    bridge::BridgeNetwork::new(bridge::BridgeConfig {
+                        bridge: bridge::DEFAULT_BRIDGE.to_string(),
+                        cidrs: bridge::BridgeConfig::parse_cidrs(&choice.cidrs)?,
+                        state_dir: self.state_dir.join("bridge"),
+                    })
+                    .await?,
+                )
+            }
         })
     }
 }
