@@ -1,29 +1,19 @@
 //! The Node's `spec.podCIDRs`, read for the pod network's IPAM when `--pod-cidr` is not
 //! given: kube-controller-manager (`--allocate-node-cidrs`) sets them shortly after the
 //! Node is created. The API server refuses to change a podCIDR once set, so the first
-//! one read is final and the reads stop there: an idle node makes no requests for it.
+//! one seen is final.
 //!
-//! Read with a GET of the own Node (what the Node authorizer grants a node) rather than
-//! a watch: while it is awaited every second for the first minute (the controller
-//! allocates within a second when it runs), then every 10 s (the kubelet's node status
-//! period, at which its kubenet would notice it).
+//! The registered Node usually has it already (a restart). When it has not, the node
+//! watches its own Node (`metadata.name=<node>`: what the kubelet's node informer does
+//! and the Node authorizer allows) until it has, then stops: no requests while idle
+//! after that, and the podCIDR is seen the moment it is set.
 
-use std::time::{Duration, Instant};
-
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
-
-use super::ClusterError;
-
-/// How often the Node is read while its podCIDR is awaited, by time since the wait began.
-pub fn poll_interval(waited: Duration) -> Duration {
-    if waited < Duration::from_secs(60) {
-        Duration::from_secs(1)
-    } else {
-        Duration::from_secs(10)
-    }
-}
 
 /// The Node's pod CIDRs: `spec.podCIDRs`, else `spec.podCIDR` (API servers before
 /// dual-stack fill only that one); empty when it has none.
@@ -39,39 +29,45 @@ pub fn node_pod_cidrs(node: &Node) -> Vec<String> {
 }
 
 /// Publishes the registered Node's pod CIDRs on `tx`; when it has none and `await_them`,
-/// reads the Node until it has (then stops).
+/// watches the Node until it has (then stops).
 pub async fn follow(
     client: kube::Client,
     registered: &Node,
     await_them: bool,
     tx: watch::Sender<Option<Vec<String>>>,
 ) {
-    let mut cidrs = node_pod_cidrs(registered);
+    let cidrs = node_pod_cidrs(registered);
     tx.send_replace(Some(cidrs.clone()));
     if !cidrs.is_empty() || !await_them {
         return;
     }
     let name = registered.metadata.name.clone().unwrap_or_default();
-    let nodes: Api<Node> = Api::all(client);
-    let began = Instant::now();
+    let began = std::time::Instant::now();
     tracing::info!(node = %name, "waiting for the Node's spec.podCIDR before pods get networks");
-    while cidrs.is_empty() {
-        tokio::time::sleep(poll_interval(began.elapsed())).await;
-        match read_once(&nodes, &name).await {
-            Ok(now) => cidrs = now,
-            Err(error) => tracing::warn!(%error, "reading the Node's podCIDR failed; retrying"),
+    let nodes: Api<Node> = Api::all(client);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut events = std::pin::pin!(watcher::watcher(nodes, config).default_backoff());
+    let mut failing = false;
+    while let Some(event) = events.next().await {
+        let node = match event {
+            Ok(Event::Apply(node) | Event::InitApply(node)) => node,
+            Ok(_) => continue,
+            Err(error) => {
+                if !failing {
+                    tracing::warn!(%error, "watching the Node for its podCIDR failed; retrying with backoff");
+                }
+                failing = true;
+                continue;
+            }
+        };
+        failing = false;
+        let cidrs = node_pod_cidrs(&node);
+        if !cidrs.is_empty() {
+            tracing::info!(node = %name, cidrs = ?cidrs, waited = ?began.elapsed(), "the Node has its podCIDR");
+            tx.send_replace(Some(cidrs));
+            return;
         }
     }
-    tracing::info!(node = %name, cidrs = ?cidrs, waited = ?began.elapsed(), "the Node has its podCIDR");
-    tx.send_replace(Some(cidrs));
-}
-
-async fn read_once(nodes: &Api<Node>, name: &str) -> Result<Vec<String>, ClusterError> {
-    let node = nodes
-        .get(name)
-        .await
-        .map_err(ClusterError::api(format!("reading Node {name}")))?;
-    Ok(node_pod_cidrs(&node))
 }
 
 #[cfg(test)]
@@ -110,19 +106,6 @@ mod tests {
         assert!(node_pod_cidrs(&node(None, None)).is_empty());
         assert!(node_pod_cidrs(&node(Some(""), None)).is_empty());
         assert!(node_pod_cidrs(&Node::default()).is_empty());
-    }
-
-    #[test]
-    fn the_wait_polls_each_second_for_a_minute_then_at_the_status_period() {
-        assert_eq!(poll_interval(Duration::ZERO), Duration::from_secs(1));
-        assert_eq!(
-            poll_interval(Duration::from_secs(59)),
-            Duration::from_secs(1)
-        );
-        assert_eq!(
-            poll_interval(Duration::from_secs(60)),
-            Duration::from_secs(10)
-        );
     }
 
     #[tokio::test]

@@ -114,6 +114,8 @@ pub struct NodeNetwork {
     /// Cluster mode: the Node's podCIDRs as read from the API server.
     node_cidrs: Option<pod_cidr::NodePodCidrs>,
     backend: tokio::sync::OnceCell<PodNetwork>,
+    /// Set once the backend started: pods waiting for it retry at once.
+    ready: tokio::sync::watch::Sender<bool>,
 }
 
 impl NodeNetwork {
@@ -131,7 +133,21 @@ impl NodeNetwork {
             pods_dir: pods_dir.to_path_buf(),
             node_cidrs,
             backend: tokio::sync::OnceCell::new(),
+            ready: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Whether the backend started.
+    pub fn is_ready(&self) -> bool {
+        self.backend.initialized()
+    }
+
+    /// Returns once the backend started (a pod whose sandbox failed for want of a
+    /// network, e.g. while the Node's podCIDR was awaited, retries then rather than at
+    /// its next 10 s retry).
+    pub async fn ready(&self) {
+        let mut rx = self.ready.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
     }
 
     /// The pod CIDRs the bridge uses now, and where they come from; `None` while the
@@ -155,6 +171,7 @@ impl NodeNetwork {
                     tracing::warn!(error = %e, "pod network of a pod that is gone not released");
                 }
                 tracing::info!(mode = backend.mode(), "pod network ready");
+                self.ready.send_replace(true);
                 Ok(backend)
             })
             .await
@@ -261,5 +278,67 @@ impl PodNetwork {
                 .map(NetworkError::from)
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bridge_settings(pod_cidrs: Option<&str>) -> NetworkSettings {
+        NetworkSettings {
+            mode: NetworkMode::Bridge,
+            pod_cidrs: pod_cidrs.map(str::to_string),
+            cni_conf_dir: "/nonexistent/podhost-test-cni".into(),
+            cni_bin_dirs: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_node_without_its_pod_cidr_keeps_the_network_not_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let net = NodeNetwork::new(bridge_settings(None), dir.path(), dir.path(), Some(rx));
+        // Not read yet, then read without a podCIDR: pending either way, nothing made.
+        for node in [None, Some(vec![])] {
+            tx.send_replace(node);
+            let err = net.backend().await.unwrap_err();
+            assert!(matches!(err, NetworkError::PodCidrPending), "{err}");
+            assert!(err.to_string().contains("--pod-cidr"), "{err}");
+            assert!(!net.is_ready());
+            assert_eq!(net.pod_cidr_choice(), None);
+        }
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), net.ready());
+        assert!(
+            waiting.await.is_err(),
+            "ready() returned before the network started"
+        );
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        // Once the Node has one, it is the choice (starting it would make a bridge).
+        tx.send_replace(Some(vec!["10.1.2.0/24".into()]));
+        let choice = net.pod_cidr_choice().unwrap();
+        assert_eq!(choice.cidrs, "10.1.2.0/24");
+        assert_eq!(choice.origin, pod_cidr::PodCidrOrigin::Node);
+    }
+
+    #[test]
+    fn the_flag_is_the_choice_whatever_the_node_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_tx, rx) = tokio::sync::watch::channel(Some(vec!["10.1.2.0/24".into()]));
+        let net = NodeNetwork::new(
+            bridge_settings(Some("10.9.0.0/24")),
+            dir.path(),
+            dir.path(),
+            Some(rx),
+        );
+        assert_eq!(
+            net.pod_cidr_choice().unwrap().origin,
+            pod_cidr::PodCidrOrigin::Flag
+        );
+        let standalone = NodeNetwork::new(bridge_settings(None), dir.path(), dir.path(), None);
+        assert_eq!(
+            standalone.pod_cidr_choice().unwrap().origin,
+            pod_cidr::PodCidrOrigin::Default
+        );
     }
 }
