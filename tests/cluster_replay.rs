@@ -406,3 +406,51 @@ async fn own_node_watch_sees_an_administrators_labels_and_taints() {
     // Before the relabel, the node selector did not match.
     assert!(!general_predicates(&pod(true), &none, &own, &used).is_empty());
 }
+
+/// `podcidr.jsonl` (scripts/cluster/record-podcidr-fixture.sh): the node `podhost-a`,
+/// with the bridge pod network and no `--pod-cidr`, registered without a podCIDR and
+/// watched its Node; the podCIDR 10.244.7.0/24 was then set (as kube-controller-manager
+/// does).
+#[tokio::test]
+async fn a_node_without_a_pod_cidr_watches_its_node_until_it_has_one() {
+    use podhost::cluster::pod_cidr::{follow, node_pod_cidrs};
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster/podcidr.jsonl");
+    let registered: Node = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<podhost::cluster::record::Exchange>(l).unwrap())
+        .find(|e| e.method == "POST" && e.path == "/api/v1/nodes")
+        .map(|e| serde_json::from_str(&e.response).unwrap())
+        .expect("the registration");
+    assert!(
+        node_pod_cidrs(&registered).is_empty(),
+        "registered with a podCIDR"
+    );
+
+    let replay = fixture("podcidr.jsonl");
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        follow(replay.client(), &registered, true, tx),
+    )
+    .await
+    .expect("the podCIDR seen in the recorded watch");
+    assert_eq!(*rx.borrow(), Some(vec!["10.244.7.0/24".to_string()]));
+    // Only its own Node, listed then watched.
+    let asked: Vec<String> = replay
+        .asked()
+        .into_iter()
+        .filter(|e| e.path == "/api/v1/nodes")
+        .map(|e| e.query)
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked
+            .iter()
+            .all(|q| q.contains("fieldSelector=metadata.name%3Dpodhost-a")),
+        "{asked:?}"
+    );
+    assert!(asked[1].contains("watch=true"), "{asked:?}");
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+}
