@@ -2,7 +2,8 @@
 # scripts/cluster/record-podcidr-fixture.sh OUT.jsonl — records a real API server's answers
 # to one podhost node with the bridge pod network and no --pod-cidr, for
 # tests/cluster_replay.rs: the Node registers without a podCIDR, the node watches its
-# Node (metadata.name), the podCIDR is set (as kube-controller-manager would) and the
+# Node (metadata.name; the watch admission follows too), the podCIDR is set (as
+# kube-controller-manager would) and the
 # watch delivers it. The node runs in its own network namespace (node-netns.sh), as its
 # bridge must not touch the host's.
 # Needs KUBE_APISERVER (and etcd, kubectl) as scripts/cluster-test.sh; PODHOST defaults
@@ -29,7 +30,7 @@ nsenter --net="/run/netns/${NODE_NETNS[$NODE]}" \
   --node-ip "${NODE_ADDR[$NODE]}" >"$WORK/daemon.log" 2>&1 &
 PID=$!
 wait_for 30 bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
-wait_for 30 grep -q "waiting for the Node's spec.podCIDR" "$WORK/daemon.log"
+wait_for 30 grep -q "the Node has no spec.podCIDR yet" "$WORK/daemon.log"
 sleep 2
 k patch node "$NODE" --type merge -p '{"spec":{"podCIDR":"10.244.7.0/24","podCIDRs":["10.244.7.0/24"]}}' >/dev/null
 wait_for 30 grep -q "the Node has its podCIDR" "$WORK/daemon.log"

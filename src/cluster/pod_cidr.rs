@@ -1,18 +1,12 @@
-//! The Node's `spec.podCIDRs`, read for the pod network's IPAM when `--pod-cidr` is not
+//! The Node's `spec.podCIDRs`, for the pod network's IPAM when `--pod-cidr` is not
 //! given: kube-controller-manager (`--allocate-node-cidrs`) sets them shortly after the
-//! Node is created. The API server refuses to change a podCIDR once set, so the first
-//! one seen is final.
-//!
-//! The registered Node usually has it already (a restart). When it has not, the node
-//! watches its own Node (`metadata.name=<node>`: what the kubelet's node informer does
-//! and the Node authorizer allows) until it has, then stops: no requests while idle
-//! after that, and the podCIDR is seen the moment it is set.
+//! Node is created. They come from the watch of the node's own Node (`own_node`, which
+//! admission follows too): seen the moment they are set, no request of their own. The
+//! API server refuses to change a podCIDR once set, so the first one seen is final.
 
-use futures::StreamExt;
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Node;
-use kube::Api;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 
 /// The Node's pod CIDRs: `spec.podCIDRs`, else `spec.podCIDR` (API servers before
@@ -28,43 +22,32 @@ pub fn node_pod_cidrs(node: &Node) -> Vec<String> {
     }
 }
 
-/// Publishes the registered Node's pod CIDRs on `tx`; when it has none and `await_them`,
-/// watches the Node until it has (then stops).
+/// Publishes the pod CIDRs of the Node `own` follows on `tx`: `None` until the Node is
+/// listed, then its CIDRs (empty while it has none); returns once it has some, or
+/// when the watch is gone.
 pub async fn follow(
-    client: kube::Client,
-    registered: &Node,
-    await_them: bool,
+    mut own: watch::Receiver<Option<Arc<Node>>>,
     tx: watch::Sender<Option<Vec<String>>>,
 ) {
-    let cidrs = node_pod_cidrs(registered);
-    tx.send_replace(Some(cidrs.clone()));
-    if !cidrs.is_empty() || !await_them {
-        return;
-    }
-    let name = registered.metadata.name.clone().unwrap_or_default();
     let began = std::time::Instant::now();
-    tracing::info!(node = %name, "waiting for the Node's spec.podCIDR before pods get networks");
-    let nodes: Api<Node> = Api::all(client);
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut events = std::pin::pin!(watcher::watcher(nodes, config).default_backoff());
-    let mut failing = false;
-    while let Some(event) = events.next().await {
-        let node = match event {
-            Ok(Event::Apply(node) | Event::InitApply(node)) => node,
-            Ok(_) => continue,
-            Err(error) => {
-                if !failing {
-                    tracing::warn!(%error, "watching the Node for its podCIDR failed; retrying with backoff");
+    let mut waiting_logged = false;
+    loop {
+        let node = own.borrow_and_update().clone();
+        if let Some(node) = node {
+            let cidrs = node_pod_cidrs(&node);
+            tx.send_replace(Some(cidrs.clone()));
+            if !cidrs.is_empty() {
+                if waiting_logged {
+                    tracing::info!(cidrs = ?cidrs, waited = ?began.elapsed(), "the Node has its podCIDR");
                 }
-                failing = true;
-                continue;
+                return;
             }
-        };
-        failing = false;
-        let cidrs = node_pod_cidrs(&node);
-        if !cidrs.is_empty() {
-            tracing::info!(node = %name, cidrs = ?cidrs, waited = ?began.elapsed(), "the Node has its podCIDR");
-            tx.send_replace(Some(cidrs));
+            if !waiting_logged {
+                tracing::info!("the Node has no spec.podCIDR yet");
+                waiting_logged = true;
+            }
+        }
+        if own.changed().await.is_err() {
             return;
         }
     }
@@ -109,15 +92,32 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_registered_node_with_cidrs_is_published_without_a_request() {
-        // A client whose every request fails: `follow` must not need it.
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = kube::Client::try_from(config).unwrap();
-        let (tx, rx) = watch::channel(None);
-        follow(client.clone(), &node(Some("10.1.0.0/24"), None), true, tx).await;
-        assert_eq!(*rx.borrow(), Some(vec!["10.1.0.0/24".to_string()]));
-        let (tx, rx) = watch::channel(None);
-        follow(client, &node(None, None), false, tx).await;
+    async fn the_cidrs_are_published_once_listed_and_followed_until_set() {
+        let (own_tx, own_rx) = watch::channel(None);
+        let (tx, mut rx) = watch::channel(None);
+        let follower = tokio::spawn(follow(own_rx, tx));
+        tokio::task::yield_now().await;
+        assert_eq!(*rx.borrow(), None, "published before the Node was listed");
+        own_tx.send_replace(Some(Arc::new(node(None, None))));
+        rx.wait_for(Option::is_some).await.unwrap();
         assert_eq!(*rx.borrow(), Some(vec![]));
+        assert!(!follower.is_finished());
+        own_tx.send_replace(Some(Arc::new(node(Some("10.1.0.0/24"), None))));
+        follower.await.unwrap();
+        assert_eq!(*rx.borrow(), Some(vec!["10.1.0.0/24".to_string()]));
+    }
+
+    #[tokio::test]
+    async fn a_node_listed_with_cidrs_ends_the_follower_at_once() {
+        let (_own_tx, own_rx) = watch::channel(Some(Arc::new(node(
+            None,
+            Some(&["10.1.0.0/24", "fd00::/64"]),
+        ))));
+        let (tx, rx) = watch::channel(None);
+        follow(own_rx, tx).await;
+        assert_eq!(
+            *rx.borrow(),
+            Some(vec!["10.1.0.0/24".to_string(), "fd00::/64".to_string()])
+        );
     }
 }

@@ -19,13 +19,6 @@ pub struct ClusterNode {
     pub node_uid: tokio::sync::watch::Receiver<Option<String>>,
 }
 
-/// Where the registered Node's `spec.podCIDRs` go (the pod network's IPAM), and
-/// whether to keep reading the Node until it has them (no `--pod-cidr`).
-pub struct PodCidrFeed {
-    pub tx: tokio::sync::watch::Sender<Option<Vec<String>>>,
-    pub await_them: bool,
-}
-
 /// Builds the client (a bad kubeconfig stops the daemon at start, with the file named)
 /// and starts registration of the Node built from `facts` (the values the workers'
 /// admission holds pods to).
@@ -33,7 +26,6 @@ pub async fn start(
     cluster: &ClusterConfig,
     store: Arc<StatusStore>,
     facts: NodeFacts,
-    pod_cidrs: PodCidrFeed,
 ) -> Result<ClusterNode, ClusterError> {
     let client =
         crate::cluster::client::from_kubeconfig(&cluster.kubeconfig, cluster.record.as_deref())
@@ -49,13 +41,8 @@ pub async fn start(
         let client = node_client;
         let node = node_object(&host, &settings.node);
         let registered = crate::cluster::register::register(&client, &node).await;
-        let uid = registered.metadata.uid.clone().unwrap_or_default();
+        let uid = registered.metadata.uid.unwrap_or_default();
         uid_tx.send_replace(Some(uid.clone()));
-        let cidr_client = client.clone();
-        let cidrs = tokio::spawn(async move {
-            let PodCidrFeed { tx, await_them } = pod_cidrs;
-            crate::cluster::pod_cidr::follow(cidr_client, &registered, await_them, tx).await;
-        });
         let lease = tokio::spawn(crate::cluster::lease::run(
             client.clone(),
             settings.node.name.clone(),
@@ -74,9 +61,8 @@ pub async fn start(
             client, host, settings, observe,
         ));
         // Both loops run for ever; if either panics, the daemon's essential-task
-        // watch sees this task end. The podCIDR read ends once it has them.
+        // watch sees this task end.
         let _ = tokio::select! { l = lease => l, s = status => s };
-        cidrs.abort();
     });
     Ok(ClusterNode {
         task,

@@ -467,16 +467,15 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     );
     let mut api_source = None;
     if let Some(cluster) = &cfg.cluster {
-        let node = cluster_node::start(
-            cluster,
-            store.clone(),
-            node_facts,
-            cluster_node::PodCidrFeed {
-                tx: node_cidrs_tx,
-                await_them: pod_cidr_report::needs_node_cidrs(&cfg.network),
-            },
-        )
-        .await?;
+        let node = cluster_node::start(cluster, store.clone(), node_facts).await?;
+        // The node's own Node as the API server has it: its labels and taints for
+        // admission, its spec.podCIDR for the bridge's IPAM.
+        let own_node =
+            crate::cluster::own_node::watch_own_node(node.client.clone(), &cfg.node_name);
+        tokio::spawn(crate::cluster::pod_cidr::follow(
+            own_node.clone(),
+            node_cidrs_tx,
+        ));
         tokio::spawn(pod_cidr_report::run(
             network.clone(),
             cfg.network.clone(),
@@ -516,10 +515,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);
             // One limiter for the client's writes, as the kubelet has one per client.
             let limiter = crate::cluster::rate::ClientLimiter::kubelet_default();
-            tokio::spawn(cluster_admission::run(
-                crate::cluster::own_node::watch_own_node(node.client.clone(), &cfg.node_name),
-                ctx.admission.clone(),
-            ));
+            tokio::spawn(cluster_admission::run(own_node, ctx.admission.clone()));
             essential.watch(
                 "pod status sync to the API server",
                 tokio::spawn(cluster_pod_status::run(
