@@ -8,6 +8,7 @@
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
 pub mod access_review;
+pub mod certs;
 pub mod client;
 mod error;
 pub mod events;
