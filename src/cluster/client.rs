@@ -15,6 +15,16 @@ pub async fn from_kubeconfig(
     path: &Path,
     record: Option<&Path>,
 ) -> Result<kube::Client, ClusterError> {
+    let recorder = record.map(Recorder::create).transpose()?;
+    from_kubeconfig_recorded(path, recorder).await
+}
+
+/// As [`from_kubeconfig`], recording into `recorder` (shared by the bootstrap client
+/// and the node's, so that one record file holds both).
+pub async fn from_kubeconfig_recorded(
+    path: &Path,
+    recorder: Option<Recorder>,
+) -> Result<kube::Client, ClusterError> {
     let kubeconfig = Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
         path: path.to_path_buf(),
         source,
@@ -29,8 +39,8 @@ pub async fn from_kubeconfig(
         path: path.to_path_buf(),
         source,
     })?;
-    Ok(match record {
+    Ok(match recorder {
         None => builder.build(),
-        Some(file) => builder.with_layer(&Recorder::create(file)?).build(),
+        Some(recorder) => builder.with_layer(&recorder).build(),
     })
 }

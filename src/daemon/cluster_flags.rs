@@ -17,6 +17,21 @@ pub struct ClusterFlags {
     /// that API server and keeps its lease and status (static pods keep running).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// A kubeconfig with bootstrap credentials (a bootstrap token): when --kubeconfig
+    /// does not exist or its client certificate has expired, podhost asks the cluster
+    /// for a node certificate with it (a CertificateSigningRequest), stores the pair in
+    /// --cert-dir and writes --kubeconfig pointing at it.
+    #[arg(long, requires = "kubeconfig")]
+    pub bootstrap_kubeconfig: Option<PathBuf>,
+    /// Where the node's client certificates are kept (`kubelet-client-current.pem`);
+    /// default ROOT/pki.
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
+    /// Ask for a new client certificate at 70–90 % of the current one's lifetime and
+    /// use it without restarting.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set,
+          default_value_t = false, require_equals = true)]
+    pub rotate_certificates: bool,
     /// Record every exchange with the API server to this file (JSON lines).
     #[arg(long)]
     pub kube_record: Option<PathBuf>,
@@ -72,6 +87,11 @@ pub struct ClusterFlags {
 #[derive(Debug, Clone)]
 pub struct ClusterConfig {
     pub kubeconfig: PathBuf,
+    /// `--bootstrap-kubeconfig`, absolute.
+    pub bootstrap_kubeconfig: Option<PathBuf>,
+    /// `--cert-dir`, absolute (default ROOT/pki).
+    pub cert_dir: PathBuf,
+    pub rotate_certificates: bool,
     pub record: Option<PathBuf>,
     pub kube_reserved: Reserved,
     pub system_reserved: Reserved,
@@ -110,13 +130,20 @@ fn period(flag: &'static str, value: f64) -> Result<Duration, ClusterFlagError> 
 }
 
 impl ClusterFlags {
-    /// `None` without `--kubeconfig`.
-    pub fn into_config(self) -> Result<Option<ClusterConfig>, ClusterFlagError> {
+    /// `None` without `--kubeconfig`; `root_dir` is the default cert dir's parent.
+    pub fn into_config(
+        self,
+        root_dir: &std::path::Path,
+    ) -> Result<Option<ClusterConfig>, ClusterFlagError> {
         let Some(kubeconfig) = self.kubeconfig else {
             return Ok(None);
         };
+        let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
         Ok(Some(ClusterConfig {
-            kubeconfig: std::path::absolute(&kubeconfig).unwrap_or(kubeconfig),
+            kubeconfig: absolute(kubeconfig),
+            bootstrap_kubeconfig: self.bootstrap_kubeconfig.map(absolute),
+            cert_dir: absolute(self.cert_dir.unwrap_or_else(|| root_dir.join("pki"))),
+            rotate_certificates: self.rotate_certificates,
             record: self.kube_record,
             kube_reserved: Reserved::parse("--kube-reserved", &self.kube_reserved)?,
             system_reserved: Reserved::parse("--system-reserved", &self.system_reserved)?,

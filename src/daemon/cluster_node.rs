@@ -15,11 +15,14 @@ pub struct ClusterNode {
     /// status loops for the daemon's life.
     pub task: tokio::task::JoinHandle<()>,
     pub client: kube::Client,
+    /// `--rotate-certificates`: renews the client certificate for the daemon's life.
+    pub rotation: Option<tokio::task::JoinHandle<()>>,
     /// The registered Node's UID, once registered: mirror pods name it as their owner.
     pub node_uid: tokio::sync::watch::Receiver<Option<String>>,
 }
 
-/// Builds the client (a bad kubeconfig stops the daemon at start, with the file named)
+/// Builds the client (a bad kubeconfig stops the daemon at start, with the file named;
+/// TLS bootstrap first when `--bootstrap-kubeconfig` asks for it)
 /// and starts registration of the Node built from `facts` (the values the workers'
 /// admission holds pods to).
 pub async fn start(
@@ -27,9 +30,8 @@ pub async fn start(
     store: Arc<StatusStore>,
     facts: NodeFacts,
 ) -> Result<ClusterNode, ClusterError> {
-    let client =
-        crate::cluster::client::from_kubeconfig(&cluster.kubeconfig, cluster.record.as_deref())
-            .await?;
+    let credentials = super::cluster_certs::node_client(cluster, &facts.settings.name).await?;
+    let client = credentials.client;
     let NodeFacts { host, settings } = facts;
     let mut settings = ClusterSettings::with_defaults(settings);
     settings.status_update_every = cluster.status_update_every;
@@ -67,6 +69,7 @@ pub async fn start(
     Ok(ClusterNode {
         task,
         client,
+        rotation: credentials.rotation,
         node_uid,
     })
 }

@@ -275,7 +275,7 @@ impl DaemonFlags {
             runonce,
             manifest_dir: absolute(self.pod_manifest_path),
             config_dir: absolute(self.config_dir),
-            root_dir: absolute(self.root_dir),
+            root_dir: absolute(self.root_dir.clone()),
             log_dir: absolute(self.log_dir),
             node_name,
             socket: absolute(socket),
@@ -346,12 +346,15 @@ impl DaemonFlags {
             read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
             max_open_files: u64::try_from(self.max_open_files).unwrap_or(1),
             config_file: None,
-            cluster: self.cluster.into_config()?.map(|mut cluster| {
-                if let Some(address) = self.address {
-                    cluster.address = address;
-                }
-                cluster
-            }),
+            cluster: self
+                .cluster
+                .into_config(&self.root_dir)?
+                .map(|mut cluster| {
+                    if let Some(address) = self.address {
+                        cluster.address = address;
+                    }
+                    cluster
+                }),
         })
     }
 }

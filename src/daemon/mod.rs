@@ -2,6 +2,7 @@
 
 mod api_pods;
 mod cluster_admission;
+mod cluster_certs;
 mod cluster_events;
 pub mod cluster_flags;
 mod cluster_mirror;
@@ -483,6 +484,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             store.clone(),
         ));
         essential.watch("cluster node (registration, lease, status)", node.task);
+        if let Some(rotation) = node.rotation {
+            essential.watch("client certificate rotation", rotation);
+        }
         let kubelet_api = kubelet_api::start(
             cluster,
             kubelet_api::KubeletApiParts {

@@ -31,7 +31,7 @@ pub async fn build(
     kubeconfig: Kubeconfig,
     path: &Path,
     pair: Arc<CurrentPair>,
-    record: Option<&Path>,
+    recorder: Option<Recorder>,
 ) -> Result<kube::Client, CertError> {
     let config = kube::Config::from_custom_kubeconfig(
         without_client_certificates(kubeconfig),
@@ -82,14 +82,9 @@ pub async fn build(
         })
         .boxed();
     let builder = ClientBuilder::new(service, config.default_namespace.clone());
-    Ok(match record {
+    Ok(match recorder {
         None => builder.build(),
-        Some(file) => builder
-            .with_layer(&Recorder::create(file).map_err(|e| CertError::Kubeconfig {
-                path: file.to_path_buf(),
-                reason: e.to_string(),
-            })?)
-            .build(),
+        Some(recorder) => builder.with_layer(&recorder).build(),
     })
 }
 
@@ -133,7 +128,10 @@ impl tower::Service<Request<Body>> for RenewedPool {
         let client = {
             let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
             if current.0 != generation {
-                tracing::debug!(generation, "client certificate rotated: new connections from now on");
+                tracing::debug!(
+                    generation,
+                    "client certificate rotated: new connections from now on"
+                );
                 *current = (generation, Self::client(&self.connector));
             }
             current.1.clone()

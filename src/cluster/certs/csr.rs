@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use base64::Engine;
 use futures::StreamExt;
+use k8s_openapi::ByteString;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestSpec,
 };
-use k8s_openapi::ByteString;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher;
 use sha2::{Digest, Sha512};
@@ -147,7 +147,9 @@ pub async fn request_certificate(
     let api: Api<CertificateSigningRequest> = Api::all(client);
     let name = csr.name.clone();
     match api.create(&PostParams::default(), &object(csr)).await {
-        Ok(_) => tracing::info!(csr = %name, signer = SIGNER, "certificate signing request posted; waiting for approval"),
+        Ok(_) => {
+            tracing::info!(csr = %name, signer = SIGNER, "certificate signing request posted; waiting for approval")
+        }
         Err(kube::Error::Api(status)) if status.code == 409 => {
             tracing::info!(csr = %name, "certificate signing request already posted (same key); waiting for it")
         }
@@ -237,18 +239,11 @@ mod tests {
         let csr = make_request("n1", None).unwrap();
         assert!(csr.name.starts_with("node-csr-"), "{}", csr.name);
         assert!(csr.name.len() <= 253);
-        let der = rustls::pki_types::CertificateSigningRequestDer::from(
-            base64::engine::general_purpose::STANDARD
-                .decode(
-                    csr.request_pem
-                        .lines()
-                        .filter(|l| !l.starts_with("-----"))
-                        .collect::<String>(),
-                )
-                .unwrap(),
-        );
-        let (_, parsed) =
-            x509_parser::certification_request::X509CertificationRequest::from_der_ok(der.as_ref());
+        let (_, pem) = x509_parser::pem::parse_x509_pem(csr.request_pem.as_bytes()).unwrap();
+        assert_eq!(pem.label, "CERTIFICATE REQUEST");
+        let (_, parsed) = <x509_parser::certification_request::X509CertificationRequest as
+            x509_parser::prelude::FromDer<_>>::from_der(&pem.contents)
+        .unwrap();
         let subject = parsed.certification_request_info.subject.to_string();
         assert!(subject.contains("CN=system:node:n1"), "{subject}");
         assert!(subject.contains("O=system:nodes"), "{subject}");
@@ -265,7 +260,10 @@ mod tests {
         let first = make_request("n1", None).unwrap();
         let again = make_request("n1", Some(&first.key_pem)).unwrap();
         assert_eq!(first.name, again.name);
-        assert_ne!(first.name, make_request("n2", Some(&first.key_pem)).unwrap().name);
+        assert_ne!(
+            first.name,
+            make_request("n2", Some(&first.key_pem)).unwrap().name
+        );
         assert_ne!(first.name, make_request("n1", None).unwrap().name);
     }
 
@@ -292,8 +290,14 @@ mod tests {
 
     #[test]
     fn approval_without_a_certificate_still_waits_and_a_denial_ends_it() {
-        assert_eq!(answer(&CertificateSigningRequest::default()), Answer::Pending);
-        assert_eq!(answer(&with(&[("Approved", "True")], None)), Answer::Pending);
+        assert_eq!(
+            answer(&CertificateSigningRequest::default()),
+            Answer::Pending
+        );
+        assert_eq!(
+            answer(&with(&[("Approved", "True")], None)),
+            Answer::Pending
+        );
         assert_eq!(
             answer(&with(&[("Approved", "True")], Some("PEM"))),
             Answer::Issued(b"PEM".to_vec())

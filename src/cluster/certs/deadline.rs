@@ -39,12 +39,18 @@ mod tests {
     #[test]
     fn the_deadline_lies_between_70_and_90_percent_of_the_lifetime() {
         let v = lifetime(1000);
-        let at = |unit| rotation_deadline(&v, unit).duration_since(v.not_before).unwrap();
+        let at = |unit| {
+            rotation_deadline(&v, unit)
+                .duration_since(v.not_before)
+                .unwrap()
+        };
         assert_eq!(at(0.0), Duration::from_secs(700));
         assert_eq!(at(0.5), Duration::from_secs(800));
         assert_eq!(at(1.0), Duration::from_secs(900));
         for _ in 0..1000 {
-            let d = jittered_rotation_deadline(&v).duration_since(v.not_before).unwrap();
+            let d = jittered_rotation_deadline(&v)
+                .duration_since(v.not_before)
+                .unwrap();
             assert!((700..=900).contains(&d.as_secs()), "{d:?}");
         }
     }

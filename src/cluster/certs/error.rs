@@ -46,7 +46,10 @@ pub enum CertError {
 }
 
 impl CertError {
-    pub(crate) fn io(what: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
+    pub(crate) fn io(
+        what: &'static str,
+        path: &std::path::Path,
+    ) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.to_path_buf();
         move |source| Self::Io { what, path, source }
     }

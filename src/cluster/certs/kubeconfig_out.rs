@@ -27,7 +27,10 @@ pub fn read(path: &Path) -> Result<Kubeconfig, CertError> {
 }
 
 /// The current context's cluster and user.
-pub fn current(kubeconfig: &Kubeconfig, path: &Path) -> Result<(NamedCluster, AuthInfo), CertError> {
+pub fn current(
+    kubeconfig: &Kubeconfig,
+    path: &Path,
+) -> Result<(NamedCluster, AuthInfo), CertError> {
     let name = kubeconfig
         .current_context
         .as_deref()

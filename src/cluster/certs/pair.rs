@@ -81,9 +81,11 @@ impl CertPair {
 
     /// The leaf's validity and serial.
     pub fn validity(&self, what: &str) -> Result<Validity, CertError> {
-        let leaf = self.chain(what)?.into_iter().next().ok_or_else(|| {
-            CertError::pem(what, "no CERTIFICATE block")
-        })?;
+        let leaf = self
+            .chain(what)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| CertError::pem(what, "no CERTIFICATE block"))?;
         let (_, cert) = x509_parser::parse_x509_certificate(leaf.as_ref())
             .map_err(|e| CertError::pem(what, e))?;
         let at = |t: x509_parser::time::ASN1Time| {
@@ -131,7 +133,8 @@ mod tests {
             .distinguished_name
             .push(rcgen::DnType::CommonName, "system:node:n1");
         params.not_before = rcgen::date_time_ymd(2025, 1, 1);
-        params.not_after = params.not_before + std::time::Duration::from_secs(86400 * days.unsigned_abs());
+        params.not_after =
+            params.not_before + std::time::Duration::from_secs(86400 * days.unsigned_abs());
         params.serial_number = Some(rcgen::SerialNumber::from_slice(&[0x0a, 0xbc]));
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
         let cert = params.self_signed(&key).unwrap();
@@ -149,7 +152,10 @@ mod tests {
         let validity = back.validity("test").unwrap();
         assert_eq!(validity.serial, "0ABC");
         assert_eq!(
-            validity.not_after.duration_since(validity.not_before).unwrap(),
+            validity
+                .not_after
+                .duration_since(validity.not_before)
+                .unwrap(),
             Duration::from_secs(2 * 86400)
         );
         assert!(validity.valid_at(validity.not_before));

@@ -6,9 +6,9 @@
 
 use std::sync::{Arc, RwLock};
 
+use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
-use rustls::SignatureScheme;
 
 /// The current client certificate and key.
 pub struct CurrentPair {

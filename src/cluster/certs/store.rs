@@ -22,7 +22,10 @@ pub const PENDING_KEY: &str = "kubelet-client.key.tmp";
 pub fn write_atomically(path: &Path, data: &[u8], mode: u32) -> Result<(), CertError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(CertError::io("cannot create", dir))?;
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let write = || -> std::io::Result<()> {
         let mut file = std::fs::OpenOptions::new()
@@ -98,7 +101,9 @@ impl CertStore {
         let file = self.dir.join(&name);
         write_atomically(&file, &pair.combined(), 0o600)?;
         let current = self.current_path();
-        let temp = self.dir.join(format!(".{CURRENT}.tmp-{}", std::process::id()));
+        let temp = self
+            .dir
+            .join(format!(".{CURRENT}.tmp-{}", std::process::id()));
         let _ = std::fs::remove_file(&temp);
         let relink = || -> std::io::Result<()> {
             std::os::unix::fs::symlink(&name, &temp)?;
@@ -148,7 +153,9 @@ mod tests {
 
     fn pair(cn: &str) -> CertPair {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
         let cert = params.self_signed(&key).unwrap();
         CertPair {

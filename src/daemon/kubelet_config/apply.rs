@@ -359,5 +359,10 @@ fn apply_cluster(a: &Applier, flags: &mut DaemonFlags) -> Result<(), KubeletConf
             .filter(|s| *s > 0)
             .ok_or_else(|| a.error("nodeLeaseDurationSeconds", format!("{v} must be positive")))?;
     }
+    if let Some(v) = f.rotate_certificates
+        && a.take("rotateCertificates")
+    {
+        c.rotate_certificates = v;
+    }
     Ok(())
 }

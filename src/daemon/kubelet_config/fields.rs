@@ -42,7 +42,7 @@ pub const FIELDS: &[(&str, Support)] = &[
     ("tlsCipherSuites", Unsupported(NO_SECURE_SERVER)),
     ("tlsCurvePreferences", Unsupported(NO_SECURE_SERVER)),
     ("tlsMinVersion", Unsupported(NO_SECURE_SERVER)),
-    ("rotateCertificates", Unsupported(NO_API_SERVER)),
+    ("rotateCertificates", Flag("rotate_certificates")),
     ("serverTLSBootstrap", Unsupported(NO_API_SERVER)),
     ("authentication", Unsupported(NO_SECURE_SERVER)),
     ("authorization", Unsupported(NO_SECURE_SERVER)),

@@ -131,8 +131,7 @@ address: 0.0.0.0
             "containerRuntimeEndpoint",
             "healthzBindAddress",
             "healthzPort",
-            "logging.verbosity",
-            "rotateCertificates"
+            "logging.verbosity"
         ]
     );
     assert!(
@@ -326,6 +325,7 @@ fn the_node_registration_fields_map_onto_the_cluster_flags() {
          nodeStatusUpdateFrequency: 20s\n\
          nodeStatusReportFrequency: 1m\n\
          nodeLeaseDurationSeconds: 60\n\
+         rotateCertificates: true\n\
          maxPods: 30\n"))
     .unwrap();
     assert!(file.unsupported.is_empty(), "{:?}", file.unsupported);
@@ -349,6 +349,12 @@ fn the_node_registration_fields_map_onto_the_cluster_flags() {
     assert_eq!(cluster.status_report_every.as_secs(), 60);
     assert_eq!(cluster.lease_duration.as_secs(), 60);
     assert_eq!(cluster.max_pods, 30);
+    assert!(cluster.rotate_certificates);
+    // No --cert-dir: the kubelet's ROOT/pki.
+    assert_eq!(
+        cluster.cert_dir,
+        Path::new(crate::disk::DEFAULT_ROOT_DIR).join("pki")
+    );
 
     let bad = parse(&doc("nodeLeaseDurationSeconds: 0\n")).unwrap();
     let error = apply(&bad, &mut flags(&[]), &BTreeSet::new()).unwrap_err();
@@ -359,4 +365,59 @@ fn the_node_registration_fields_map_onto_the_cluster_flags() {
     let bad = parse(&doc("maxPods: -1\n")).unwrap();
     let error = apply(&bad, &mut flags(&[]), &BTreeSet::new()).unwrap_err();
     assert!(error.to_string().contains("maxPods"), "{error}");
+}
+
+#[test]
+fn the_bootstrap_flags_name_their_files_and_a_flag_beats_the_file() {
+    let cluster = flags(&[
+        "--root-dir",
+        "/var/lib/ph",
+        "--kubeconfig",
+        "node.kubeconfig",
+        "--bootstrap-kubeconfig",
+        "/etc/bootstrap.kubeconfig",
+        "--rotate-certificates",
+    ])
+    .into_config("/run/x.sock".into())
+    .unwrap()
+    .cluster
+    .unwrap();
+    assert_eq!(cluster.cert_dir, Path::new("/var/lib/ph/pki"));
+    assert_eq!(
+        cluster.kubeconfig,
+        std::env::current_dir().unwrap().join("node.kubeconfig")
+    );
+    assert_eq!(
+        cluster.bootstrap_kubeconfig.as_deref(),
+        Some(Path::new("/etc/bootstrap.kubeconfig"))
+    );
+    assert!(cluster.rotate_certificates);
+    let cluster = flags(&[
+        "--kubeconfig",
+        "/k",
+        "--cert-dir",
+        "/etc/pki",
+        "--rotate-certificates=false",
+    ])
+    .into_config("/run/x.sock".into())
+    .unwrap()
+    .cluster
+    .unwrap();
+    assert_eq!(cluster.cert_dir, Path::new("/etc/pki"));
+    assert!(!cluster.rotate_certificates);
+    // A bootstrap kubeconfig is for writing --kubeconfig: without it, an error.
+    let argv = [
+        "podhost",
+        "--node-name",
+        "n",
+        "--bootstrap-kubeconfig",
+        "/b",
+    ];
+    assert!(Wrapper::try_parse_from(argv).is_err());
+    // --rotate-certificates given on the command line beats the file's false.
+    let file = parse(&doc("rotateCertificates: false\n")).unwrap();
+    let mut f = flags(&["--kubeconfig", "/k", "--rotate-certificates"]);
+    let given: BTreeSet<String> = ["rotate_certificates".to_string()].into();
+    apply(&file, &mut f, &given).unwrap();
+    assert!(f.cluster.rotate_certificates);
 }

@@ -57,6 +57,7 @@ pub struct Implemented {
     pub node_status_update_frequency: Option<String>,
     pub node_status_report_frequency: Option<String>,
     pub node_lease_duration_seconds: Option<i32>,
+    pub rotate_certificates: Option<bool>,
 }
 
 /// A taint of `registerWithTaints`, as the API spells it.

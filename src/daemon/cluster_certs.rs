@@ -1,0 +1,186 @@
+//! The node's credentials at start, as the kubelet gets them: the kubeconfig as it is,
+//! or — with `--bootstrap-kubeconfig` and a kubeconfig that is missing or whose
+//! certificate has expired — a certificate asked for with the bootstrap credentials;
+//! then, with `--rotate-certificates`, a new one at a jittered 70–90 % of each
+//! certificate's lifetime, swapped into the running client.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::cluster_flags::ClusterConfig;
+use crate::cluster::ClusterError;
+use crate::cluster::certs::pair::{CertPair, Validity};
+use crate::cluster::certs::resolver::CurrentPair;
+use crate::cluster::certs::store::CertStore;
+use crate::cluster::certs::{CertError, csr, deadline, kubeconfig_out};
+use crate::cluster::record::Recorder;
+
+/// The longest wait between two failed renewals.
+const RETRY_AT_MOST: Duration = Duration::from_secs(300);
+
+/// The client the node side uses, and the rotation task when rotation is on.
+pub struct NodeCredentials {
+    pub client: kube::Client,
+    pub rotation: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Gets the node's client: bootstraps first when needed.
+pub async fn node_client(
+    cluster: &ClusterConfig,
+    node_name: &str,
+) -> Result<NodeCredentials, ClusterError> {
+    let recorder = cluster
+        .record
+        .as_deref()
+        .map(Recorder::create)
+        .transpose()?;
+    if cluster.bootstrap_kubeconfig.is_none() && !cluster.rotate_certificates {
+        let client =
+            crate::cluster::client::from_kubeconfig_recorded(&cluster.kubeconfig, recorder).await?;
+        return Ok(NodeCredentials {
+            client,
+            rotation: None,
+        });
+    }
+    let store = CertStore::new(cluster.cert_dir.clone());
+    if let Some(bootstrap) = &cluster.bootstrap_kubeconfig {
+        ensure_kubeconfig(cluster, bootstrap, &store, node_name, recorder.clone()).await?;
+    }
+    let pair = initial_pair(&store, &cluster.kubeconfig)?;
+    let what = store.current_path().display().to_string();
+    let validity = pair.validity(&what)?;
+    let current = CurrentPair::new(pair.certified_key(&what)?);
+    let kubeconfig = kubeconfig_out::read(&cluster.kubeconfig)?;
+    let client = crate::cluster::certs::client::build(
+        kubeconfig,
+        &cluster.kubeconfig,
+        current.clone(),
+        recorder,
+    )
+    .await?;
+    let rotation = cluster.rotate_certificates.then(|| {
+        tokio::spawn(rotate(
+            client.clone(),
+            store,
+            current,
+            node_name.to_string(),
+            validity,
+        ))
+    });
+    Ok(NodeCredentials { client, rotation })
+}
+
+/// The pair to present: the cert dir's current one (what rotation maintains), else
+/// the one the kubeconfig names (a node given a certificate by hand).
+fn initial_pair(store: &CertStore, kubeconfig: &std::path::Path) -> Result<CertPair, CertError> {
+    if let Some(pair) = store.load_current()? {
+        return Ok(pair);
+    }
+    kubeconfig_out::client_pair(kubeconfig)?.ok_or_else(|| CertError::Kubeconfig {
+        path: kubeconfig.to_path_buf(),
+        reason: "no client certificate and key (and none in the cert dir) to rotate".into(),
+    })
+}
+
+/// The kubelet's LoadClientCert: keep a kubeconfig whose certificate is still valid;
+/// else reuse a valid pair of the cert dir; else ask for one with the bootstrap
+/// credentials. Either of the last two writes the kubeconfig.
+async fn ensure_kubeconfig(
+    cluster: &ClusterConfig,
+    bootstrap: &std::path::Path,
+    store: &CertStore,
+    node_name: &str,
+    recorder: Option<Recorder>,
+) -> Result<(), ClusterError> {
+    let now = SystemTime::now();
+    if kubeconfig_out::still_valid(&cluster.kubeconfig, now) {
+        tracing::info!(kubeconfig = %cluster.kubeconfig.display(), "kubeconfig has a valid client certificate; no bootstrap");
+        return Ok(());
+    }
+    let bootstrap_config = kubeconfig_out::read(bootstrap)?;
+    let what = store.current_path().display().to_string();
+    let reusable = match store.load_current() {
+        Ok(Some(pair)) => pair.validity(&what).is_ok_and(|v| v.valid_at(now)),
+        _ => false,
+    };
+    if !reusable {
+        let started = std::time::Instant::now();
+        tracing::info!(bootstrap = %bootstrap.display(), cert_dir = %store.dir().display(),
+            "no valid client certificate: asking the cluster for one (TLS bootstrap)");
+        let client = crate::cluster::client::from_kubeconfig_recorded(bootstrap, recorder).await?;
+        let pair = request(client, store, node_name).await?;
+        tracing::info!(
+            serial = %pair.validity(&what)?.serial,
+            elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            "node client certificate bootstrapped"
+        );
+    }
+    kubeconfig_out::write_node_kubeconfig(
+        &bootstrap_config,
+        bootstrap,
+        &cluster.kubeconfig,
+        &store.current_path(),
+    )?;
+    tracing::info!(kubeconfig = %cluster.kubeconfig.display(), "kubeconfig written");
+    Ok(())
+}
+
+/// One request with `client`'s credentials: the pending key (a restart mid-request)
+/// or a new one, kept until the certificate is stored.
+async fn request(
+    client: kube::Client,
+    store: &CertStore,
+    node_name: &str,
+) -> Result<CertPair, CertError> {
+    let pending = store.pending_key()?;
+    let request = csr::make_request(node_name, pending.as_deref())?;
+    if pending.is_none() {
+        store.keep_pending_key(&request.key_pem)?;
+    }
+    let pair = csr::request_certificate(client, &request).await?;
+    store.store(&pair, SystemTime::now())?;
+    store.drop_pending_key();
+    Ok(pair)
+}
+
+/// Renews the certificate at each deadline, with the node's own credentials, for the
+/// daemon's life; a failed renewal is retried with a doubling wait.
+async fn rotate(
+    client: kube::Client,
+    store: CertStore,
+    current: Arc<CurrentPair>,
+    node_name: String,
+    mut validity: Validity,
+) {
+    let what = store.current_path().display().to_string();
+    loop {
+        let due = deadline::jittered_rotation_deadline(&validity);
+        let wait = due
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO);
+        tracing::info!(serial = %validity.serial, expires = %chrono::DateTime::<chrono::Utc>::from(validity.not_after),
+            rotate_in_secs = wait.as_secs(), "client certificate rotation scheduled");
+        tokio::time::sleep(wait).await;
+        let mut retry = Duration::from_secs(1);
+        loop {
+            let renewed = async {
+                let pair = request(client.clone(), &store, &node_name).await?;
+                current.swap(pair.certified_key(&what)?);
+                pair.validity(&what)
+            }
+            .await;
+            match renewed {
+                Ok(next) => {
+                    tracing::info!(old_serial = %validity.serial, serial = %next.serial, "client certificate rotated");
+                    validity = next;
+                    break;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, retry_in_secs = retry.as_secs(), "client certificate rotation failed");
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(RETRY_AT_MOST);
+                }
+            }
+        }
+    }
+}
