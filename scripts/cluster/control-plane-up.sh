@@ -16,6 +16,14 @@
 #                 certificate (default: NODE_IP, default 127.0.0.1, for every node).
 #   CLUSTER_CIDR  with the controller manager: --allocate-node-cidrs --cluster-cidr
 #                 CLUSTER_CIDR (/24 per Node, in spec.podCIDR).
+#   BOOTSTRAP_TOKEN=<6 chars>.<16 chars>  TLS bootstrap as `kubeadm join` uses it: the API
+#     server gets --enable-bootstrap-token-auth, the token's Secret is created in
+#     kube-system with kubeadm's RBAC bindings (system:bootstrappers may create node CSRs,
+#     which kube-controller-manager auto-approves; nodes may renew their own), and
+#     DIR/bootstrap.kubeconfig holds the token.
+#   CLUSTER_SIGNING_DURATION=<Go duration>  kube-controller-manager's
+#     --cluster-signing-duration (the lifetime of the certificates it signs; its default,
+#     a year, when unset): a short one makes a node's certificate rotation observable.
 set -euo pipefail
 
 usage() { echo "usage: $0 DIR NODE..." >&2; exit 2; }
@@ -25,6 +33,12 @@ NODES=("$@")
 HERE=$(cd "$(dirname "$0")" && pwd)
 KUBE_APISERVER=${KUBE_APISERVER:?set KUBE_APISERVER to a kube-apiserver binary}
 KUBE_CONTROLLER_MANAGER=${KUBE_CONTROLLER_MANAGER:-}
+BOOTSTRAP_TOKEN=${BOOTSTRAP_TOKEN:-}
+CLUSTER_SIGNING_DURATION=${CLUSTER_SIGNING_DURATION:-}
+if [ -n "$BOOTSTRAP_TOKEN" ]; then
+  [[ "$BOOTSTRAP_TOKEN" =~ ^([a-z0-9]{6})\.([a-z0-9]{16})$ ]] || { echo "BOOTSTRAP_TOKEN must look like abcdef.0123456789abcdef" >&2; exit 2; }
+  TOKEN_ID=${BASH_REMATCH[1]}; TOKEN_SECRET=${BASH_REMATCH[2]}
+fi
 ETCD=${ETCD:-$(command -v etcd || true)}
 NODE_IP=${NODE_IP:-127.0.0.1}
 API_ADDRESS=${API_ADDRESS:-127.0.0.1}
@@ -196,6 +210,7 @@ setsid "$KUBE_APISERVER" \
   --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP \
   --cert-dir="$DIR/apiserver-certs" \
   --profiling=false \
+  ${BOOTSTRAP_TOKEN:+--enable-bootstrap-token-auth=true} \
   --v=1 \
   </dev/null >"$DIR/logs/kube-apiserver.log" 2>&1 &
 echo $! > "$DIR/apiserver.pid"
@@ -206,6 +221,51 @@ for i in $(seq 1 300); do
   [ "$i" = 300 ] && { echo "kube-apiserver not ready after 60s; see $DIR/logs/kube-apiserver.log" >&2; exit 1; }
   sleep 0.2
 done
+
+# ---------- TLS bootstrap (optional): the token, kubeadm's bindings, the kubeconfig ----------
+if [ -n "$BOOTSTRAP_TOKEN" ]; then
+  admin_post() { # PATH JSON
+    curl -fsS -o /dev/null --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+      -H 'Content-Type: application/json' -X POST "$SERVER$1" -d "$2"
+  }
+  admin_post /api/v1/namespaces/kube-system/secrets '{"apiVersion":"v1","kind":"Secret",
+    "metadata":{"name":"bootstrap-token-'"$TOKEN_ID"'","namespace":"kube-system"},
+    "type":"bootstrap.kubernetes.io/token",
+    "stringData":{"token-id":"'"$TOKEN_ID"'","token-secret":"'"$TOKEN_SECRET"'",
+      "usage-bootstrap-authentication":"true","usage-bootstrap-signing":"true",
+      "auth-extra-groups":"system:bootstrappers:kubeadm:default-node-token"}}'
+  binding() { # NAME CLUSTERROLE GROUP
+    admin_post /apis/rbac.authorization.k8s.io/v1/clusterrolebindings '{"apiVersion":"rbac.authorization.k8s.io/v1",
+      "kind":"ClusterRoleBinding","metadata":{"name":"'"$1"'"},
+      "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"'"$2"'"},
+      "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"'"$3"'"}]}'
+  }
+  binding kubeadm:kubelet-bootstrap system:node-bootstrapper system:bootstrappers:kubeadm:default-node-token
+  binding kubeadm:node-autoapprove-bootstrap system:certificates.k8s.io:certificatesigningrequests:nodeclient \
+    system:bootstrappers:kubeadm:default-node-token
+  binding kubeadm:node-autoapprove-certificate-rotation \
+    system:certificates.k8s.io:certificatesigningrequests:selfnodeclient system:nodes
+  cat > "$DIR/bootstrap.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $SERVER
+    certificate-authority-data: $(b64 "$PKI/ca.crt")
+users:
+- name: tls-bootstrap-token-user
+  user:
+    token: $BOOTSTRAP_TOKEN
+contexts:
+- name: tls-bootstrap-token-user@local
+  context:
+    cluster: local
+    user: tls-bootstrap-token-user
+current-context: tls-bootstrap-token-user@local
+EOF
+  chmod 600 "$DIR/bootstrap.kubeconfig"
+fi
 
 # ---------- kube-controller-manager (optional) ----------
 if [ "$WITH_KCM" = 1 ]; then
@@ -222,6 +282,7 @@ if [ "$WITH_KCM" = 1 ]; then
     --service-account-private-key-file="$PKI/sa.key" \
     --root-ca-file="$PKI/ca.crt" \
     --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    ${CLUSTER_SIGNING_DURATION:+--cluster-signing-duration="$CLUSTER_SIGNING_DURATION"} \
     --service-cluster-ip-range="$SVC_CIDR" \
     --controllers='*,-cloud-node-lifecycle,-route,-service' \
     --cert-dir="$DIR/kcm-certs" \
@@ -239,5 +300,6 @@ export KUBE_APISERVER_URL=$SERVER
 export KUBE_CA_FILE=$PKI/ca.crt
 export ETCD_ENDPOINT=http://127.0.0.1:$ETCD_CLIENT_PORT
 EOF
+if [ -n "$BOOTSTRAP_TOKEN" ]; then echo "export BOOTSTRAP_KUBECONFIG=$DIR/bootstrap.kubeconfig" >> "$DIR/env.sh"; fi
 cat "$DIR/env.sh"
 echo "# cluster up: kube-apiserver $SERVER (pid $(cat "$DIR/apiserver.pid")), etcd 127.0.0.1:$ETCD_CLIENT_PORT (pid $(cat "$DIR/etcd.pid"))$( [ "$WITH_KCM" = 1 ] && echo ", kube-controller-manager (pid $(cat "$DIR/kcm.pid"))"); logs in $DIR/logs; stop with: $HERE/control-plane-down.sh $DIR" >&2

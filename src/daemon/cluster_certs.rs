@@ -55,15 +55,19 @@ pub async fn node_client(
         kubeconfig,
         &cluster.kubeconfig,
         current.clone(),
-        recorder,
+        recorder.clone(),
     )
     .await?;
     let rotation = cluster.rotate_certificates.then(|| {
         tokio::spawn(rotate(
-            client.clone(),
-            store,
-            current,
-            node_name.to_string(),
+            Renewer {
+                client: client.clone(),
+                bootstrap: cluster.bootstrap_kubeconfig.clone(),
+                recorder,
+                store,
+                current,
+                node_name: node_name.to_string(),
+            },
             validity,
         ))
     });
@@ -137,41 +141,68 @@ async fn request(
     if pending.is_none() {
         store.keep_pending_key(&request.key_pem)?;
     }
-    let pair = csr::request_certificate(client, &request).await?;
+    let pair = match csr::request_certificate(client, &request).await {
+        Ok(pair) => pair,
+        Err(refused @ CertError::Refused { .. }) => {
+            // That request is settled: the next one gets a new key, hence a new name.
+            store.drop_pending_key();
+            return Err(refused);
+        }
+        Err(other) => return Err(other),
+    };
     store.store(&pair, SystemTime::now())?;
     store.drop_pending_key();
     Ok(pair)
 }
 
-/// Renews the certificate at each deadline, with the node's own credentials, for the
-/// daemon's life; a failed renewal is retried with a doubling wait.
-async fn rotate(
+/// What a renewal needs.
+struct Renewer {
+    /// The node's client (its current certificate).
     client: kube::Client,
+    /// Asked with instead when the current certificate has expired (the kubelet does the
+    /// same: an expired certificate cannot ask for its successor).
+    bootstrap: Option<std::path::PathBuf>,
+    recorder: Option<Recorder>,
     store: CertStore,
     current: Arc<CurrentPair>,
     node_name: String,
-    mut validity: Validity,
-) {
-    let what = store.current_path().display().to_string();
+}
+
+impl Renewer {
+    async fn renew(&self, validity: &Validity) -> Result<Validity, ClusterError> {
+        let what = self.store.current_path().display().to_string();
+        let client = match &self.bootstrap {
+            Some(bootstrap) if !validity.valid_at(SystemTime::now()) => {
+                tracing::warn!(serial = %validity.serial, "the client certificate has expired: renewing with the bootstrap credentials");
+                crate::cluster::client::from_kubeconfig_recorded(bootstrap, self.recorder.clone())
+                    .await?
+            }
+            _ => self.client.clone(),
+        };
+        let pair = request(client, &self.store, &self.node_name).await?;
+        self.current.swap(pair.certified_key(&what)?);
+        Ok(pair.validity(&what)?)
+    }
+}
+
+/// Renews the certificate at each deadline for the daemon's life; a failed renewal is
+/// retried with a doubling wait.
+async fn rotate(renewer: Renewer, mut validity: Validity) {
     loop {
         let due = deadline::jittered_rotation_deadline(&validity);
-        let wait = due
-            .duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO);
+        let wait = due.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO);
         tracing::info!(serial = %validity.serial, expires = %chrono::DateTime::<chrono::Utc>::from(validity.not_after),
             rotate_in_secs = wait.as_secs(), "client certificate rotation scheduled");
         tokio::time::sleep(wait).await;
         let mut retry = Duration::from_secs(1);
         loop {
-            let renewed = async {
-                let pair = request(client.clone(), &store, &node_name).await?;
-                current.swap(pair.certified_key(&what)?);
-                pair.validity(&what)
-            }
-            .await;
-            match renewed {
+            match renewer.renew(&validity).await {
                 Ok(next) => {
-                    tracing::info!(old_serial = %validity.serial, serial = %next.serial, "client certificate rotated");
+                    tracing::info!(old_serial = %validity.serial, serial = %next.serial,
+                        expires = %chrono::DateTime::<chrono::Utc>::from(next.not_after), "client certificate rotated");
+                    if !next.valid_at(SystemTime::now()) {
+                        tracing::warn!(serial = %next.serial, "the signer issued a certificate that has already expired (is its signing duration shorter than its 5 min backdating?)");
+                    }
                     validity = next;
                     break;
                 }
