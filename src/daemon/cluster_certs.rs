@@ -9,10 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use super::cluster_flags::ClusterConfig;
 use crate::cluster::ClusterError;
-use crate::cluster::certs::pair::{CertPair, Validity};
+use crate::cluster::certs::bootstrap::{self, Start, request_and_store};
+use crate::cluster::certs::pair::Validity;
 use crate::cluster::certs::resolver::CurrentPair;
 use crate::cluster::certs::store::CertStore;
-use crate::cluster::certs::{CertError, csr, deadline, kubeconfig_out};
+use crate::cluster::certs::{deadline, kubeconfig_out};
 use crate::cluster::record::Recorder;
 
 /// The longest wait between two failed renewals.
@@ -46,7 +47,7 @@ pub async fn node_client(
     if let Some(bootstrap) = &cluster.bootstrap_kubeconfig {
         ensure_kubeconfig(cluster, bootstrap, &store, node_name, recorder.clone()).await?;
     }
-    let pair = initial_pair(&store, &cluster.kubeconfig)?;
+    let pair = bootstrap::initial_pair(&store, &cluster.kubeconfig)?;
     let what = store.current_path().display().to_string();
     let validity = pair.validity(&what)?;
     let current = CurrentPair::new(pair.certified_key(&what)?);
@@ -74,18 +75,6 @@ pub async fn node_client(
     Ok(NodeCredentials { client, rotation })
 }
 
-/// The pair to present: the cert dir's current one (what rotation maintains), else
-/// the one the kubeconfig names (a node given a certificate by hand).
-fn initial_pair(store: &CertStore, kubeconfig: &std::path::Path) -> Result<CertPair, CertError> {
-    if let Some(pair) = store.load_current()? {
-        return Ok(pair);
-    }
-    kubeconfig_out::client_pair(kubeconfig)?.ok_or_else(|| CertError::Kubeconfig {
-        path: kubeconfig.to_path_buf(),
-        reason: "no client certificate and key (and none in the cert dir) to rotate".into(),
-    })
-}
-
 /// The kubelet's LoadClientCert: keep a kubeconfig whose certificate is still valid;
 /// else reuse a valid pair of the cert dir; else ask for one with the bootstrap
 /// credentials. Either of the last two writes the kubeconfig.
@@ -96,23 +85,19 @@ async fn ensure_kubeconfig(
     node_name: &str,
     recorder: Option<Recorder>,
 ) -> Result<(), ClusterError> {
-    let now = SystemTime::now();
-    if kubeconfig_out::still_valid(&cluster.kubeconfig, now) {
+    let start = bootstrap::decide(&cluster.kubeconfig, store, SystemTime::now());
+    if start == Start::KubeconfigValid {
         tracing::info!(kubeconfig = %cluster.kubeconfig.display(), "kubeconfig has a valid client certificate; no bootstrap");
         return Ok(());
     }
     let bootstrap_config = kubeconfig_out::read(bootstrap)?;
     let what = store.current_path().display().to_string();
-    let reusable = match store.load_current() {
-        Ok(Some(pair)) => pair.validity(&what).is_ok_and(|v| v.valid_at(now)),
-        _ => false,
-    };
-    if !reusable {
+    if start == Start::Request {
         let started = std::time::Instant::now();
         tracing::info!(bootstrap = %bootstrap.display(), cert_dir = %store.dir().display(),
             "no valid client certificate: asking the cluster for one (TLS bootstrap)");
         let client = crate::cluster::client::from_kubeconfig_recorded(bootstrap, recorder).await?;
-        let pair = request(client, store, node_name).await?;
+        let pair = request_and_store(client, store, node_name).await?;
         tracing::info!(
             serial = %pair.validity(&what)?.serial,
             elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -127,32 +112,6 @@ async fn ensure_kubeconfig(
     )?;
     tracing::info!(kubeconfig = %cluster.kubeconfig.display(), "kubeconfig written");
     Ok(())
-}
-
-/// One request with `client`'s credentials: the pending key (a restart mid-request)
-/// or a new one, kept until the certificate is stored.
-async fn request(
-    client: kube::Client,
-    store: &CertStore,
-    node_name: &str,
-) -> Result<CertPair, CertError> {
-    let pending = store.pending_key()?;
-    let request = csr::make_request(node_name, pending.as_deref())?;
-    if pending.is_none() {
-        store.keep_pending_key(&request.key_pem)?;
-    }
-    let pair = match csr::request_certificate(client, &request).await {
-        Ok(pair) => pair,
-        Err(refused @ CertError::Refused { .. }) => {
-            // That request is settled: the next one gets a new key, hence a new name.
-            store.drop_pending_key();
-            return Err(refused);
-        }
-        Err(other) => return Err(other),
-    };
-    store.store(&pair, SystemTime::now())?;
-    store.drop_pending_key();
-    Ok(pair)
 }
 
 /// What a renewal needs.
@@ -179,7 +138,7 @@ impl Renewer {
             }
             _ => self.client.clone(),
         };
-        let pair = request(client, &self.store, &self.node_name).await?;
+        let pair = request_and_store(client, &self.store, &self.node_name).await?;
         self.current.swap(pair.certified_key(&what)?);
         Ok(pair.validity(&what)?)
     }
@@ -190,7 +149,9 @@ impl Renewer {
 async fn rotate(renewer: Renewer, mut validity: Validity) {
     loop {
         let due = deadline::jittered_rotation_deadline(&validity);
-        let wait = due.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO);
+        let wait = due
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO);
         tracing::info!(serial = %validity.serial, expires = %chrono::DateTime::<chrono::Utc>::from(validity.not_after),
             rotate_in_secs = wait.as_secs(), "client certificate rotation scheduled");
         tokio::time::sleep(wait).await;

@@ -5,6 +5,7 @@
 //! certificate's lifetime (`--rotate-certificates`) into a client whose TLS
 //! configuration reads the current pair on every new connection.
 
+pub mod bootstrap;
 pub mod client;
 pub mod csr;
 pub mod deadline;
