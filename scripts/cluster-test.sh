@@ -704,4 +704,83 @@ sleep 30
 after=$(wc -l <"$WORK/podhost-b/api.jsonl")
 echo "idle node: $((after - before)) API requests in 30 s (lease renewals; status posted on change or every 5 min)"
 [ $((after - before)) -le 4 ] || fail "idle node podhost-b made $((after - before)) requests in 30 s"
+# ---------- TLS bootstrap and client certificate rotation (podhost-c) ----------
+# A control plane of its own (bootstrap token auth, kubeadm's CSR bindings, certificates
+# signed for 7 min: kube-controller-manager 1.20 backdates them 5 min, so each is valid
+# for 2 min after it is issued and due for rotation at 70-90 % of its 7). podhost-c
+# starts with only a bootstrap kubeconfig; podhost-d, with a ready one, is the yardstick.
+if [ -z "${KUBE_CONTROLLER_MANAGER:-}" ]; then
+  echo "SKIP TLS bootstrap and rotation: KUBE_CONTROLLER_MANAGER is not set (it approves and signs the CSRs)"
+else
+  boot_cleanup() {
+    bash scripts/cluster/control-plane-down.sh "$WORK/cp-boot" --keep >/dev/null 2>&1 || true
+  }
+  trap 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; boot_cleanup; cleanup' EXIT
+  BOOTSTRAP_TOKEN=podhst.0123456789abcdef CLUSTER_SIGNING_DURATION=7m \
+    bash scripts/cluster/control-plane-up.sh "$WORK/cp-boot" podhost-d >/dev/null
+  BOOT_ADMIN=$WORK/cp-boot/admin.kubeconfig
+  BOOTSTRAP_KUBECONFIG=$WORK/cp-boot/bootstrap.kubeconfig
+  kb() { "$KUBECTL" --kubeconfig "$BOOT_ADMIN" "$@"; }
+  NODES+=(podhost-c podhost-d)
+  boot_node() { # NAME KUBECONFIG-FLAGS...
+    local n=$1 dir=$WORK/$1; shift
+    mkdir -p "$dir/manifests"
+    "$PODHOST" --socket "$dir/podhost.sock" daemon --node-name "$n" \
+      --root-dir "$dir/root" --pod-manifest-path "$dir/manifests" --log-dir "$dir/logs" \
+      --config-dir "$dir/config" --pod-network none --eviction-hard= \
+      --cgroup-root "$CGROUP_ROOT/$n" --port 0 --kube-record "$dir/api.jsonl" "$@" \
+      >>"$dir/daemon.log" 2>&1 &
+    PIDS+=($!)
+    PID_OF[$n]=$!
+  }
+  boot_ready() { [ "$(kb get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
+  ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+  t0=$(date +%s%N)
+  boot_node podhost-d --kubeconfig "$WORK/cp-boot/node-podhost-d.kubeconfig"
+  wait_for 60 "podhost-d (ready kubeconfig) Ready" boot_ready podhost-d
+  ready_ms=$(ms_since "$t0")
+  kill "${PID_OF[podhost-d]}"; wait "${PID_OF[podhost-d]}" 2>/dev/null || true
+  "$PODHOST" load --socket "$WORK/podhost-c/podhost.sock" --root-dir "$WORK/podhost-c/root" "$WORK/busybox-oci" >/dev/null
+  C_KUBECONFIG=$WORK/podhost-c/node.kubeconfig
+  C_PKI=$WORK/podhost-c/root/pki
+  t0=$(date +%s%N)
+  boot_node podhost-c --kubeconfig "$C_KUBECONFIG" --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --rotate-certificates
+  wait_for 90 "podhost-c (bootstrap kubeconfig only) Ready" boot_ready podhost-c
+  boot_ms=$(ms_since "$t0")
+  echo "daemon start -> Node Ready: ${boot_ms} ms with TLS bootstrap, ${ready_ms} ms with a ready kubeconfig"
+  [ "$(kb get csr -o jsonpath='{range .items[*]}{.spec.username}/{.spec.signerName}/{.status.conditions[0].type}{"\n"}{end}')" \
+    = "system:bootstrap:podhst/kubernetes.io/kube-apiserver-client-kubelet/Approved" ] || fail "podhost-c: the bootstrap CSR"
+  subject=$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -subject -nameopt RFC2253)
+  [ "$subject" = "subject=CN=system:node:podhost-c,O=system:nodes" ] || fail "podhost-c: client certificate subject: $subject"
+  [ "$(stat -c %a "$(readlink -f "$C_PKI/kubelet-client-current.pem")")" = 600 ] || fail "podhost-c: pair file mode"
+  grep -q "client-certificate: $C_PKI/kubelet-client-current.pem" "$C_KUBECONFIG" || fail "podhost-c: kubeconfig written"
+  pass "podhost-c bootstrapped: CSR by the bootstrap token auto-approved, kubelet-client-current.pem (0600), kubeconfig written, Node Ready"
+  first_serial=$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -serial)
+  first_expiry=$(date -d "$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -enddate | cut -d= -f2)" +%s)
+  pod cboot podhost-c 1 'echo hi > /dev/null; while :; do sleep 1; done' | kb create -f - >/dev/null
+  wait_for 60 "pod cboot Running on podhost-c" bash -c "[ \"\$($KUBECTL --kubeconfig $BOOT_ADMIN get pod cboot -o jsonpath='{.status.phase}')\" = Running ]"
+  pass "podhost-c runs a pod bound to it"
+  # A restart with a valid certificate does not bootstrap again.
+  bootstrap_csrs() { kb get csr -o jsonpath='{range .items[*]}{.spec.username}{"\n"}{end}' | grep -c '^system:bootstrap:'; }
+  kill "${PID_OF[podhost-c]}"; wait "${PID_OF[podhost-c]}" 2>/dev/null || true
+  boot_node podhost-c --kubeconfig "$C_KUBECONFIG" --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --rotate-certificates
+  wait_for 30 "podhost-c Ready after its restart" grep -q "kubeconfig has a valid client certificate; no bootstrap" "$WORK/podhost-c/daemon.log"
+  sleep 2; wait_for 30 "podhost-c Ready after restart" boot_ready podhost-c
+  [ "$(bootstrap_csrs)" = 1 ] || fail "podhost-c: a restart asked for a certificate with the bootstrap token again"
+  pass "podhost-c restarted with its valid certificate: no second bootstrap"
+  # Rotation: a new serial, the node keeps its lease after the first certificate expired.
+  t0=$SECONDS
+  new_serial() { [ "$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -serial)" != "$first_serial" ]; }
+  wait_for 150 "podhost-c rotated its client certificate" new_serial
+  pass "podhost-c rotated its certificate ($(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -serial), $((SECONDS - t0)) s after the restart) by a CSR of system:node:podhost-c"
+  kb get csr -o jsonpath='{range .items[*]}{.spec.username}{"\n"}{end}' | grep -qx system:node:podhost-c || fail "podhost-c: no CSR of its own"
+  while [ "$(date +%s)" -le $((first_expiry + 12)) ]; do sleep 2; done
+  renew=$(date -d "$(kb -n kube-node-lease get lease podhost-c -o jsonpath='{.spec.renewTime}')" +%s)
+  [ "$renew" -gt "$first_expiry" ] || fail "podhost-c: lease not renewed after its first certificate expired"
+  boot_ready podhost-c || fail "podhost-c: not Ready after its first certificate expired"
+  kb get pod cboot -o jsonpath='{.status.phase}' | grep -qx Running || fail "podhost-c: pod cboot not Running after rotation"
+  pass "podhost-c: lease renewed and node Ready after its first certificate expired (rotated in the running daemon)"
+  kb delete pod cboot --grace-period=1 >/dev/null 2>&1 || true
+  kill "${PID_OF[podhost-c]}"; wait "${PID_OF[podhost-c]}" 2>/dev/null || true
+fi
 echo "PASS scripts/cluster-test.sh"

@@ -208,7 +208,7 @@ async fn wait_for_certificate(
         match answer(&objects) {
             Answer::Pending => continue,
             Answer::Issued(cert) => {
-                tracing::info!(csr = %name, waited_ms = started.elapsed().as_millis() as u64, "certificate issued");
+                tracing::info!(csr = %name, waited_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), "certificate issued");
                 return Ok(cert);
             }
             Answer::Refused {
