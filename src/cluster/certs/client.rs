@@ -48,6 +48,10 @@ pub async fn build(
     }
     let mut tls = config.rustls_client_config().map_err(CertError::Client)?;
     tls.client_auth_cert_resolver = pair.clone();
+    // A resumed TLS session carries the identity of the handshake it resumes: the
+    // server would keep seeing the old certificate on new connections after a
+    // rotation. Go's client (the kubelet's) does not resume by default either.
+    tls.resumption = rustls::client::Resumption::disabled();
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_connect_timeout(config.connect_timeout);
