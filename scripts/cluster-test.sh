@@ -37,6 +37,12 @@
 # KUBE_CONTROLLER_MANAGER is set, else a distinct --pod-cidr per node), podIP/hostIP in
 # the API, a pod's httpd answering on its podIP from its node's namespace, and nothing
 # left behind (namespaces, links, mounts, cgroups, processes).
+# With KUBE_CONTROLLER_MANAGER: TLS bootstrap (a third node, podhost-c, on a control plane
+# of its own, starts with only a bootstrap-token kubeconfig: its CSR is auto-approved, the
+# pair and kubeconfig are written, the Node goes Ready and runs a pod, a restart does not
+# bootstrap again) and rotation (7 min certificates: a new serial by the node's own CSR,
+# lease renewed after the first certificate expired); start-to-Ready time against a node
+# with a ready kubeconfig.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
@@ -712,10 +718,15 @@ echo "idle node: $((after - before)) API requests in 30 s (lease renewals; statu
 if [ -z "${KUBE_CONTROLLER_MANAGER:-}" ]; then
   echo "SKIP TLS bootstrap and rotation: KUBE_CONTROLLER_MANAGER is not set (it approves and signs the CSRs)"
 else
+  # A failed run stops podhost-c's pods first (its daemon is still running), then the
+  # daemons, then this control plane; `cleanup` does the rest.
   boot_cleanup() {
+    timeout 40 "$KUBECTL" --kubeconfig "$WORK/cp-boot/admin.kubeconfig" delete pods --all \
+      --grace-period=1 --timeout=30s >/dev/null 2>&1 || true
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     bash scripts/cluster/control-plane-down.sh "$WORK/cp-boot" --keep >/dev/null 2>&1 || true
   }
-  trap 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; boot_cleanup; cleanup' EXIT
+  trap 'boot_cleanup; cleanup' EXIT
   BOOTSTRAP_TOKEN=podhst.0123456789abcdef CLUSTER_SIGNING_DURATION=7m \
     bash scripts/cluster/control-plane-up.sh "$WORK/cp-boot" podhost-d >/dev/null
   BOOT_ADMIN=$WORK/cp-boot/admin.kubeconfig
