@@ -7,7 +7,9 @@
 //!   the list and watch of it until the signer's certificate arrived;
 //! - `bootstrap-key.pem`: the key that request was made with (a throwaway key of a
 //!   cluster that no longer exists), so that the request made here has the recorded
-//!   name — the name is a digest of the key, the subject and the usages.
+//!   name — the name is a digest of the key, the subject and the usages;
+//! - `bootstrap-denied.jsonl`, `bootstrap-denied-key.pem`: a second node's request,
+//!   with kubeadm's auto-approval binding removed, denied with `kubectl certificate deny`.
 //!
 //! `scripts/cluster-test.sh` runs the whole flow (and rotation) against a live server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -143,4 +145,32 @@ async fn a_node_gets_its_certificate_through_a_csr_the_control_plane_signs() {
     assert_eq!(decide(&node_kubeconfig, &store, at), Start::KubeconfigValid);
     assert_eq!(initial_pair(&store, &node_kubeconfig).unwrap(), pair);
     assert!(CURRENT.ends_with("current.pem"));
+}
+
+#[tokio::test]
+async fn a_denied_request_is_an_error_that_says_so_and_its_key_is_dropped() {
+    let replay = Replay::load(&fixture("bootstrap-denied.jsonl")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = CertStore::new(dir.path().join("pki"));
+    store
+        .keep_pending_key(&std::fs::read_to_string(fixture("bootstrap-denied-key.pem")).unwrap())
+        .unwrap();
+
+    let error = request_and_store(replay.client(), &store, "podhost-denied")
+        .await
+        .unwrap_err();
+
+    let text = error.to_string();
+    assert!(
+        matches!(&error, podhost::cluster::certs::CertError::Refused { condition, .. } if condition == "denied"),
+        "{text}"
+    );
+    assert!(
+        text.contains("node-csr-") && text.contains("was denied"),
+        "{text}"
+    );
+    // The next request gets a new key (and name); nothing was stored.
+    assert!(!store.dir().join(PENDING_KEY).exists());
+    assert!(store.load_current().unwrap().is_none());
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
 }
