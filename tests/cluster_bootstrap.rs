@@ -143,7 +143,7 @@ async fn a_node_gets_its_certificate_through_a_csr_the_control_plane_signs() {
     );
     // A restart now keeps it: no second bootstrap.
     assert_eq!(decide(&node_kubeconfig, &store, at), Start::KubeconfigValid);
-    assert_eq!(initial_pair(&store, &node_kubeconfig).unwrap(), pair);
+    assert_eq!(initial_pair(&store, &node_kubeconfig, at).unwrap(), pair);
     assert!(CURRENT.ends_with("current.pem"));
 }
 

@@ -47,7 +47,7 @@ pub async fn node_client(
     if let Some(bootstrap) = &cluster.bootstrap_kubeconfig {
         ensure_kubeconfig(cluster, bootstrap, &store, node_name, recorder.clone()).await?;
     }
-    let pair = bootstrap::initial_pair(&store, &cluster.kubeconfig)?;
+    let pair = bootstrap::initial_pair(&store, &cluster.kubeconfig, SystemTime::now())?;
     let what = store.current_path().display().to_string();
     let validity = pair.validity(&what)?;
     let current = CurrentPair::new(pair.certified_key(&what)?);

@@ -35,16 +35,39 @@ pub fn decide(kubeconfig: &Path, store: &CertStore, now: SystemTime) -> Start {
     }
 }
 
-/// The pair to present: the cert dir's current one (what rotation maintains), else the
-/// one the kubeconfig names (a node given a certificate by hand).
-pub fn initial_pair(store: &CertStore, kubeconfig: &Path) -> Result<CertPair, CertError> {
-    if let Some(pair) = store.load_current()? {
-        return Ok(pair);
+/// The pair to present at `now`: the cert dir's current one (what rotation maintains),
+/// else the one the kubeconfig names (a node given a certificate by hand) — unless the
+/// current one has expired and the kubeconfig's has not.
+pub fn initial_pair(
+    store: &CertStore,
+    kubeconfig: &Path,
+    now: SystemTime,
+) -> Result<CertPair, CertError> {
+    let what = store.current_path().display().to_string();
+    let current = store.load_current()?;
+    if let Some(pair) = &current
+        && pair.validity(&what)?.valid_at(now)
+    {
+        return Ok(pair.clone());
     }
-    kubeconfig_out::client_pair(kubeconfig)?.ok_or_else(|| CertError::Kubeconfig {
-        path: kubeconfig.to_path_buf(),
-        reason: "no client certificate and key (and none in the cert dir) to rotate".into(),
-    })
+    let configured = match kubeconfig_out::client_pair(kubeconfig) {
+        Ok(pair) => pair,
+        Err(error) if current.is_some() => {
+            tracing::debug!(%error, "the kubeconfig names no usable pair; keeping the cert dir's");
+            None
+        }
+        Err(error) => return Err(error),
+    };
+    let valid = |p: &CertPair| p.validity("kubeconfig").is_ok_and(|v| v.valid_at(now));
+    match (current, configured) {
+        (_, Some(configured)) if valid(&configured) => Ok(configured),
+        (Some(current), _) => Ok(current),
+        (None, Some(configured)) => Ok(configured),
+        (None, None) => Err(CertError::Kubeconfig {
+            path: kubeconfig.to_path_buf(),
+            reason: "no client certificate and key (and none in the cert dir) to present".into(),
+        }),
+    }
 }
 
 /// One request with `client`'s credentials: the pending key (a restart mid-request)
@@ -119,7 +142,7 @@ mod tests {
         let store = CertStore::new(dir.path().join("pki"));
         let kubeconfig = dir.path().join("node.kubeconfig");
         assert_eq!(decide(&kubeconfig, &store, at(2025, 1, 2)), Start::Request);
-        assert!(initial_pair(&store, &kubeconfig).is_err());
+        assert!(initial_pair(&store, &kubeconfig, at(2025, 1, 2)).is_err());
     }
 
     #[test]
@@ -135,7 +158,10 @@ mod tests {
         );
         assert_eq!(decide(&kubeconfig, &store, at(2025, 2, 1)), Start::Request);
         // The kubeconfig's own pair is presented while the cert dir has none.
-        assert_eq!(initial_pair(&store, &kubeconfig).unwrap(), pair_from(&own));
+        assert_eq!(
+            initial_pair(&store, &kubeconfig, at(2025, 1, 5)).unwrap(),
+            pair_from(&own)
+        );
     }
 
     fn pair_from(file: &Path) -> CertPair {
@@ -158,6 +184,28 @@ mod tests {
             Start::ReuseCertDir
         );
         assert_eq!(decide(&kubeconfig, &store, at(2025, 3, 1)), Start::Request);
-        assert_eq!(initial_pair(&store, &kubeconfig).unwrap(), stored);
+        assert_eq!(
+            initial_pair(&store, &kubeconfig, at(2025, 1, 10)).unwrap(),
+            stored
+        );
+        // Both expired: the cert dir's (rotation renews it with the bootstrap credentials).
+        assert_eq!(
+            initial_pair(&store, &kubeconfig, at(2025, 3, 1)).unwrap(),
+            stored
+        );
+    }
+
+    #[test]
+    fn an_expired_cert_dir_pair_gives_way_to_a_valid_kubeconfig_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = CertStore::new(dir.path().join("pki"));
+        store.store(&pair(1), at(2025, 1, 1)).unwrap();
+        let own = dir.path().join("own.pem");
+        std::fs::write(&own, pair(100).combined()).unwrap();
+        let kubeconfig = kubeconfig_naming(dir.path(), &own);
+        assert_eq!(
+            initial_pair(&store, &kubeconfig, at(2025, 2, 1)).unwrap(),
+            pair_from(&own)
+        );
     }
 }
