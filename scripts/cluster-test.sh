@@ -37,7 +37,7 @@
 # KUBE_CONTROLLER_MANAGER is set, else a distinct --pod-cidr per node), podIP/hostIP in
 # the API, a pod's httpd answering on its podIP from its node's namespace, and nothing
 # left behind (namespaces, links, mounts, cgroups, processes).
-# With KUBE_CONTROLLER_MANAGER: TLS bootstrap (a third node, podhost-c, on a control plane
+# With KUBE_CONTROLLER_MANAGER: TLS bootstrap (a node, podhost-boot, on a control plane
 # of its own, starts with only a bootstrap-token kubeconfig: its CSR is auto-approved, the
 # pair and kubeconfig are written, the Node goes Ready and runs a pod, a restart does not
 # bootstrap again) and rotation (7 min certificates: a new serial by the node's own CSR,
@@ -710,15 +710,15 @@ sleep 30
 after=$(wc -l <"$WORK/podhost-b/api.jsonl")
 echo "idle node: $((after - before)) API requests in 30 s (lease renewals; status posted on change or every 5 min)"
 [ $((after - before)) -le 4 ] || fail "idle node podhost-b made $((after - before)) requests in 30 s"
-# ---------- TLS bootstrap and client certificate rotation (podhost-c) ----------
+# ---------- TLS bootstrap and client certificate rotation (podhost-boot) ----------
 # A control plane of its own (bootstrap token auth, kubeadm's CSR bindings, certificates
 # signed for 7 min: kube-controller-manager 1.20 backdates them 5 min, so each is valid
-# for 2 min after it is issued and due for rotation at 70-90 % of its 7). podhost-c
-# starts with only a bootstrap kubeconfig; podhost-d, with a ready one, is the yardstick.
+# for 2 min after it is issued and due for rotation at 70-90 % of its 7). podhost-boot
+# starts with only a bootstrap kubeconfig; podhost-ref, with a ready one, is the yardstick.
 if [ -z "${KUBE_CONTROLLER_MANAGER:-}" ]; then
   echo "SKIP TLS bootstrap and rotation: KUBE_CONTROLLER_MANAGER is not set (it approves and signs the CSRs)"
 else
-  # A failed run stops podhost-c's pods first (its daemon is still running), then the
+  # A failed run stops podhost-boot's pods first (its daemon is still running), then the
   # daemons, then this control plane; `cleanup` does the rest.
   boot_cleanup() {
     timeout 40 "$KUBECTL" --kubeconfig "$WORK/cp-boot/admin.kubeconfig" delete pods --all \
@@ -726,13 +726,14 @@ else
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     bash scripts/cluster/control-plane-down.sh "$WORK/cp-boot" --keep >/dev/null 2>&1 || true
   }
-  trap 'boot_cleanup; cleanup' EXIT
+  # `cleanup` reads the run's exit status from $?: hand it on.
+  trap 'rc=$?; boot_cleanup; (exit $rc); cleanup' EXIT
   BOOTSTRAP_TOKEN=podhst.0123456789abcdef CLUSTER_SIGNING_DURATION=7m \
-    bash scripts/cluster/control-plane-up.sh "$WORK/cp-boot" podhost-d >/dev/null
+    bash scripts/cluster/control-plane-up.sh "$WORK/cp-boot" podhost-ref >/dev/null
   BOOT_ADMIN=$WORK/cp-boot/admin.kubeconfig
   BOOTSTRAP_KUBECONFIG=$WORK/cp-boot/bootstrap.kubeconfig
   kb() { "$KUBECTL" --kubeconfig "$BOOT_ADMIN" "$@"; }
-  NODES+=(podhost-c podhost-d)
+  NODES+=(podhost-boot podhost-ref)
   boot_node() { # NAME KUBECONFIG-FLAGS...
     local n=$1 dir=$WORK/$1; shift
     mkdir -p "$dir/manifests"
@@ -747,51 +748,51 @@ else
   boot_ready() { [ "$(kb get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
   ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
   t0=$(date +%s%N)
-  boot_node podhost-d --kubeconfig "$WORK/cp-boot/node-podhost-d.kubeconfig"
-  wait_for 60 "podhost-d (ready kubeconfig) Ready" boot_ready podhost-d
+  boot_node podhost-ref --kubeconfig "$WORK/cp-boot/node-podhost-ref.kubeconfig"
+  wait_for 60 "podhost-ref (ready kubeconfig) Ready" boot_ready podhost-ref
   ready_ms=$(ms_since "$t0")
-  kill "${PID_OF[podhost-d]}"; wait "${PID_OF[podhost-d]}" 2>/dev/null || true
-  "$PODHOST" load --socket "$WORK/podhost-c/podhost.sock" --root-dir "$WORK/podhost-c/root" "$WORK/busybox-oci" >/dev/null
-  C_KUBECONFIG=$WORK/podhost-c/node.kubeconfig
-  C_PKI=$WORK/podhost-c/root/pki
+  kill "${PID_OF[podhost-ref]}"; wait "${PID_OF[podhost-ref]}" 2>/dev/null || true
+  "$PODHOST" load --socket "$WORK/podhost-boot/podhost.sock" --root-dir "$WORK/podhost-boot/root" "$WORK/busybox-oci" >/dev/null
+  C_KUBECONFIG=$WORK/podhost-boot/node.kubeconfig
+  C_PKI=$WORK/podhost-boot/root/pki
   t0=$(date +%s%N)
-  boot_node podhost-c --kubeconfig "$C_KUBECONFIG" --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --rotate-certificates
-  wait_for 90 "podhost-c (bootstrap kubeconfig only) Ready" boot_ready podhost-c
+  boot_node podhost-boot --kubeconfig "$C_KUBECONFIG" --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --rotate-certificates
+  wait_for 90 "podhost-boot (bootstrap kubeconfig only) Ready" boot_ready podhost-boot
   boot_ms=$(ms_since "$t0")
   echo "daemon start -> Node Ready: ${boot_ms} ms with TLS bootstrap, ${ready_ms} ms with a ready kubeconfig"
   [ "$(kb get csr -o jsonpath='{range .items[*]}{.spec.username}/{.spec.signerName}/{.status.conditions[0].type}{"\n"}{end}')" \
-    = "system:bootstrap:podhst/kubernetes.io/kube-apiserver-client-kubelet/Approved" ] || fail "podhost-c: the bootstrap CSR"
+    = "system:bootstrap:podhst/kubernetes.io/kube-apiserver-client-kubelet/Approved" ] || fail "podhost-boot: the bootstrap CSR"
   subject=$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -subject -nameopt RFC2253)
-  [ "$subject" = "subject=CN=system:node:podhost-c,O=system:nodes" ] || fail "podhost-c: client certificate subject: $subject"
-  [ "$(stat -c %a "$(readlink -f "$C_PKI/kubelet-client-current.pem")")" = 600 ] || fail "podhost-c: pair file mode"
-  grep -q "client-certificate: $C_PKI/kubelet-client-current.pem" "$C_KUBECONFIG" || fail "podhost-c: kubeconfig written"
-  pass "podhost-c bootstrapped: CSR by the bootstrap token auto-approved, kubelet-client-current.pem (0600), kubeconfig written, Node Ready"
+  [ "$subject" = "subject=CN=system:node:podhost-boot,O=system:nodes" ] || fail "podhost-boot: client certificate subject: $subject"
+  [ "$(stat -c %a "$(readlink -f "$C_PKI/kubelet-client-current.pem")")" = 600 ] || fail "podhost-boot: pair file mode"
+  grep -q "client-certificate: $C_PKI/kubelet-client-current.pem" "$C_KUBECONFIG" || fail "podhost-boot: kubeconfig written"
+  pass "podhost-boot bootstrapped: CSR by the bootstrap token auto-approved, kubelet-client-current.pem (0600), kubeconfig written, Node Ready"
   first_serial=$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -serial)
   first_expiry=$(date -d "$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -enddate | cut -d= -f2)" +%s)
-  pod cboot podhost-c 1 'echo hi > /dev/null; while :; do sleep 1; done' | kb create -f - >/dev/null
-  wait_for 60 "pod cboot Running on podhost-c" bash -c "[ \"\$($KUBECTL --kubeconfig $BOOT_ADMIN get pod cboot -o jsonpath='{.status.phase}')\" = Running ]"
-  pass "podhost-c runs a pod bound to it"
+  pod cboot podhost-boot 1 'echo hi > /dev/null; while :; do sleep 1; done' | kb create -f - >/dev/null
+  wait_for 60 "pod cboot Running on podhost-boot" bash -c "[ \"\$($KUBECTL --kubeconfig $BOOT_ADMIN get pod cboot -o jsonpath='{.status.phase}')\" = Running ]"
+  pass "podhost-boot runs a pod bound to it"
   # A restart with a valid certificate does not bootstrap again.
   bootstrap_csrs() { kb get csr -o jsonpath='{range .items[*]}{.spec.username}{"\n"}{end}' | grep -c '^system:bootstrap:'; }
-  kill "${PID_OF[podhost-c]}"; wait "${PID_OF[podhost-c]}" 2>/dev/null || true
-  boot_node podhost-c --kubeconfig "$C_KUBECONFIG" --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --rotate-certificates
-  wait_for 30 "podhost-c Ready after its restart" grep -q "kubeconfig has a valid client certificate; no bootstrap" "$WORK/podhost-c/daemon.log"
-  sleep 2; wait_for 30 "podhost-c Ready after restart" boot_ready podhost-c
-  [ "$(bootstrap_csrs)" = 1 ] || fail "podhost-c: a restart asked for a certificate with the bootstrap token again"
-  pass "podhost-c restarted with its valid certificate: no second bootstrap"
+  kill "${PID_OF[podhost-boot]}"; wait "${PID_OF[podhost-boot]}" 2>/dev/null || true
+  boot_node podhost-boot --kubeconfig "$C_KUBECONFIG" --bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --rotate-certificates
+  wait_for 30 "podhost-boot Ready after its restart" grep -q "kubeconfig has a valid client certificate; no bootstrap" "$WORK/podhost-boot/daemon.log"
+  sleep 2; wait_for 30 "podhost-boot Ready after restart" boot_ready podhost-boot
+  [ "$(bootstrap_csrs)" = 1 ] || fail "podhost-boot: a restart asked for a certificate with the bootstrap token again"
+  pass "podhost-boot restarted with its valid certificate: no second bootstrap"
   # Rotation: a new serial, the node keeps its lease after the first certificate expired.
   t0=$SECONDS
   new_serial() { [ "$(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -serial)" != "$first_serial" ]; }
-  wait_for 150 "podhost-c rotated its client certificate" new_serial
-  pass "podhost-c rotated its certificate ($(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -serial), $((SECONDS - t0)) s after the restart) by a CSR of system:node:podhost-c"
-  kb get csr -o jsonpath='{range .items[*]}{.spec.username}{"\n"}{end}' | grep -qx system:node:podhost-c || fail "podhost-c: no CSR of its own"
+  wait_for 150 "podhost-boot rotated its client certificate" new_serial
+  pass "podhost-boot rotated its certificate ($(openssl x509 -in "$C_PKI/kubelet-client-current.pem" -noout -serial), $((SECONDS - t0)) s after the restart) by a CSR of system:node:podhost-boot"
+  kb get csr -o jsonpath='{range .items[*]}{.spec.username}{"\n"}{end}' | grep -qx system:node:podhost-boot || fail "podhost-boot: no CSR of its own"
   while [ "$(date +%s)" -le $((first_expiry + 12)) ]; do sleep 2; done
-  renew=$(date -d "$(kb -n kube-node-lease get lease podhost-c -o jsonpath='{.spec.renewTime}')" +%s)
-  [ "$renew" -gt "$first_expiry" ] || fail "podhost-c: lease not renewed after its first certificate expired"
-  boot_ready podhost-c || fail "podhost-c: not Ready after its first certificate expired"
-  kb get pod cboot -o jsonpath='{.status.phase}' | grep -qx Running || fail "podhost-c: pod cboot not Running after rotation"
-  pass "podhost-c: lease renewed and node Ready after its first certificate expired (rotated in the running daemon)"
+  renew=$(date -d "$(kb -n kube-node-lease get lease podhost-boot -o jsonpath='{.spec.renewTime}')" +%s)
+  [ "$renew" -gt "$first_expiry" ] || fail "podhost-boot: lease not renewed after its first certificate expired"
+  boot_ready podhost-boot || fail "podhost-boot: not Ready after its first certificate expired"
+  kb get pod cboot -o jsonpath='{.status.phase}' | grep -qx Running || fail "podhost-boot: pod cboot not Running after rotation"
+  pass "podhost-boot: lease renewed and node Ready after its first certificate expired (rotated in the running daemon)"
   kb delete pod cboot --grace-period=1 >/dev/null 2>&1 || true
-  kill "${PID_OF[podhost-c]}"; wait "${PID_OF[podhost-c]}" 2>/dev/null || true
+  kill "${PID_OF[podhost-boot]}"; wait "${PID_OF[podhost-boot]}" 2>/dev/null || true
 fi
 echo "PASS scripts/cluster-test.sh"
