@@ -10,6 +10,7 @@ mod gate;
 pub mod identity;
 pub mod reviewer;
 mod routes;
+pub mod spdy;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -118,6 +119,11 @@ pub async fn serve(
                     continue;
                 }
             };
+            // Exec and port-forward answer in small frames (a SYN_REPLY per stream the
+            // client waits for): Nagle would hold each behind the peer's delayed ACK.
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, %peer, "kubelet API: cannot set TCP_NODELAY");
+            }
             let acceptor = acceptor.clone();
             let state = state.clone();
             tokio::spawn(async move {
