@@ -312,6 +312,7 @@ where
                 super::channel::failure_status("timed out waiting for client to create streams");
             end_with_status(&tx, partial.id("error"), &status_bytes(protocol, &status)).await;
             tx.go_away(0).await;
+            finish_connection(tx, &mut events).await;
             return;
         }
     };
@@ -373,9 +374,11 @@ where
     let status = final_status(&mut child, &request.command).await;
     end_with_status(&tx, error_stream, &status_bytes(protocol, &status)).await;
     tx.go_away(last_stream).await;
+    tx.close().await;
     drop(tx);
-    // The client closes the connection once it has the status; wait for that before
-    // dropping it, so that no unread client bytes turn the close into a reset.
+    // The client closes the connection once it has the status (and this side's end);
+    // wait for that before dropping it, so that no unread client bytes turn the close
+    // into a reset that could discard what the client has not read yet.
     if tokio::time::timeout(CLOSE_WAIT, &mut input_task)
         .await
         .is_err()
@@ -385,8 +388,9 @@ where
     }
 }
 
-/// Drops this side's sender (the write side shuts) and waits for the client to close.
+/// Shuts this side's writing and waits for the client to close.
 async fn finish_connection(tx: Sender, events: &mut tokio::sync::mpsc::Receiver<Event>) {
+    tx.close().await;
     drop(tx);
     let _ = tokio::time::timeout(CLOSE_WAIT, async {
         while let Some(event) = events.recv().await {

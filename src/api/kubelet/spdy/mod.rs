@@ -8,5 +8,16 @@ pub mod headers;
 pub mod session;
 pub mod window;
 
+/// Why a SPDY connection ends early.
+#[derive(Debug, thiserror::Error)]
+pub enum SpdyError {
+    #[error(transparent)]
+    Frame(#[from] frame::FrameError),
+    #[error(transparent)]
+    Headers(#[from] headers::HeaderError),
+    #[error("the connection's writer is gone (the client went away)")]
+    WriterGone,
+}
+
 /// The `Upgrade` token of a SPDY connection.
 pub const UPGRADE: &str = "SPDY/3.1";

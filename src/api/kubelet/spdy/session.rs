@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::SpdyError;
 use super::frame::{self, Frame};
 use super::headers::{Deflater, Headers, Inflater};
 use super::window::SendWindows;
@@ -41,11 +42,17 @@ pub enum Event {
 
 enum Outgoing {
     Frame(Vec<u8>),
-    Reply { stream: u32 },
+    Reply {
+        stream: u32,
+    },
+    /// Nothing more to send: shut the write side (TLS close_notify, then FIN).
+    Shutdown,
 }
 
-/// Sends on the connection; cheap to clone. The write side is shut when every clone
-/// is dropped.
+/// Sends on the connection; cheap to clone. The write side is shut by [`close`]
+/// (or once every clone and the reader are gone).
+///
+/// [`close`]: Sender::close
 #[derive(Clone)]
 pub struct Sender {
     out: mpsc::Sender<Outgoing>,
@@ -80,6 +87,12 @@ impl Sender {
         self.frame(frame::goaway(last_good_stream, 0)).await
     }
 
+    /// Half-closes the connection after everything queued: the client reads all of it
+    /// and then its end, while this side still reads what the client sends.
+    pub async fn close(&self) {
+        let _ = self.out.send(Outgoing::Shutdown).await;
+    }
+
     async fn frame(&self, bytes: Vec<u8>) -> bool {
         self.out.send(Outgoing::Frame(bytes)).await.is_ok()
     }
@@ -108,6 +121,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut out: mpsc::Receive
     while let Some(next) = out.recv().await {
         let bytes = match next {
             Outgoing::Frame(bytes) => bytes,
+            Outgoing::Shutdown => break,
             Outgoing::Reply { stream } => match deflater.deflate(&[]) {
                 Ok(block) => frame::syn_reply(stream, false, &block),
                 Err(e) => {
@@ -141,8 +155,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 Ok(Some((parsed, used))) => {
                     let event = match handle(parsed, &mut inflater, &windows, &out).await {
                         Ok(event) => event,
-                        Err(reason) => {
-                            tracing::debug!(%reason, "SPDY: ending the connection");
+                        Err(e) => {
+                            tracing::debug!(error = %e, "SPDY: ending the connection");
                             break 'read;
                         }
                     };
@@ -187,17 +201,17 @@ async fn handle(
     inflater: &mut Inflater,
     windows: &SendWindows,
     out: &mpsc::Sender<Outgoing>,
-) -> Result<Option<Event>, String> {
+) -> Result<Option<Event>, SpdyError> {
     Ok(match parsed {
         Frame::SynStream {
             stream,
             fin,
             headers,
         } => {
-            let headers = inflater.inflate(headers).map_err(|e| e.to_string())?;
+            let headers = inflater.inflate(headers)?;
             out.send(Outgoing::Reply { stream })
                 .await
-                .map_err(|_| "the writer is gone".to_string())?;
+                .map_err(|_| SpdyError::WriterGone)?;
             Some(Event::Opened {
                 stream,
                 headers,
@@ -206,7 +220,7 @@ async fn handle(
         }
         Frame::SynReply { headers, .. } | Frame::Headers { headers, .. } => {
             // Nothing to act on, but the zlib stream must see every block.
-            inflater.inflate(headers).map_err(|e| e.to_string())?;
+            inflater.inflate(headers)?;
             None
         }
         Frame::Data { stream, fin, data } => Some(Event::Data {
