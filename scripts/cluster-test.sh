@@ -27,7 +27,8 @@
 # kubectl logs (--tail, -f, --previous) and exec (stdout, stdin, stderr, exit code; over
 # websocket and SPDY/3.1; -it with a pty and its size) go through the API server to each
 # node's kubelet API (TLS on its own --port, the API server's client certificate; other
-# callers refused); an exec's round trip over each protocol is measured.
+# callers refused); an exec's round trip over each protocol is measured; kubectl
+# port-forward reaches a server in the pod.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
@@ -336,6 +337,26 @@ median_exec_ms() { # WEBSOCKETS(true|false)
   printf '%s\n' "${times[@]}" | sort -n | sed -n '5,6p' | awk '{ s += $1 } END { print s / 2 }'
 }
 pass "kubectl exec talk -- true, median of 10: websocket $(median_exec_ms true) ms, SPDY $(median_exec_ms false) ms"
+# kubectl port-forward through the API server to the kubelet API's /portForward (SPDY/3.1,
+# portforward.k8s.io) and into talk's network namespace, where an exec starts busybox
+# httpd; with KUBECTL_PORT_FORWARD_WEBSOCKETS=false, and with kubectl's default (a
+# websocket tunnel the 1.20 API server cannot make, refused, then SPDY).
+k exec talk -- sh -c 'mkdir -p /tmp/www && echo port-forward-ok >/tmp/www/index.html && httpd -p 8080 -h /tmp/www' \
+  || fail "starting httpd in talk"
+for pfws in false true; do
+  for _ in $(seq 1 200); do
+    lport=$(( 10000 + RANDOM % (ephemeral_low - 10000) ))
+    ss -Htan "sport = :$lport" | grep -q . || break
+  done
+  KUBECTL_PORT_FORWARD_WEBSOCKETS=$pfws "$KUBECTL" --kubeconfig "$KUBECONFIG" port-forward pod/talk "$lport:8080" >"$WORK/pf.out" 2>&1 &
+  pf=$!; PIDS+=("$pf")
+  wait_for 20 "kubectl port-forward listening (websockets $pfws)" bash -c "ss -Htln 'sport = :$lport' | grep -q ."
+  body=$(curl -sf --max-time 10 "http://127.0.0.1:$lport/") || fail "GET through kubectl port-forward (websockets $pfws): $(cat "$WORK/pf.out")"
+  body2=$(curl -sf --max-time 10 "http://127.0.0.1:$lport/") || fail "second GET through kubectl port-forward (websockets $pfws): $(cat "$WORK/pf.out")"
+  kill "$pf"; wait "$pf" 2>/dev/null || true
+  [ "$body/$body2" = port-forward-ok/port-forward-ok ] || fail "kubectl port-forward (websockets $pfws): $body / $body2"
+done
+pass "kubectl port-forward through the API server (SPDY; kubectl's websocket default falls back to it): two GETs to httpd in the pod"
 k delete pod talk --grace-period=1 >/dev/null
 wait_for 20 "pod talk deleted" gone talk
 

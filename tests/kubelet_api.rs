@@ -181,6 +181,7 @@ async fn node() -> Node {
         tls,
         KubeletApiState {
             store,
+            port_forward: Arc::new(podhost::daemon::PodPortForwarder::new(layout.clone())),
             layout,
             node_name: "node-1".into(),
             reviewer: policy.clone(),

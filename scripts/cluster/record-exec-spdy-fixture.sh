@@ -19,19 +19,10 @@ NODE=spdy-rec
 RECORD_NAME=exec-spdy
 # shellcheck source=scripts/cluster/record-common.sh
 source scripts/cluster/record-common.sh
-free_port() {
-  local p
-  read -r low _ </proc/sys/net/ipv4/ip_local_port_range
-  while :; do
-    p=$(( 10000 + RANDOM % (low - 10000) ))
-    ss -Htan "sport = :$p" | grep -q . || { echo "$p"; return; }
-  done
-}
+# shellcheck source=scripts/cluster/record-proxy-common.sh
+source scripts/cluster/record-proxy-common.sh
 record_setup
-KPORT=$(free_port)
-pki=$WORK/cp/pki
-RECORD_NODE_FLAGS=(--node-ip 127.0.0.1 --port "$KPORT" --client-ca-file "$pki/ca.crt"
-  --tls-cert-file "$pki/kubelet-$NODE.crt" --tls-private-key-file "$pki/kubelet-$NODE.key")
+record_kubelet_flags
 record_start_node
 k create -f - >/dev/null <<YAML
 apiVersion: v1
@@ -45,26 +36,7 @@ spec:
 YAML
 wait_for 60 bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get pod spdy -o jsonpath='{.status.phase}')\" = Running ]"
 
-# The proxy: a throw-away serving certificate (kubectl's token is a placeholder that
-# keeps it from prompting for a password; the API server takes the proxy's certificate), the admin's client certificate upstream.
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
-  -keyout "$WORK/proxy.key" -out "$WORK/proxy.crt" >/dev/null 2>&1
-PPORT=$(free_port)
-python3 scripts/cluster/recording-proxy.py --port "$PPORT" --cert "$WORK/proxy.crt" --key "$WORK/proxy.key" \
-  --upstream "${KUBE_APISERVER_URL#https://}" --ca "$KUBE_CA_FILE" \
-  --client-cert "$pki/admin.crt" --client-key "$pki/admin.key" --out "$WORK/exec.jsonl" &
-PROXY=$!
-# The pod is stopped by its node before the node goes (a killed node leaves it running).
-trap 'kill $PROXY 2>/dev/null || true; timeout 40 "$KUBECTL" --kubeconfig "$KUBECONFIG" delete pod spdy --grace-period=1 --timeout=30s >/dev/null 2>&1 || true; record_cleanup' EXIT
-wait_for 10 bash -c "ss -Htln 'sport = :$PPORT' | grep -q ."
-cat >"$WORK/proxy.kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: proxy, cluster: {server: "https://127.0.0.1:$PPORT", insecure-skip-tls-verify: true}}]
-users: [{name: proxy, user: {token: not-used-the-proxy-authenticates}}]
-contexts: [{name: proxy, context: {cluster: proxy, user: proxy}}]
-current-context: proxy
-YAML
+record_start_proxy spdy
 px() { KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false "$KUBECTL" --kubeconfig "$WORK/proxy.kubeconfig" "$@"; }
 rc=0
 out=$(printf 'hello spdy\n' | px exec -i spdy -- sh -c 'cat; echo to-stderr >&2; exit 3' 2>"$WORK/err") || rc=$?
@@ -79,16 +51,4 @@ script -qec "stty rows 30 cols 100; px exec -it spdy -- sh -c 'tty; stty size'" 
 tty_out=$(tr -d '\r' <"$WORK/tty.out" | sed 's/^\(\^@\)*//')
 grep -qx '/dev/pts/[0-9]*' <<<"$tty_out" && grep -qx '30 100' <<<"$tty_out" \
   || { echo "scenario 3 (tty): $(od -c "$WORK/tty.out")" >&2; exit 1; }
-kill $PROXY; wait $PROXY 2>/dev/null || true
-mkdir -p "$(dirname "$OUT")"
-# Only the exec connections (kubectl's discovery requests went through the proxy too).
-python3 - "$WORK/exec.jsonl" "$OUT" <<'PY'
-import base64, json, sys
-rows = [json.loads(line) for line in open(sys.argv[1])]
-execs = {r["conn"] for r in rows if r["from"] == "client" and b"/exec?" in base64.b64decode(r["b64"])}
-with open(sys.argv[2], "w") as out:
-    for r in rows:
-        if r["conn"] in execs:
-            out.write(json.dumps(r) + "\n")
-PY
-echo "recorded $(grep -c '"from": "client"' "$OUT") client and $(grep -c '"from": "server"' "$OUT") server chunks into $OUT"
+record_keep_connections /exec? "$OUT"

@@ -1,6 +1,6 @@
 //! The kubelet API on `--address`:`--port` (10250) in cluster mode, over TLS: what the
 //! API server calls for `kubectl logs` and `kubectl exec` (`/containerLogs`, `/exec`),
-//! and `/healthz`, `/pods`. Unlike the read-only endpoint, every request is
+//! `/portForward` (`kubectl port-forward`), and `/healthz`, `/pods`. Unlike the read-only endpoint, every request is
 //! authenticated (a client certificate of `--client-ca-file`, or a bearer token
 //! reviewed by the API server) and authorized by a SubjectAccessReview, so it may run
 //! commands and read output. The API server comes with its `--kubelet-client-certificate`.
@@ -8,6 +8,7 @@
 mod exec;
 mod gate;
 pub mod identity;
+mod port_forward;
 pub mod reviewer;
 mod routes;
 pub mod spdy;
@@ -94,6 +95,8 @@ pub struct KubeletApiState {
     pub reviewer: Arc<dyn AccessReviewer>,
     /// The podhost binary, whose `exec-helper` runs an exec's command in the container.
     pub podhost_exe: PathBuf,
+    /// Opens `/portForward`'s connections into pods.
+    pub port_forward: Arc<dyn crate::api::PortForwardTarget>,
 }
 
 /// Binds `addr` now (a taken port fails the daemon's start) and serves on it until the
@@ -106,7 +109,7 @@ pub async fn serve(
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| KubeletApiError::Bind { addr, source })?;
-    tracing::info!(%addr, "kubelet API listening (TLS; /containerLogs /exec /healthz /pods)");
+    tracing::info!(%addr, "kubelet API listening (TLS; /containerLogs /exec /portForward /healthz /pods)");
     let acceptor = TlsAcceptor::from(tls);
     let state = Arc::new(state);
     Ok(tokio::spawn(async move {

@@ -31,7 +31,7 @@ pub fn exec(
     let Some(request) = ExecRequest::parse(req.uri().query()) else {
         return respond(400, TEXT, b"you must specify at least 1 command\n".to_vec());
     };
-    let spdy = spdy::is_spdy(&req);
+    let spdy = super::spdy::handshake::is_spdy(&req);
     if !spdy && !websocket::is_websocket(&req) {
         return respond(
             400,

@@ -18,9 +18,9 @@ use super::process::{FIRST_SIZE_WAIT, Started, final_status};
 use super::request::ExecRequest;
 use super::resize::{ResizeDecoder, TerminalSize};
 use crate::api::kubelet::KubeletRequestError;
-use crate::api::kubelet::spdy::headers;
 use crate::api::kubelet::spdy::session::{self, Event, Sender};
-use crate::api::server::{Body, respond};
+use crate::api::kubelet::spdy::{handshake, headers};
+use crate::api::server::Body;
 
 /// The channel protocols served over SPDY, most preferred first (v5 is websocket-only).
 pub const PROTOCOLS: [&str; 3] = [
@@ -32,30 +32,6 @@ pub const PROTOCOLS: [&str; 3] = [
 const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the client has to close the connection after the status.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
-
-/// An `Upgrade: SPDY/3.1` request?
-pub fn is_spdy(req: &Request<Incoming>) -> bool {
-    req.headers()
-        .get_all(hyper::header::UPGRADE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',').any(|t| {
-                t.trim()
-                    .eq_ignore_ascii_case(crate::api::kubelet::spdy::UPGRADE)
-            })
-        })
-}
-
-/// The first protocol the client offers that is served (the client's order wins, as in
-/// the kubelet's handshake).
-pub fn choose_protocol<'a>(offered: impl IntoIterator<Item = &'a str>) -> Option<&'static str> {
-    offered
-        .into_iter()
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .find_map(|o| PROTOCOLS.into_iter().find(|p| *p == o))
-}
 
 /// The stream types an exec waits for before its command starts.
 fn expected_streams(request: &ExecRequest, protocol: &str) -> Vec<&'static str> {
@@ -82,26 +58,9 @@ where
     F: FnOnce(Option<TerminalSize>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Started, KubeletRequestError>> + Send,
 {
-    let offered: Vec<String> = req
-        .headers()
-        .get_all("x-stream-protocol-version")
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_string))
-        .collect();
-    let Some(protocol) = choose_protocol(offered.iter().map(String::as_str)) else {
-        let mut resp = respond(
-            403,
-            "text/plain; charset=utf-8",
-            format!(
-                "unable to upgrade: no common stream protocol: offered {offered:?}, served {PROTOCOLS:?}\n"
-            )
-            .into_bytes(),
-        );
-        if let Ok(v) = PROTOCOLS.join(", ").parse() {
-            resp.headers_mut()
-                .insert("x-accepted-stream-protocol-versions", v);
-        }
-        return resp;
+    let offered = handshake::offered(&req);
+    let Some(protocol) = handshake::choose(&offered, &PROTOCOLS) else {
+        return handshake::no_common_protocol(&offered, &PROTOCOLS);
     };
     let on_upgrade = hyper::upgrade::on(&mut req);
     tokio::spawn(async move {
@@ -110,19 +69,7 @@ where
             Err(e) => tracing::debug!(error = %e, "exec: SPDY upgrade failed"),
         }
     });
-    let mut resp = respond(101, "text/plain", Vec::new());
-    let headers = resp.headers_mut();
-    headers.remove(hyper::header::CONTENT_TYPE);
-    for (name, value) in [
-        ("connection", "Upgrade"),
-        ("upgrade", crate::api::kubelet::spdy::UPGRADE),
-        ("x-stream-protocol-version", protocol),
-    ] {
-        if let Ok(v) = value.parse() {
-            headers.insert(name, v);
-        }
-    }
-    resp
+    handshake::switching_protocols(protocol)
 }
 
 /// The client's streams by type, and what came on them before the command started.
@@ -405,24 +352,6 @@ async fn finish_connection(tx: Sender, events: &mut tokio::sync::mpsc::Receiver<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_clients_order_picks_the_protocol() {
-        assert_eq!(
-            choose_protocol([
-                "v5.channel.k8s.io",
-                "v4.channel.k8s.io",
-                "v3.channel.k8s.io"
-            ]),
-            Some("v4.channel.k8s.io")
-        );
-        assert_eq!(
-            choose_protocol(["v3.channel.k8s.io, v4.channel.k8s.io"]),
-            Some("v3.channel.k8s.io")
-        );
-        assert_eq!(choose_protocol(["channel.k8s.io"]), None);
-        assert_eq!(choose_protocol([]), None);
-    }
 
     #[test]
     fn streams_follow_the_request() {

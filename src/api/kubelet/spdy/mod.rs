@@ -4,6 +4,7 @@
 //! connection. `frame` and `headers` are pure encoding; `session` does the I/O.
 
 pub mod frame;
+pub mod handshake;
 pub mod headers;
 pub mod session;
 pub mod window;
