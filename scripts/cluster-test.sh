@@ -315,7 +315,10 @@ ks() { KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false "$KUBECTL" --kubeconfig "$KUBECON
 [ "$(ks exec talk -- sh -c 'echo to-stderr >&2' 2>&1 >/dev/null)" = to-stderr ] || fail "SPDY exec: stderr"
 rc=0; ks exec talk -- sh -c 'exit 5' >/dev/null 2>&1 || rc=$?
 [ "$rc" = 5 ] || fail "SPDY exec: exit code 5 expected, got $rc"
-pass "kubectl exec over SPDY/3.1 through the API server: stdout, stdin (-i), stderr, exit code 5"
+# Far more than SPDY's 64 KiB initial window, which kubectl never widens.
+n=$(ks exec talk -- head -c 3000000 /dev/zero | wc -c)
+[ "$n" = 3000000 ] || fail "SPDY exec: 3000000 bytes of output expected, got $n"
+pass "kubectl exec over SPDY/3.1 through the API server: stdout, stdin (-i), stderr, exit code 5, 3 MB of output"
 # -t: script(1) gives kubectl a terminal of 30 rows by 100 columns; the command gets a
 # pty of the container's own (tty names it) sized by kubectl's resize message. Both
 # protocols. (script types a NUL when its stdin ends, echoed back as ^@: dropped.)

@@ -87,6 +87,19 @@ async fn kubectls_spdy_exec_bytes_replayed_against_a_real_container() {
     assert_eq!(answer.text(&types, "stdout"), "ok\n");
     assert_eq!(answer.status(&types)["status"], "Success");
 
+    // 2b. What kubectl sends for a stdout-only exec does not depend on the command (that
+    // is in the URL): the same bytes again for 3 MB of output, far past SPDY's 64 KiB
+    // initial window, which kubectl (moby/spdystream) never widens.
+    let big = format!(
+        "/exec/{}/{}/main?command=head&command=-c&command=3000000&command=%2Fdev%2Fzero&output=1&error=1",
+        s.namespace, s.pod
+    );
+    let answer = replay(s.addr, &s.pki, rec, &big).await;
+    let stdout_id = *types.iter().find(|(_, t)| *t == "stdout").unwrap().0;
+    let out = answer.data.get(&stdout_id).map_or(0, Vec::len);
+    assert_eq!(out, 3_000_000, "all of the output came");
+    assert_eq!(answer.status(&types)["status"], "Success");
+
     // 3. a terminal: its name in the container and the size kubectl sent (30x100).
     let rec = find(&recorded, "stty");
     let types = rec.stream_types();
