@@ -14,7 +14,9 @@
 # status in the API; a graceful delete runs preStop, then the stop signal, reports the
 # final status and deletes the object (grace 0, UID precondition); a second delete
 # shortens the grace; a force delete leaves no process; pods survive a restart of
-# their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity);
+# their node; admission rejects with the kubelet's reasons (OutOfcpu, NodeAffinity) and
+# follows the Node's labels when an administrator changes them; a pod status changed
+# by someone else is written again;
 # ConfigMaps and Secrets from the API (a configMap volume updated in a running
 # container, a secretKeyRef env, an optional envFrom, a missing Secret's
 # CreateContainerConfigError until it is created, a volume's missing ConfigMap; one
@@ -29,6 +31,14 @@
 # node's kubelet API (TLS on its own --port, the API server's client certificate; other
 # callers refused); an exec's round trip over each protocol is measured; kubectl
 # port-forward reaches a server in the pod.
+# Each node runs in its own network namespace (scripts/cluster/node-netns.sh: a veth to
+# a host-side bridge on a free private /16; the API server on the bridge's address,
+# reaching each kubelet API at the node's --node-ip) with podhost's pod network
+# (bridge, IPAM, NAT; NODE_POD_NETWORK=none for loopback-only pods): pod IPs from the
+# node's CIDR (the Node's spec.podCIDR from kube-controller-manager when
+# KUBE_CONTROLLER_MANAGER is set, else a distinct --pod-cidr per node), podIP/hostIP in
+# the API, a pod's httpd answering on its podIP from its node's namespace, and nothing
+# left behind (namespaces, links, mounts, cgroups, processes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
@@ -46,10 +56,16 @@ WORK=$(mktemp -d /tmp/podhost-cluster-test.XXXXXX)
 # Each daemon's cgroup root, removed (in every hierarchy) at the end.
 CGROUP_ROOT=/podhost-cluster-test-$$
 NODES=(podhost-a podhost-b)
+# A third node, started late without --pod-cidr: its pods wait for the Node's podCIDR.
+LATE=podhost-c
 PIDS=()
 # The running daemon of each node (PIDS keeps every one started, for the cleanup).
 declare -A PID_OF
+# Nodes' network namespaces: the first thing made, the last removed.
+NODE_POD_NETWORK=${NODE_POD_NETWORK:-bridge}
+KUBE_CONTROLLER_MANAGER=${KUBE_CONTROLLER_MANAGER:-}
 cleanup() {
+  local rc=$?
   # A failed run stops its pods first: the daemons leave running containers behind.
   if [ -n "${KUBECONFIG:-}" ] && [ -f "$KUBECONFIG" ]; then
     timeout 40 "$KUBECTL" --kubeconfig "$KUBECONFIG" delete pods --all --grace-period=1 --timeout=30s >/dev/null 2>&1 || true
@@ -57,19 +73,53 @@ cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" --keep >/dev/null 2>&1 || true
+  local state="" left="" kind name
+  [ -f "$WORK/net/netns.state" ] && state=$(cat "$WORK/net/netns.state")
+  # Processes still in a node's namespace once its daemon stopped (node-netns.sh down
+  # would kill them) are leftovers of the run.
+  while read -r kind name; do
+    [ "$kind" = netns ] && [ -n "$(ip netns pids "$name" 2>/dev/null)" ] \
+      && left="$left processes-in-$name:$(ip netns pids "$name" | tr '\n' ,)"
+  done <<<"$state"
+  bash scripts/cluster/node-netns.sh down "$WORK/net" || true
   find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
   find /sys/fs/cgroup -maxdepth 1 -type d -name "${CGROUP_ROOT#/}" -exec rmdir {} + 2>/dev/null || true
+  # Nothing of the run may be left: namespaces, links, mounts, cgroups, processes.
+  while read -r kind name; do
+    case $kind in
+      netns) [ -e "/run/netns/$name" ] && left="$left netns:$name" ;;
+      link) ip link show "$name" >/dev/null 2>&1 && left="$left link:$name" ;;
+    esac
+  done <<<"$state"
+  grep -q -- "$WORK" /proc/self/mountinfo && left="$left mounts:$(grep -c -- "$WORK" /proc/self/mountinfo)"
+  ls -d /sys/fs/cgroup/"${CGROUP_ROOT#/}" /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" >/dev/null 2>&1 && left="$left cgroup:$CGROUP_ROOT"
+  pgrep -f -- "$WORK/" >/dev/null && left="$left processes:$(pgrep -f -- "$WORK/" | tr '\n' ,)"
   if [ "${KEEP_WORK:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
+  if [ -n "$left" ]; then
+    echo "FAIL: left after the run:$left" >&2
+    exit 1
+  elif [ "$rc" -eq 0 ]; then
+    echo "ok: nothing left after the run (network namespaces, links, mounts, cgroups, processes)"
+  fi
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for n in "${NODES[@]}"; do tail -20 "$WORK/$n/daemon.log" >&2 || true; done; exit 1; }
 pass() { echo "ok: $*"; }
 
-bash scripts/cluster/control-plane-up.sh "$WORK/cp" "${NODES[@]}" >/dev/null
+# Each node in its own network namespace; the API server on the host side of their bridge.
+bash scripts/cluster/node-netns.sh up "$WORK/net" "${NODES[@]}" "$LATE" >/dev/null
+# shellcheck disable=SC1091
+source "$WORK/net/netns.env"
+node_ips=""
+for n in "${NODES[@]}" "$LATE"; do node_ips="$node_ips $n=${NODE_ADDR[$n]}"; done
+cidr_env=()
+[ -n "$KUBE_CONTROLLER_MANAGER" ] && cidr_env=(CLUSTER_CIDR="$CLUSTER_CIDR")
+env API_ADDRESS="$HOST_ADDR" NODE_IPS="$node_ips" "${cidr_env[@]}" \
+  bash scripts/cluster/control-plane-up.sh "$WORK/cp" "${NODES[@]}" "$LATE" >/dev/null
 # Each node's kubelet API port: free, below the ephemeral range (as control-plane-up picks).
 declare -A KPORT
 read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range
-for n in "${NODES[@]}"; do
+for n in "${NODES[@]}" "$LATE"; do
   for _ in $(seq 1 200); do
     p=$(( 10000 + RANDOM % (ephemeral_low - 10000) ))
     if ! ss -Htan "sport = :$p" | grep -q . && [[ " ${KPORT[*]} " != *" $p "* ]]; then KPORT[$n]=$p; break; fi
@@ -77,7 +127,7 @@ for n in "${NODES[@]}"; do
 done
 # The built-in busybox image, offline, loaded into each node's store.
 bash oci/busybox/build.sh "$WORK/busybox-oci" >/dev/null
-for n in "${NODES[@]}"; do
+for n in "${NODES[@]}" "$LATE"; do
   "$PODHOST" load --socket "$WORK/$n/podhost.sock" --root-dir "$WORK/$n/root" "$WORK/busybox-oci" >/dev/null
 done
 IMAGE=localhost/busybox:latest
@@ -85,17 +135,27 @@ IMAGE=localhost/busybox:latest
 source "$WORK/cp/env.sh"
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
+# With the controller manager the bridge takes the Node's spec.podCIDR; without it each
+# node gets its own --pod-cidr (but $LATE, which waits for its Node's podCIDR).
+pod_net_flags() { # NAME
+  if [ "$NODE_POD_NETWORK" = none ]; then echo "--pod-network none"
+  elif [ -n "$KUBE_CONTROLLER_MANAGER" ] || [ "$1" = "$LATE" ]; then echo "--pod-network $NODE_POD_NETWORK"
+  else echo "--pod-network $NODE_POD_NETWORK --pod-cidr ${NODE_POD_CIDR[$1]}"; fi
+}
 start_node() { # NAME LABELS
   local n=$1 labels=$2 dir=$WORK/$1
   mkdir -p "$dir/manifests"
+  # nsenter, not `ip netns exec`: the daemon keeps the host's mounts and /sys/fs/cgroup.
+  # shellcheck disable=SC2046
+  nsenter --net="/run/netns/${NODE_NETNS[$n]}" \
   "$PODHOST" --socket "$dir/podhost.sock" daemon --node-name "$n" \
     --root-dir "$dir/root" --pod-manifest-path "$dir/manifests" --log-dir "$dir/logs" \
-    --config-dir "$dir/config" --pod-network none --eviction-hard= \
+    --config-dir "$dir/config" $(pod_net_flags "$n") --eviction-hard= \
     --cgroup-root "$CGROUP_ROOT/$n" \
     --kubeconfig "$WORK/cp/node-$n.kubeconfig" --kube-record "$dir/api.jsonl" \
     --node-labels "$labels" --register-with-taints "dedicated=$n:NoSchedule" \
     --kube-reserved cpu=100m,memory=128Mi --max-pods 50 \
-    --node-ip 127.0.0.1 --port "${KPORT[$n]}" --client-ca-file "$WORK/cp/pki/ca.crt" \
+    --node-ip "${NODE_ADDR[$n]}" --port "${KPORT[$n]}" --client-ca-file "$WORK/cp/pki/ca.crt" \
     --tls-cert-file "$WORK/cp/pki/kubelet-$n.crt" --tls-private-key-file "$WORK/cp/pki/kubelet-$n.key" \
     >>"$dir/daemon.log" 2>&1 &
   PIDS+=($!)
@@ -271,10 +331,31 @@ wait_for 30 "picky rejected with NodeAffinity" rejected picky NodeAffinity
 [ "$(pod_field picky '{.status.message}')" = "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector" ] \
   || fail "picky: message $(pod_field picky '{.status.message}')"
 k delete pod hungry picky --grace-period=1 >/dev/null
-pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted"
+# The Node relabelled by an administrator: the node admits against the new labels.
+k label node podhost-b relabelled=yes >/dev/null
+sleep 1
+k create -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: picky2}
+spec:
+  nodeName: podhost-b
+  automountServiceAccountToken: false
+  nodeSelector: {relabelled: "yes"}
+  containers: [{name: app, image: $IMAGE, imagePullPolicy: Never, command: [sleep, "3600"]}]
+YAML
+wait_for 30 "picky2 Running after the relabel" running picky2
+# Someone else overwrites the status: the node writes its own again (the status
+# manager's reconcile, every 10 s).
+k patch pod picky2 --subresource=status --type=merge -p '{"status":{"phase":"Failed","reason":"Tampered"}}' >/dev/null
+[ "$(pod_field picky2 '{.status.reason}')" = Tampered ] || fail "picky2: the status patch did not take"
+wait_for 40 "picky2's status written again after someone else changed it" running picky2
+k delete pod picky2 --grace-period=1 >/dev/null
+k label node podhost-b relabelled- >/dev/null
+pass "admission: OutOfcpu and NodeAffinity rejections with the kubelet's messages; rejected pods deleted; a relabelled Node admits by its new labels"
 
 # ---------- kubectl logs and exec through the API server ----------
-# The API server reaches podhost-a's kubelet API at 127.0.0.1:${KPORT[podhost-a]} with its
+# The API server reaches podhost-a's kubelet API at ${NODE_ADDR[podhost-a]}:${KPORT[podhost-a]} with its
 # --kubelet-client-certificate (O=system:masters); the pod restarts once, for --previous.
 pod talk podhost-a 5 'echo one; echo two; echo three; if [ -e /shared/talk-restarted ]; then while :; do echo tick; sleep 1; done; else touch /shared/talk-restarted; sleep 1; exit 3; fi' \
   | k create -f - >/dev/null
@@ -290,7 +371,7 @@ ticks=$(grep -c '^tick$' "$WORK/follow.out" || true)
 pass "kubectl logs through the API server: whole, --tail=1, --previous after a restart, -f ($ticks lines in 4 s)"
 # Other callers of the kubelet API: none without credentials, a node's own identity
 # may not proxy (no nodes/proxy for system:node), the masters' certificate may.
-kapi="https://127.0.0.1:${KPORT[podhost-a]}"
+kapi="https://${NODE_ADDR[podhost-a]}:${KPORT[podhost-a]}"
 pki=$WORK/cp/pki
 code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$pki/ca.crt" "$kapi/healthz")
 [ "$code" = 401 ] || fail "kubelet API without credentials: $code"
@@ -581,6 +662,89 @@ t0=$SECONDS
 start_node podhost-a "tier=core,podhost.io/test=podhost-a"
 wait_for 40 "orphaned mirror pod sorphan-podhost-a deleted after the node restarted" gone sorphan-podhost-a
 pass "a mirror pod whose manifest went while the node was down: deleted after the restart in $((SECONDS - t0)) s"
+
+# ---------- pod networking on nodes in their own network namespaces (issue 13) ----------
+if [ "$NODE_POD_NETWORK" != none ]; then
+  in_cidr() { python3 -c 'import ipaddress,sys; sys.exit(0 if ipaddress.ip_address(sys.argv[1]) in ipaddress.ip_network(sys.argv[2]) else 1)' "$1" "$2"; }
+  declare -A POD_IP CIDR_OF
+  for n in "${NODES[@]}"; do
+    if [ -n "$KUBE_CONTROLLER_MANAGER" ]; then
+      CIDR_OF[$n]=$(node_field "$n" '{.spec.podCIDR}')
+      [ -n "${CIDR_OF[$n]}" ] || fail "$n: no spec.podCIDR although kube-controller-manager allocates them"
+      in_cidr "${CIDR_OF[$n]%/*}" "$CLUSTER_CIDR" || fail "$n: podCIDR ${CIDR_OF[$n]} outside $CLUSTER_CIDR"
+    else
+      CIDR_OF[$n]=${NODE_POD_CIDR[$n]}
+    fi
+    cat <<YAML | k create -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: net-$n}
+spec:
+  nodeName: $n
+  automountServiceAccountToken: false
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'mkdir -p /www && echo "hello from $n" > /www/index.html && echo serving && exec httpd -f -p 8080 -h /www']
+YAML
+  done
+  for n in "${NODES[@]}"; do
+    wait_for 60 "pod net-$n Running" running "net-$n"
+    # the status patch carrying podIP may follow the Running one by a moment
+    wait_for 10 "pod net-$n has a podIP in the API" bash -c "[ -n \"\$($KUBECTL --kubeconfig $KUBECONFIG get pod net-$n -o jsonpath='{.status.podIP}')\" ]"
+    ip=$(pod_field "net-$n" '{.status.podIP}')
+    POD_IP[$n]=$ip
+    [ "$(pod_field "net-$n" '{.status.podIPs[0].ip}')" = "$ip" ] || fail "net-$n: podIPs[0] is not podIP $ip"
+    [ "$(pod_field "net-$n" '{.status.hostIP}')" = "${NODE_ADDR[$n]}" ] \
+      || fail "net-$n: hostIP $(pod_field "net-$n" '{.status.hostIP}'), the node's --node-ip is ${NODE_ADDR[$n]}"
+    in_cidr "$ip" "${CIDR_OF[$n]}" || fail "net-$n: podIP $ip is not in $n's pod CIDR ${CIDR_OF[$n]}"
+    # what the pod has: its eth0 carries the address the API shows (exec through the API server)
+    addr=$(k exec "net-$n" -- ip -4 -o addr show eth0) || fail "kubectl exec net-$n: $addr"
+    [[ "$addr" == *" $ip/"* ]] || fail "net-$n: eth0 has '$addr', the API says $ip"
+    # its httpd answers on the podIP from inside its node's network namespace
+    body=$(nsenter --net="/run/netns/${NODE_NETNS[$n]}" curl -sf --max-time 5 "http://$ip:8080/") \
+      || fail "net-$n: no HTTP answer on $ip:8080 from $n's namespace"
+    [ "$body" = "hello from $n" ] || fail "net-$n: HTTP answer '$body'"
+    [ "$(k logs "net-$n")" = serving ] || fail "kubectl logs net-$n: $(k logs "net-$n")"
+    # the node said which CIDR it uses, and from where
+    msg=$(k get events -A --field-selector "reason=PodCIDR,involvedObject.name=$n" -o jsonpath='{.items[*].message}')
+    [[ "$msg" == *"${CIDR_OF[$n]}"* ]] || fail "$n: PodCIDR event '$msg' does not name ${CIDR_OF[$n]}"
+    msg=$(k get events -A --field-selector "reason=PodCIDR,involvedObject.name=$n" -o jsonpath='{.items[0].message}')
+    pass "$n (netns ${NODE_NETNS[$n]}, --node-ip ${NODE_ADDR[$n]}): pod net-$n has $ip from ${CIDR_OF[$n]} (event: $msg), hostIP and eth0 agree with the API, httpd answers on $ip:8080 from the node's namespace, kubectl logs/exec work"
+  done
+  [ "${POD_IP[podhost-a]}" != "${POD_IP[podhost-b]}" ] || fail "both nodes' pods have ${POD_IP[podhost-a]}"
+  python3 -c 'import ipaddress,sys; sys.exit(1 if ipaddress.ip_network(sys.argv[1]).overlaps(ipaddress.ip_network(sys.argv[2])) else 0)' \
+    "${CIDR_OF[podhost-a]}" "${CIDR_OF[podhost-b]}" || fail "the nodes' pod CIDRs overlap: ${CIDR_OF[*]}"
+  pass "the nodes' pods do not collide: ${POD_IP[podhost-a]} (${CIDR_OF[podhost-a]}) and ${POD_IP[podhost-b]} (${CIDR_OF[podhost-b]})"
+  k delete pod net-podhost-a net-podhost-b --grace-period=1 >/dev/null
+
+  # A node without --pod-cidr whose Node has no podCIDR (no controller manager here):
+  # its pods wait, as with the kubelet's kubenet, and get their network once the
+  # podCIDR arrives (set here as the controller manager would).
+  if [ -z "$KUBE_CONTROLLER_MANAGER" ]; then
+    start_node "$LATE" "podhost.io/test=$LATE"
+    wait_for 30 "node $LATE Ready" bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $LATE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
+    pod late "$LATE" 1 'echo waited; while :; do sleep 1; done' | k create -f - >/dev/null
+    sandbox_failed() { k get events --field-selector "reason=FailedCreatePodSandBox,involvedObject.name=late" -o jsonpath='{.items[*].message}' | grep -q podCIDR; }
+    wait_for 30 "pod late's FailedCreatePodSandBox event naming the podCIDR" sandbox_failed
+    [ "$(pod_field late '{.status.phase}')" = Pending ] || fail "late: $(pod_field late '{.status.phase}') without a pod network"
+    late_cidr=${NODE_POD_CIDR[$LATE]}
+    t0=$SECONDS
+    k patch node "$LATE" --type merge -p "{\"spec\":{\"podCIDR\":\"$late_cidr\",\"podCIDRs\":[\"$late_cidr\"]}}" >/dev/null
+    wait_for 30 "pod late Running once its Node has a podCIDR" running late
+    waited=$((SECONDS - t0))
+    ip=$(pod_field late '{.status.podIP}')
+    in_cidr "$ip" "$late_cidr" || fail "late: podIP $ip not in the Node's podCIDR $late_cidr"
+    msg=$(k get events -A --field-selector "reason=PodCIDR,involvedObject.name=$LATE" -o jsonpath='{.items[*].message}')
+    [[ "$msg" == *"$late_cidr (the Node's spec.podCIDR)"* ]] || fail "$LATE: PodCIDR event '$msg'"
+    pass "a pod on $LATE waited for the Node's podCIDR (Pending, FailedCreatePodSandBox), then Running with $ip from $late_cidr ${waited} s after it was set"
+    k delete pod late --grace-period=1 >/dev/null
+    wait_for 30 "pod late deleted" gone late
+    kill "${PID_OF[$LATE]}"; wait "${PID_OF[$LATE]}" 2>/dev/null || true
+  fi
+fi
 
 # Start latency and API requests per pod, 10 pods at once on podhost-a.
 before=$(wc -l <"$WORK/podhost-a/api.jsonl")

@@ -337,3 +337,121 @@ async fn pod_statuses_and_the_final_delete_are_written_as_the_server_took_them()
     assert_eq!(sent["preconditions"]["uid"], uid);
     assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
 }
+
+/// The node's watch of its own Node, against a real server's answers while an
+/// administrator ran `kubectl label node podhost-n tier=core` and `kubectl taint node
+/// podhost-n maintenance=yes:NoExecute` (record-node-fixture.sh): the follower ends on
+/// the labelled, tainted Node, and admission against it lets a `tier: core` pod in
+/// only if it tolerates the taint.
+#[tokio::test]
+async fn own_node_watch_sees_an_administrators_labels_and_taints() {
+    use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
+    use podhost::model::admission::{NodeView, Resources, Usage, general_predicates};
+
+    let replay = fixture("own-node.jsonl");
+    let mut node = podhost::cluster::own_node::watch_own_node(replay.client(), "podhost-n");
+    let tainted = |n: &Node| {
+        n.spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.key == "maintenance"))
+    };
+    let latest = tokio::time::timeout(
+        Duration::from_secs(10),
+        node.wait_for(|n| n.as_deref().is_some_and(tainted)),
+    )
+    .await
+    .expect("the watch delivers the tainted Node")
+    .unwrap()
+    .clone()
+    .unwrap();
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+    let asked = replay.asked();
+    assert!(
+        asked.iter().all(|e| e.path == "/api/v1/nodes"
+            && e.query.contains("fieldSelector=metadata.name%3Dpodhost-n")),
+        "only its own Node: {asked:?}"
+    );
+
+    let own = NodeView {
+        name: "podhost-n".into(),
+        allocatable: Resources::default(),
+        max_pods: 110,
+        ..NodeView::default()
+    };
+    let view = own
+        .with_placement_of(&latest)
+        .expect("labels and taints changed");
+    assert_eq!(view.labels.get("tier").map(String::as_str), Some("core"));
+    assert_eq!(view.max_pods, 110, "the pod count stays the node's own");
+    let pod = |tolerate: bool| Pod {
+        spec: Some(PodSpec {
+            node_selector: Some([("tier".to_string(), "core".to_string())].into()),
+            tolerations: tolerate.then(|| {
+                vec![Toleration {
+                    key: Some("maintenance".into()),
+                    operator: Some("Exists".into()),
+                    ..Toleration::default()
+                }]
+            }),
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    };
+    let none = Resources::default();
+    let used = Usage::default();
+    let untolerated = general_predicates(&pod(false), &none, &view, &used);
+    assert_eq!(untolerated.len(), 1, "{untolerated:?}");
+    assert!(general_predicates(&pod(true), &none, &view, &used).is_empty());
+    // Before the relabel, the node selector did not match.
+    assert!(!general_predicates(&pod(true), &none, &own, &used).is_empty());
+}
+
+/// `podcidr.jsonl` (scripts/cluster/record-podcidr-fixture.sh): the node `podhost-a`,
+/// with the bridge pod network and no `--pod-cidr`, registered without a podCIDR and
+/// watched its own Node; the podCIDR 10.244.7.0/24 was then set (as
+/// kube-controller-manager does) and reached the node through that watch.
+#[tokio::test]
+async fn a_pod_cidr_set_after_registration_reaches_the_node_through_its_own_node_watch() {
+    use podhost::cluster::pod_cidr::{follow, node_pod_cidrs};
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster/podcidr.jsonl");
+    let registered: Node = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<podhost::cluster::record::Exchange>(l).unwrap())
+        .find(|e| e.method == "POST" && e.path == "/api/v1/nodes")
+        .map(|e| serde_json::from_str(&e.response).unwrap())
+        .expect("the registration");
+    assert!(
+        node_pod_cidrs(&registered).is_empty(),
+        "registered with a podCIDR"
+    );
+
+    let replay = fixture("podcidr.jsonl");
+    let own = podhost::cluster::own_node::watch_own_node(replay.client(), "podhost-a");
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    // (The replayed watch's events come at once, so only the outcome is checked: the
+    // follower ends once the Node has its podCIDR.)
+    let follower = tokio::spawn(follow(own, tx));
+    tokio::time::timeout(Duration::from_secs(10), follower)
+        .await
+        .expect("the podCIDR seen in the recorded watch")
+        .unwrap();
+    assert_eq!(*rx.borrow(), Some(vec!["10.244.7.0/24".to_string()]));
+    // Only its own Node, listed then watched.
+    let asked: Vec<String> = replay
+        .asked()
+        .into_iter()
+        .filter(|e| e.path == "/api/v1/nodes")
+        .map(|e| e.query)
+        .collect();
+    assert!(asked.len() >= 2, "{asked:?}");
+    assert!(
+        asked
+            .iter()
+            .all(|q| q.contains("fieldSelector=metadata.name%3Dpodhost-a")),
+        "{asked:?}"
+    );
+    assert!(asked[1].contains("watch=true"), "{asked:?}");
+}

@@ -3,59 +3,82 @@
 //! and of another), requests with reqwest. Checks who is let in (a verified client
 //! certificate's CN and O, or a reviewed bearer token; nobody anonymous; a foreign CA
 //! refused in the handshake), that the authorization asks for `nodes/proxy` of this
-//! node, and `/containerLogs` with `tailLines`. The reviews are answered by a policy
-//! object standing in for the API server's TokenReview and SubjectAccessReview (the
-//! real ones are exercised by scripts/cluster-test.sh against a real API server).
+//! node, and `/containerLogs` with the API server's parameters.
+//! The TokenReviews and SubjectAccessReviews go through the daemon's own reviewer
+//! ([`ClusterReviewer`] behind the kubelet's caches, [`CachingReviewer`]) to a replay of what a real API server (v1.20.2) answered to a
+//! node making the same calls (tests/fixtures/cluster/reviews.jsonl, recorded by
+//! scripts/cluster/record-review-fixture.sh), and what the node asked is compared with
+//! what the recorded node asked.
 
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStatus, Pod, PodSpec,
 };
-use podhost::api::kubelet::{AccessReviewer, KubeletApiState, ReviewError, ServingCert};
+use podhost::api::kubelet::{CachingReviewer, KubeletApiState, ServingCert};
+use podhost::cluster::record::Exchange;
+use podhost::cluster::replay::Replay;
+use podhost::daemon::kubelet_api::ClusterReviewer;
 use podhost::disk::Layout;
-use podhost::model::kubelet_auth::{NodeAccess, UserInfo};
 use podhost::status::StatusStore;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
 
-/// Allows `system:masters` and the user of the one good token; records every question.
-#[derive(Debug, Default)]
-struct Policy {
-    asked: Mutex<Vec<(String, NodeAccess)>>,
+/// The certificate the recorded API server presented to kubelets (its
+/// `--kubelet-client-certificate`).
+const APISERVER: (&str, &[&str]) = ("kube-apiserver-kubelet-client", &["system:masters"]);
+/// A certificate of the cluster CA that RBAC gives nothing.
+const BOB: (&str, &[&str]) = ("bob", &["devs"]);
+
+/// The recorded review exchanges for one test: "who" all five (the node keeps
+/// answers, so each distinct question was asked once), "logs" the first (the API
+/// server's certificate allowed `get nodes/proxy`, the one question that test asks).
+fn recorded(scenario: &str) -> Vec<Exchange> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster/reviews.jsonl");
+    let all: Vec<Exchange> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(all.len(), 5, "{}", path.display());
+    match scenario {
+        "who" => all,
+        "logs" => all[..1].to_vec(),
+        other => panic!("no scenario {other}"),
+    }
 }
 
-impl AccessReviewer for Policy {
-    fn review_token<'a>(
-        &'a self,
-        token: &'a str,
-    ) -> BoxFuture<'a, Result<Option<UserInfo>, ReviewError>> {
-        let user = (token == "good-token").then(|| UserInfo {
-            name: "token-user".into(),
-            groups: vec!["system:masters".into()],
-            ..UserInfo::default()
-        });
-        async move { Ok(user) }.boxed()
-    }
+/// The bearer token the recorded server issued to the service account `reader`.
+fn recorded_token(exchanges: &[Exchange]) -> String {
+    exchanges
+        .iter()
+        .filter(|e| e.path.ends_with("/tokenreviews"))
+        .map(|e| {
+            e.request.as_ref().unwrap()["spec"]["token"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .find(|t| t.starts_with("eyJ"))
+        .unwrap()
+}
 
-    fn review_access<'a>(
-        &'a self,
-        user: &'a UserInfo,
-        access: &'a NodeAccess,
-    ) -> BoxFuture<'a, Result<(bool, String), ReviewError>> {
-        self.asked
-            .lock()
-            .unwrap()
-            .push((user.name.clone(), access.clone()));
-        let allowed = user.groups.iter().any(|g| g == "system:masters");
-        async move { Ok((allowed, String::new())) }.boxed()
+/// The node asked exactly what the recorded node asked, in order, and nothing is left.
+fn asked_as_recorded(replay: &Replay, recorded: &[Exchange]) {
+    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
+    assert_eq!(replay.left(), 0, "recorded reviews not asked");
+    let asked = replay.asked();
+    assert_eq!(asked.len(), recorded.len());
+    for (a, r) in asked.iter().zip(recorded) {
+        assert_eq!((&a.method, &a.path), (&r.method, &r.path));
+        let spec = |e: &Exchange| e.request.as_ref().map(|b| b["spec"].clone());
+        assert_eq!(spec(a), spec(r), "{}", r.path);
     }
 }
 
@@ -93,7 +116,7 @@ fn client_identity(ca: &Ca, user: &str, orgs: &[&str]) -> reqwest::Identity {
 struct Node {
     addr: SocketAddr,
     ca: Ca,
-    policy: Arc<Policy>,
+    replay: Replay,
     task: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
 }
@@ -105,8 +128,8 @@ impl Drop for Node {
 }
 
 /// A kubelet API on a free loopback port with one running pod `default/web` whose
-/// container `app` logged three lines.
-async fn node() -> Node {
+/// container `app` logged three lines, its reviews answered by `reviews`.
+async fn node(reviews: Vec<Exchange>) -> Node {
     let dir = tempfile::tempdir().unwrap();
     let ca = ca("test-cluster-ca");
     // The node's serving certificate, signed by the cluster CA, for 127.0.0.1.
@@ -169,7 +192,7 @@ async fn node() -> Node {
     )
     .unwrap();
 
-    let policy = Arc::new(Policy::default());
+    let replay = Replay::from_exchanges(reviews);
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -184,7 +207,10 @@ async fn node() -> Node {
             port_forward: Arc::new(podhost::daemon::PodPortForwarder::new(layout.clone())),
             layout,
             node_name: "node-1".into(),
-            reviewer: policy.clone(),
+            // As the daemon wires it: the kubelet's caches in front of the reviews.
+            reviewer: Arc::new(CachingReviewer::new(Arc::new(ClusterReviewer {
+                client: replay.client(),
+            }))),
             podhost_exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_podhost")),
         },
     )
@@ -193,7 +219,7 @@ async fn node() -> Node {
     Node {
         addr,
         ca,
-        policy,
+        replay,
         task,
         _dir: dir,
     }
@@ -219,55 +245,54 @@ async fn get(client: &reqwest::Client, node: &Node, path: &str) -> (u16, String)
 
 #[tokio::test]
 async fn client_certificates_of_the_ca_and_reviewed_tokens_only() {
-    let node = node().await;
+    let reviews = recorded("who");
+    let token = recorded_token(&reviews);
+    let node = node(reviews.clone()).await;
     let anonymous = client(&node, None);
     assert_eq!(get(&anonymous, &node, "/healthz").await.0, 401);
 
-    let admin = client(
-        &node,
-        Some(client_identity(&node.ca, "apiserver", &["system:masters"])),
+    let (cn, orgs) = APISERVER;
+    let apiserver = client(&node, Some(client_identity(&node.ca, cn, orgs)));
+    assert_eq!(
+        get(&apiserver, &node, "/healthz").await,
+        (200, "ok\n".into())
     );
-    assert_eq!(get(&admin, &node, "/healthz").await, (200, "ok\n".into()));
-    let (status, pods) = get(&admin, &node, "/pods").await;
+    let (status, pods) = get(&apiserver, &node, "/pods").await;
     assert_eq!(status, 200);
     assert!(pods.contains("\"web\""), "{pods}");
 
-    let bob = client(&node, Some(client_identity(&node.ca, "bob", &["devs"])));
+    let (cn, orgs) = BOB;
+    let bob = client(&node, Some(client_identity(&node.ca, cn, orgs)));
     let (status, body) = get(&bob, &node, "/containerLogs/default/web/app").await;
     assert_eq!(status, 403);
     assert_eq!(
         body,
         "Forbidden (user=bob, verb=get, resource=nodes, subresource=proxy)\n"
     );
-    {
-        let asked = node.policy.asked.lock().unwrap();
-        let (user, access) = asked.last().unwrap();
-        assert_eq!(user, "bob");
-        assert_eq!(access.name, "node-1");
-        assert_eq!(access.subresource, "proxy");
-    }
 
-    let token = anonymous
+    let by_token = anonymous
         .get(format!("https://{}/healthz", node.addr))
-        .bearer_auth("good-token")
+        .bearer_auth(&token)
         .send()
         .await
         .unwrap();
-    assert_eq!(token.status().as_u16(), 200);
+    assert_eq!(by_token.status().as_u16(), 200);
     let bad_token = anonymous
         .get(format!("https://{}/healthz", node.addr))
-        .bearer_auth("bad-token")
+        .bearer_auth("not-a-token-anyone-issued")
         .send()
         .await
         .unwrap();
     assert_eq!(bad_token.status().as_u16(), 401);
+    // Each caller was reviewed as the real node asked: the user (and the service
+    // account's groups from the TokenReview) against `nodes/proxy` of node-1; the
+    // second request of the API server's certificate was answered from the cache.
+    asked_as_recorded(&node.replay, &reviews);
 
     // A certificate of another CA does not get through the handshake.
     let other = ca("some-other-ca");
-    let stranger = client(
-        &node,
-        Some(client_identity(&other, "apiserver", &["system:masters"])),
-    );
+    let (cn, orgs) = APISERVER;
+    let stranger = client(&node, Some(client_identity(&other, cn, orgs)));
     let refused = stranger
         .get(format!("https://{}/healthz", node.addr))
         .send()
@@ -277,11 +302,10 @@ async fn client_certificates_of_the_ca_and_reviewed_tokens_only() {
 
 #[tokio::test]
 async fn container_logs_with_the_api_servers_parameters() {
-    let node = node().await;
-    let admin = client(
-        &node,
-        Some(client_identity(&node.ca, "apiserver", &["system:masters"])),
-    );
+    let reviews = recorded("logs");
+    let node = node(reviews.clone()).await;
+    let (cn, orgs) = APISERVER;
+    let admin = client(&node, Some(client_identity(&node.ca, cn, orgs)));
     assert_eq!(
         get(&admin, &node, "/containerLogs/default/web/app").await,
         (200, "one\ntwo\nthree\n".into())
@@ -316,4 +340,5 @@ async fn container_logs_with_the_api_servers_parameters() {
     );
     let (status, _) = get(&admin, &node, "/containerLogs/default/web/other").await;
     assert_eq!(status, 404);
+    asked_as_recorded(&node.replay, &reviews);
 }

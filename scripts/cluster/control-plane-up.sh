@@ -7,6 +7,15 @@
 # NodeRestriction admission, and kube-controller-manager when $KUBE_CONTROLLER_MANAGER
 # names one. Certificates, kubeconfigs (admin, and one per NODE as system:node:NODE),
 # data and logs live in DIR; DIR/env.sh has the exports. Stop with control-plane-down.sh.
+#
+# Optional environment:
+#   API_ADDRESS   the address the API server binds and advertises (default 127.0.0.1):
+#                 the host side of node-netns.sh's bridge, for nodes in their own network
+#                 namespaces; it is in the serving certificate and every kubeconfig.
+#   NODE_IPS      "NODE=IP ..." each node's --node-ip, put in its kubelet serving
+#                 certificate (default: NODE_IP, default 127.0.0.1, for every node).
+#   CLUSTER_CIDR  with the controller manager: --allocate-node-cidrs --cluster-cidr
+#                 CLUSTER_CIDR (/24 per Node, in spec.podCIDR).
 set -euo pipefail
 
 usage() { echo "usage: $0 DIR NODE..." >&2; exit 2; }
@@ -18,6 +27,9 @@ KUBE_APISERVER=${KUBE_APISERVER:?set KUBE_APISERVER to a kube-apiserver binary}
 KUBE_CONTROLLER_MANAGER=${KUBE_CONTROLLER_MANAGER:-}
 ETCD=${ETCD:-$(command -v etcd || true)}
 NODE_IP=${NODE_IP:-127.0.0.1}
+API_ADDRESS=${API_ADDRESS:-127.0.0.1}
+NODE_IPS=${NODE_IPS:-}
+CLUSTER_CIDR=${CLUSTER_CIDR:-}
 if [ -z "${WITH_KCM:-}" ]; then
   if [ -x "$KUBE_CONTROLLER_MANAGER" ]; then WITH_KCM=1; else WITH_KCM=0; fi
 fi
@@ -65,7 +77,7 @@ ETCD_CLIENT_PORT=$(pick_port); PICKED="$PICKED $ETCD_CLIENT_PORT"
 ETCD_PEER_PORT=$(pick_port);   PICKED="$PICKED $ETCD_PEER_PORT"
 API_PORT=$(pick_port);         PICKED="$PICKED $API_PORT"
 KCM_PORT=$(pick_port);         PICKED="$PICKED $KCM_PORT"
-SERVER=https://127.0.0.1:$API_PORT
+SERVER=https://$API_ADDRESS:$API_PORT
 
 # ---------- certificates (openssl) ----------
 ossl() { openssl "$@" 2>>"$DIR/logs/openssl.log"; }
@@ -91,12 +103,18 @@ sign() {
 SVC_CIDR=10.96.0.0/16      # only an allocation range inside the apiserver; nothing is routed there
 SVC_IP=10.96.0.1
 sign apiserver "/CN=kube-apiserver" serverAuth \
-  "IP:127.0.0.1,IP:::1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:$SVC_IP"
+  "IP:127.0.0.1,IP:::1,IP:$API_ADDRESS,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:$SVC_IP"
 sign admin "/O=system:masters/CN=admin" clientAuth
+# node_ip NODE: its address from NODE_IPS, else NODE_IP
+node_ip() {
+  local pair
+  for pair in $NODE_IPS; do [ "${pair%%=*}" = "$1" ] && { echo "${pair#*=}"; return; }; done
+  echo "$NODE_IP"
+}
 for NODE in "${NODES[@]}"; do
   sign "node-$NODE" "/O=system:nodes/CN=system:node:$NODE" clientAuth
   sign "kubelet-$NODE" "/O=system:nodes/CN=system:node:$NODE" serverAuth \
-    "DNS:$NODE,DNS:localhost,IP:127.0.0.1,IP:$NODE_IP"
+    "DNS:$NODE,DNS:localhost,IP:127.0.0.1,IP:$(node_ip "$NODE")"
 done
 # client cert the apiserver presents to kubelets (logs/exec/port-forward via :10250)
 sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
@@ -159,7 +177,7 @@ done
 # ---------- kube-apiserver ----------
 setsid "$KUBE_APISERVER" \
   --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+  --bind-address="$API_ADDRESS" --advertise-address="$API_ADDRESS" --secure-port="$API_PORT" \
   --insecure-port=0 \
   --endpoint-reconciler-type=none \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
@@ -192,7 +210,9 @@ done
 # ---------- kube-controller-manager (optional) ----------
 if [ "$WITH_KCM" = 1 ]; then
   [ -x "$KUBE_CONTROLLER_MANAGER" ] || { echo "kube-controller-manager not found at $KUBE_CONTROLLER_MANAGER" >&2; exit 1; }
-  setsid "$KUBE_CONTROLLER_MANAGER" \
+  KCM_CIDRS=()
+  [ -n "$CLUSTER_CIDR" ] && KCM_CIDRS=(--allocate-node-cidrs=true --cluster-cidr="$CLUSTER_CIDR" --node-cidr-mask-size=24)
+  setsid "$KUBE_CONTROLLER_MANAGER" "${KCM_CIDRS[@]}" \
     --kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
     --authorization-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \

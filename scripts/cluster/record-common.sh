@@ -9,8 +9,6 @@ PODHOST=${PODHOST:-target/debug/podhost}
 WORK=$(mktemp -d "/tmp/podhost-$RECORD_NAME.XXXXXX")
 CGROUP_ROOT=/podhost-$RECORD_NAME-$$
 PID=
-# More daemon flags a recording needs (the kubelet API's, for one).
-RECORD_NODE_FLAGS=("${RECORD_NODE_FLAGS[@]}")
 record_cleanup() {
   [ -n "$PID" ] && { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" >/dev/null 2>&1 || true
@@ -36,13 +34,14 @@ record_setup() {
   mkdir -p "$WORK/manifests"
 }
 
-# The node, recording into $WORK/api.jsonl; returns once the Node is Ready.
+# The node, recording into $WORK/api.jsonl, with the daemon flags given as arguments
+# added; returns once the Node is Ready.
 record_start_node() {
   "$PODHOST" --socket "$WORK/podhost.sock" daemon --node-name "$NODE" --root-dir "$WORK/root" \
     --pod-manifest-path "$WORK/manifests" --log-dir "$WORK/logs" --config-dir "$WORK/config" \
     --pod-network none --eviction-hard= --cgroup-root "$CGROUP_ROOT" \
-    --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$WORK/api.jsonl" \
-    "${RECORD_NODE_FLAGS[@]}" >"$WORK/daemon.log" 2>&1 &
+    --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$WORK/api.jsonl" "$@" \
+    >"$WORK/daemon.log" 2>&1 &
   PID=$!
   wait_for 30 bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
 }

@@ -23,7 +23,7 @@ source scripts/cluster/record-common.sh
 source scripts/cluster/record-proxy-common.sh
 record_setup
 record_kubelet_flags
-record_start_node
+record_start_node "${RECORD_NODE_FLAGS[@]}"
 k create -f - >/dev/null <<YAML
 apiVersion: v1
 kind: Pod

@@ -14,8 +14,8 @@ free_port() {
   done
 }
 
-# The node serves the kubelet API (the API server's client certificate is accepted);
-# call before record_start_node.
+# The node's flags for serving the kubelet API (the API server's client certificate is
+# accepted), in RECORD_NODE_FLAGS: record_start_node "${RECORD_NODE_FLAGS[@]}".
 record_kubelet_flags() {
   local pki=$WORK/cp/pki
   RECORD_NODE_FLAGS=(--node-ip 127.0.0.1 --port "$(free_port)" --client-ca-file "$pki/ca.crt"

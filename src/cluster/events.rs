@@ -12,22 +12,18 @@ use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use tokio::sync::mpsc;
 
-use super::rate::TokenBucket;
+use super::rate::ClientLimiter;
 use crate::model::event_correlator::{Correlated, EventCorrelator};
 
 /// How often a failed post is tried (client-go: 12 tries, 10 s apart, with jitter).
 const TRIES: usize = 12;
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
-/// Posts each event of `events` until the channel closes. Requests share a token
-/// bucket (the kubelet's client QPS 50, burst 100, as its other writes).
+/// Posts each event of `events` until the channel closes, under a limiter of its own
+/// (the kubelet's event client: `eventRecordQPS` 50, `eventBurst` 100).
 pub async fn run(client: kube::Client, mut events: mpsc::UnboundedReceiver<Event>) {
     let mut correlator = EventCorrelator::default();
-    let mut bucket = TokenBucket::new(
-        super::rate::DEFAULT_QPS,
-        super::rate::DEFAULT_BURST,
-        std::time::Instant::now(),
-    );
+    let limiter = ClientLimiter::kubelet_default();
     while let Some(event) = events.recv().await {
         let decided = correlator.correlate(event, Utc::now());
         if decided == Correlated::Skip {
@@ -35,7 +31,7 @@ pub async fn run(client: kube::Client, mut events: mpsc::UnboundedReceiver<Event
             continue;
         }
         for attempt in 1..=TRIES {
-            bucket.acquire().await;
+            limiter.acquire().await;
             match send(&client, &decided).await {
                 Ok(()) => break,
                 Err(e) if attempt < TRIES => {

@@ -17,6 +17,8 @@ pub mod mirror_client;
 pub mod mirror_plan;
 pub mod node_status;
 pub mod objects;
+pub mod own_node;
+pub mod pod_cidr;
 pub mod pod_status;
 pub mod pods;
 pub mod rate;

@@ -16,11 +16,22 @@ use super::register::FIELD_MANAGER;
 
 /// The patch that sets `status` on the pod with `uid`.
 pub fn status_patch(uid: &str, status: &PodStatus) -> serde_json::Value {
+    let mut status = serde_json::to_value(status).unwrap_or_default();
+    // A patch leaves out what it does not name: a reason or message the node no
+    // longer has (or someone else wrote) is removed explicitly.
+    if let Some(fields) = status.as_object_mut() {
+        for key in CLEARED_WHEN_UNSET {
+            fields.entry(key).or_insert(serde_json::Value::Null);
+        }
+    }
     serde_json::json!({
         "metadata": { "uid": uid },
         "status": status,
     })
 }
+
+/// Status fields a patch sets to null when the node's status has none.
+const CLEARED_WHEN_UNSET: [&str; 2] = ["reason", "message"];
 
 /// How a write about one pod ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,5 +119,14 @@ mod tests {
         let patch = status_patch("u-1", &status);
         assert_eq!(patch["metadata"]["uid"], "u-1");
         assert_eq!(patch["status"]["phase"], "Running");
+        // Unset reason and message are removed from the API's copy, not left there.
+        assert!(patch["status"]["reason"].is_null());
+        assert!(patch["status"].as_object().unwrap().contains_key("reason"));
+        assert!(patch["status"].as_object().unwrap().contains_key("message"));
+        let failed = PodStatus {
+            reason: Some("Evicted".into()),
+            ..status
+        };
+        assert_eq!(status_patch("u-1", &failed)["status"]["reason"], "Evicted");
     }
 }

@@ -1,52 +1,55 @@
-//! A token bucket for the node's writes to the API server, as client-go's rate limiter
-//! under the kubelet's `kubeAPIQPS` (50) and `kubeAPIBurst` (100): a burst of pod
-//! starts is written at once, a storm of changes is spread out instead of answered
-//! with the server's 429s.
+//! The API client's request limiter, as client-go's under the kubelet's `kubeAPIQPS`
+//! (50) and `kubeAPIBurst` (100): one per client, shared by everything that writes
+//! through it (pod status, mirror pods), so that a burst of pod starts is written at
+//! once and a storm of changes is spread out instead of answered with the server's
+//! 429s. Events have a limiter of their own, as the kubelet's event client has
+//! (`eventRecordQPS`/`eventBurst`, the same defaults).
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The kubelet's default `kubeAPIQPS`.
+use crate::model::token_bucket::TokenBucket;
+
+/// The kubelet's default `kubeAPIQPS` (and `eventRecordQPS`).
 pub const DEFAULT_QPS: f64 = 50.0;
-/// The kubelet's default `kubeAPIBurst`.
+/// The kubelet's default `kubeAPIBurst` (and `eventBurst`).
 pub const DEFAULT_BURST: u32 = 100;
 
-/// Tokens refilled at `qps` per second up to `burst`.
+/// A token bucket on the monotonic clock; clones share it.
 #[derive(Debug, Clone)]
-pub struct TokenBucket {
-    qps: f64,
-    burst: f64,
-    tokens: f64,
-    at: Instant,
+pub struct ClientLimiter {
+    inner: Arc<Mutex<TokenBucket>>,
+    origin: Instant,
 }
 
-impl TokenBucket {
-    /// A full bucket.
-    pub fn new(qps: f64, burst: u32, now: Instant) -> Self {
+impl ClientLimiter {
+    /// A full limiter of `qps` requests per second, `burst` at once.
+    pub fn new(qps: f64, burst: u32) -> Self {
         Self {
-            qps,
-            burst: f64::from(burst),
-            tokens: f64::from(burst),
-            at: now,
+            inner: Arc::new(Mutex::new(TokenBucket::new(qps, burst, 0.0))),
+            origin: Instant::now(),
         }
     }
 
-    /// Takes a token at `now`: how long to wait before the request may go (zero when a
-    /// token was there). The token is taken either way: a caller that waits the
-    /// answer has its request paid for.
-    pub fn take(&mut self, now: Instant) -> Duration {
-        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.at = now;
-        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst) - 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / self.qps)
-        }
+    /// The kubelet's defaults (50 QPS, burst 100).
+    pub fn kubelet_default() -> Self {
+        Self::new(DEFAULT_QPS, DEFAULT_BURST)
+    }
+
+    /// Takes a token: how long to wait before the request may go.
+    fn take(&self) -> Duration {
+        let now = self.origin.elapsed().as_secs_f64();
+        let wait = self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(now);
+        Duration::from_secs_f64(wait)
     }
 
     /// Takes a token, sleeping until it is there.
-    pub async fn acquire(&mut self) {
-        let wait = self.take(Instant::now());
+    pub async fn acquire(&self) {
+        let wait = self.take();
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
@@ -58,31 +61,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_burst_goes_at_once_then_the_rate_holds() {
-        let t0 = Instant::now();
-        let mut b = TokenBucket::new(50.0, 100, t0);
-        for _ in 0..100 {
-            assert_eq!(b.take(t0), Duration::ZERO);
-        }
-        // The 101st waits one token's time, the 102nd two.
-        assert_eq!(b.take(t0), Duration::from_millis(20));
-        assert_eq!(b.take(t0), Duration::from_millis(40));
-        // A second later 50 tokens came back, minus the two owed.
-        let t1 = t0 + Duration::from_secs(1);
-        for _ in 0..48 {
-            assert_eq!(b.take(t1), Duration::ZERO);
-        }
-        assert!(b.take(t1) > Duration::ZERO);
+    fn clones_share_one_bucket() {
+        let a = ClientLimiter::new(1.0, 2);
+        let b = a.clone();
+        assert_eq!(a.take(), Duration::ZERO);
+        assert_eq!(b.take(), Duration::ZERO);
+        // The third request, from either clone, waits for the refill.
+        assert!(a.take() > Duration::from_millis(900));
+        assert!(b.take() > Duration::from_millis(1900));
     }
 
-    #[test]
-    fn the_bucket_never_holds_more_than_the_burst() {
-        let t0 = Instant::now();
-        let mut b = TokenBucket::new(50.0, 3, t0);
-        let later = t0 + Duration::from_secs(3600);
-        for _ in 0..3 {
-            assert_eq!(b.take(later), Duration::ZERO);
-        }
-        assert!(b.take(later) > Duration::ZERO);
+    #[tokio::test]
+    async fn acquire_waits_out_the_debt() {
+        let limiter = ClientLimiter::new(10.0, 1);
+        let started = tokio::time::Instant::now();
+        limiter.acquire().await;
+        limiter.acquire().await;
+        assert!(started.elapsed() >= Duration::from_millis(99));
     }
 }

@@ -124,7 +124,12 @@ fn convert(uid: &str, api: &Pod) -> StaticPod {
         .clone()
         .unwrap_or_else(|| "default".to_string());
     let warnings = serde_json::to_value(&pod.spec)
-        .map(|spec| crate::source::unhonoured_fields(&serde_json::json!({ "spec": spec })))
+        .map(|spec| {
+            crate::source::unhonoured_fields_for(
+                &serde_json::json!({ "spec": spec }),
+                crate::source::FieldOrigin::Api,
+            )
+        })
         .unwrap_or_default();
     StaticPod {
         path: PathBuf::from(format!("api:{namespace}/{name}")),
@@ -216,5 +221,65 @@ mod tests {
         assert_eq!(api_grace(&pod), Duration::from_secs(5));
         pod.metadata.deletion_grace_period_seconds = Some(0);
         assert_eq!(api_grace(&pod), Duration::from_secs(1));
+    }
+
+    /// Every pod a real API server (v1.20.2) answered in the recorded pod watch, with
+    /// the fields it fills in on every pod, gets no FieldNotHonoured warning; the
+    /// same spec as a manifest would (a static pod gets no service account token).
+    #[test]
+    fn the_api_servers_defaults_are_not_warned_about() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/cluster/pods.jsonl");
+        let mut pods = Vec::new();
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let exchange: serde_json::Value = serde_json::from_str(line).unwrap();
+            let Ok(list) = serde_json::from_str::<serde_json::Value>(
+                exchange["response"].as_str().unwrap_or_default(),
+            ) else {
+                continue;
+            };
+            if let Some(items) = list["items"].as_array() {
+                pods.extend(items.iter().cloned());
+            }
+        }
+        assert!(!pods.is_empty());
+        for value in pods {
+            let pod: Pod = serde_json::from_value(value).unwrap();
+            let uid = pod.metadata.uid.clone().unwrap();
+            let converted = convert(&uid, &pod);
+            assert_eq!(converted.warnings, Vec::<String>::new(), "{uid}");
+            let spec = serde_json::json!({ "spec": pod.spec });
+            let as_manifest = crate::source::unhonoured_fields(&spec);
+            assert!(
+                as_manifest
+                    .iter()
+                    .any(|w| w.starts_with("spec.automountServiceAccountToken")),
+                "{as_manifest:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn placement_fields_are_honoured_for_api_pods_only() {
+        let spec = serde_json::json!({"spec": {
+            "nodeSelector": {"disk": "ssd"},
+            "affinity": {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "zone", "operator": "In", "values": ["a"]}]}]}},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "kubernetes.io/hostname"}]}
+            }
+        }});
+        let api = crate::source::unhonoured_fields_for(&spec, crate::source::FieldOrigin::Api);
+        assert_eq!(api, Vec::<String>::new());
+        let manifest = crate::source::unhonoured_fields(&spec);
+        assert_eq!(
+            manifest,
+            vec![
+                "spec.affinity is ignored: a static pod runs on the node whose manifest directory holds it",
+                "spec.nodeSelector is ignored: a static pod runs on the node whose manifest directory holds it",
+            ]
+        );
     }
 }

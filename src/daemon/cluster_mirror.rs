@@ -23,7 +23,7 @@ use crate::cluster::mirror_client::{
 };
 use crate::cluster::mirror_plan::{MirrorAction, RecentWrites, StaticPodState, plan};
 use crate::cluster::pods::MirrorPods;
-use crate::cluster::rate::{DEFAULT_BURST, DEFAULT_QPS, TokenBucket};
+use crate::cluster::rate::ClientLimiter;
 use crate::status::StatusStore;
 
 /// How often failed writes are tried again (the kubelet's pod resync is of this order).
@@ -34,7 +34,7 @@ struct MirrorSync {
     store: Arc<StatusStore>,
     node_name: String,
     recent: RecentWrites,
-    bucket: TokenBucket,
+    limiter: ClientLimiter,
     /// Writes whose failure was logged: a static pod that cannot be mirrored (one
     /// naming a service account or a secret, which NodeRestriction refuses) is
     /// reported once, not every 10 s.
@@ -51,6 +51,7 @@ pub async fn run(
     mut mirrors: watch::Receiver<Arc<MirrorPods>>,
     mut node_uid: watch::Receiver<Option<String>>,
     node_name: String,
+    limiter: ClientLimiter,
 ) {
     let mut changes = store.subscribe();
     let mut s = MirrorSync {
@@ -58,7 +59,7 @@ pub async fn run(
         store,
         node_name,
         recent: RecentWrites::default(),
-        bucket: TokenBucket::new(DEFAULT_QPS, DEFAULT_BURST, Instant::now()),
+        limiter,
         reported: HashSet::new(),
         last: None,
     };
@@ -127,7 +128,7 @@ impl MirrorSync {
             if blocked.contains(&action.full_name()) {
                 continue;
             }
-            self.bucket.acquire().await;
+            self.limiter.acquire().await;
             let done = match &action {
                 MirrorAction::Delete {
                     namespace,

@@ -25,8 +25,9 @@ use tokio::sync::{mpsc, watch};
 use super::api_pods::is_api_pod;
 use super::manager::ApiPodEnd;
 use crate::cluster::pod_status::{PodWrite, delete_terminated, patch_status};
-use crate::cluster::pods::MirrorPods;
-use crate::cluster::rate::{DEFAULT_BURST, DEFAULT_QPS, TokenBucket};
+use crate::cluster::pods::{BoundPods, MirrorPods};
+use crate::cluster::rate::ClientLimiter;
+use crate::model::status_reconcile::agrees;
 use crate::status::StatusStore;
 
 /// The kubelet's status manager re-syncs every 10 s; failed writes wait that long.
@@ -41,6 +42,9 @@ struct Written {
     /// The store record's version it was read from.
     version: u64,
     status: Option<PodStatus>,
+    /// When it was written: the API's copy is compared with it only once the watch
+    /// has had time to bring the written version.
+    at: Instant,
 }
 
 /// A pending write about one pod.
@@ -61,11 +65,13 @@ struct Sync {
     /// Static pods' statuses as written, by their mirror pod's UID.
     mirror_written: HashMap<String, Written>,
     mirrors: watch::Receiver<Arc<MirrorPods>>,
+    /// The API's copies of the pods, to reconcile against.
+    bound: watch::Receiver<Arc<BoundPods>>,
     /// Pods whose object is gone or replaced: nothing more is written about them.
     gone: HashMap<String, Instant>,
     /// Workers' ends whose final writes failed, retried.
     ends: Vec<ApiPodEnd>,
-    bucket: TokenBucket,
+    limiter: ClientLimiter,
     /// Whether the last write failed (to log a failure once, and the recovery).
     failing: bool,
 }
@@ -76,6 +82,8 @@ pub async fn run(
     store: Arc<StatusStore>,
     mut ends: mpsc::UnboundedReceiver<ApiPodEnd>,
     mirrors: watch::Receiver<Arc<MirrorPods>>,
+    bound: watch::Receiver<Arc<BoundPods>>,
+    limiter: ClientLimiter,
 ) {
     let mut changes = store.subscribe();
     let mut s = Sync {
@@ -84,9 +92,10 @@ pub async fn run(
         written: HashMap::new(),
         mirror_written: HashMap::new(),
         mirrors,
+        bound,
         gone: HashMap::new(),
         ends: Vec::new(),
-        bucket: TokenBucket::new(DEFAULT_QPS, DEFAULT_BURST, Instant::now()),
+        limiter,
         failing: false,
     };
     let mut retry = tokio::time::interval(RETRY_EVERY);
@@ -108,6 +117,7 @@ pub async fn run(
                 for end in pending {
                     s.finish(end).await;
                 }
+                s.reconcile();
                 s.write_changes().await;
                 let now = Instant::now();
                 s.gone.retain(|_, at| now.duration_since(*at) < Duration::from_secs(600));
@@ -117,6 +127,32 @@ pub async fn run(
 }
 
 impl Sync {
+    /// Forgets what was written about pods whose copy in the API server no longer
+    /// agrees with it (someone else changed it), so that the next round writes their
+    /// status again — the kubelet's `needsReconcile`.
+    fn reconcile(&mut self) {
+        let now = Instant::now();
+        let settled = |w: &Written| now.duration_since(w.at) >= RETRY_EVERY;
+        let bound = self.bound.borrow().clone();
+        let mirrors = self.mirrors.borrow().clone();
+        for (written, copies) in [
+            (&mut self.written, &bound.pods),
+            (&mut self.mirror_written, &mirrors.pods),
+        ] {
+            written.retain(|uid, w| {
+                let (Some(ours), Some(api)) = (w.status.as_ref(), copies.get(uid)) else {
+                    return true;
+                };
+                let api = api.status.clone().unwrap_or_default();
+                if !settled(w) || agrees(ours, &api) {
+                    return true;
+                }
+                tracing::info!(%uid, phase = ?api.phase, "the API server's copy of the pod status was changed by someone else; writing it again");
+                false
+            });
+        }
+    }
+
     /// Patches every API pod, and every static pod's mirror pod, whose status changed
     /// since it was last written.
     async fn write_changes(&mut self) {
@@ -181,7 +217,7 @@ impl Sync {
         let mut in_flight = FuturesUnordered::new();
         let mut answers = Vec::with_capacity(pending.len());
         for (uid, p) in pending {
-            self.bucket.acquire().await;
+            self.limiter.acquire().await;
             let client = self.client.clone();
             in_flight.push(async move {
                 let result = patch_status(&client, &p.namespace, &p.name, &uid, &p.status).await;
@@ -204,7 +240,7 @@ impl Sync {
     /// Writes one pod's status; returns whether it is now on the API server (or the
     /// pod is gone there, which ends its writes too).
     async fn write(&mut self, uid: &str, p: Pending) -> bool {
-        self.bucket.acquire().await;
+        self.limiter.acquire().await;
         let result = patch_status(&self.client, &p.namespace, &p.name, uid, &p.status).await;
         self.settle(uid, p, result)
     }
@@ -229,6 +265,7 @@ impl Sync {
                     Written {
                         version: p.version,
                         status: Some(p.status),
+                        at: Instant::now(),
                     },
                 );
                 true
@@ -285,7 +322,7 @@ impl Sync {
             }
         }
         if end.delete && !self.gone.contains_key(&end.uid) {
-            self.bucket.acquire().await;
+            self.limiter.acquire().await;
             match delete_terminated(&self.client, &end.namespace, &end.name, &end.uid).await {
                 Ok(_) => {
                     tracing::info!(pod = %end.name, namespace = %end.namespace, uid = %end.uid, "terminated pod deleted from the API server");

@@ -138,9 +138,11 @@ pub struct DaemonFlags {
     /// `auto`: cni when --cni-conf-dir holds a config, else bridge.
     #[arg(long, default_value = "auto")]
     pub pod_network: String,
-    /// The built-in bridge's pod CIDRs, IPv4 and/or IPv6, comma-separated.
-    #[arg(long, default_value = crate::network::bridge::DEFAULT_POD_CIDRS)]
-    pub pod_cidr: String,
+    /// The built-in bridge's pod CIDRs, IPv4 and/or IPv6, comma-separated. Without it:
+    /// in cluster mode the Node's spec.podCIDRs (pods wait for them), standalone
+    /// 10.86.0.0/16,fd70:6f64:6800::/64.
+    #[arg(long)]
+    pub pod_cidr: Option<String>,
     /// CNI network configurations (the first `.conflist`/`.conf`/`.json` by name).
     #[arg(long, default_value = "/etc/cni/net.d")]
     pub cni_conf_dir: PathBuf,

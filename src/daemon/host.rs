@@ -140,6 +140,16 @@ pub async fn wait_for_stop_signal() {
     }
 }
 
+/// The node's IPs in pods' `status.hostIP(s)`: cluster mode's `--node-ip` when given
+/// (the Node's InternalIP, which is what a kubelet reports), else [`host_ips`].
+pub fn node_host_ips(node_ips: &[std::net::IpAddr]) -> Vec<String> {
+    if node_ips.is_empty() {
+        host_ips()
+    } else {
+        node_ips.iter().map(ToString::to_string).collect()
+    }
+}
+
 /// The node's IPs as the downward API reports them (`status.hostIP(s)`): the source
 /// address of the IPv4 and IPv6 default routes (no packet is sent), else the
 /// addresses the host name resolves to; loopback only when there is nothing else.
@@ -195,5 +205,18 @@ pub fn node_capacity(root_dir: &Path) -> crate::model::downward::NodeCapacity {
         cpu_millis: i64::try_from(cpus).unwrap_or(1).saturating_mul(1000),
         memory_bytes: memory_capacity(),
         ephemeral_storage_bytes: i64::try_from(storage).unwrap_or(i64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_node_ip_flag_is_the_pods_host_ip() {
+        let given: Vec<std::net::IpAddr> =
+            vec!["10.7.0.2".parse().unwrap(), "fd00::2".parse().unwrap()];
+        assert_eq!(node_host_ips(&given), vec!["10.7.0.2", "fd00::2"]);
+        assert_eq!(node_host_ips(&[]), host_ips());
     }
 }

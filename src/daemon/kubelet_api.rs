@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 
 use super::cluster_flags::ClusterConfig;
 use crate::api::kubelet::{
-    AccessReviewer, KubeletApiError, KubeletApiState, ReviewError, ServingCert,
+    AccessReviewer, CachingReviewer, KubeletApiError, KubeletApiState, ReviewError, ServingCert,
 };
 use crate::disk::Layout;
 use crate::model::kubelet_auth::{NodeAccess, UserInfo};
@@ -83,9 +83,10 @@ pub async fn start(
         store: parts.store,
         layout: parts.layout,
         node_name: parts.node_name,
-        reviewer: Arc::new(ClusterReviewer {
+        // The kubelet's review caches (2 min for tokens, 5 min allowed / 30 s denied).
+        reviewer: Arc::new(CachingReviewer::new(Arc::new(ClusterReviewer {
             client: parts.client,
-        }),
+        }))),
         podhost_exe: parts.podhost_exe,
         port_forward: parts.port_forward,
     };

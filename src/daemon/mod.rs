@@ -1,6 +1,7 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod api_pods;
+mod cluster_admission;
 mod cluster_events;
 pub mod cluster_flags;
 mod cluster_mirror;
@@ -12,7 +13,7 @@ mod ephemeral_target;
 pub mod flags;
 mod gc_trigger;
 mod host;
-mod kubelet_api;
+pub mod kubelet_api;
 pub mod kubelet_config;
 mod log_drops;
 mod log_drops_watch;
@@ -20,6 +21,7 @@ mod manager;
 mod node_facts;
 mod node_name;
 mod oom;
+mod pod_cidr_report;
 mod pod_sources;
 mod port_forward;
 /// Connections into pods (the kubelet API's tests serve port-forwards with it).
@@ -265,10 +267,14 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let (config_objects, config_watcher) =
         crate::configdir::watch(cfg.config_dir.clone(), cfg.rescan_every);
     let ephemeral = crate::worker::ephemeral::EphemeralRegistry::default();
+    // Cluster mode: the Node's spec.podCIDRs, read once it is registered, for the
+    // bridge's IPAM when --pod-cidr is not given.
+    let (node_cidrs_tx, node_cidrs_rx) = tokio::sync::watch::channel(None);
     let network = Arc::new(crate::network::NodeNetwork::new(
         cfg.network.clone(),
         &cfg.root_dir.join("network"),
         &layout.pods_dir(),
+        cfg.cluster.is_some().then(|| node_cidrs_rx.clone()),
     ));
     let (rotation_tx, rotation_rx) = tokio::sync::watch::channel(cfg.log_rotation);
     let node_facts = node_facts::NodeFacts::read(&cfg);
@@ -299,7 +305,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
         api_objects: api_objects.as_ref().map(|(_, rx)| rx.clone()),
-        host_ips: host::host_ips(),
+        host_ips: host::node_host_ips(
+            cfg.cluster
+                .as_ref()
+                .map(|c| c.node_ips.as_slice())
+                .unwrap_or_default(),
+        ),
         node_capacity: host::node_capacity(&cfg.root_dir),
         network: network.clone(),
         host_ports: crate::worker::host_ports::HostPortRegistry::default(),
@@ -323,7 +334,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             ),
         );
     }
-    if let Err(e) = started {
+    if let Err(crate::network::NetworkError::PodCidrPending) = &started {
+        tracing::info!("pods without hostNetwork wait for the Node's spec.podCIDR");
+    } else if let Err(e) = started {
         store.node_event(
             crate::status::EventKind::Warning,
             "NetworkNotReady",
@@ -460,6 +473,20 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let mut api_source = None;
     if let Some(cluster) = &cfg.cluster {
         let node = cluster_node::start(cluster, store.clone(), node_facts).await?;
+        // The node's own Node as the API server has it: its labels and taints for
+        // admission, its spec.podCIDR for the bridge's IPAM.
+        let own_node =
+            crate::cluster::own_node::watch_own_node(node.client.clone(), &cfg.node_name);
+        tokio::spawn(crate::cluster::pod_cidr::follow(
+            own_node.clone(),
+            node_cidrs_tx,
+        ));
+        tokio::spawn(pod_cidr_report::run(
+            network.clone(),
+            cfg.network.clone(),
+            node_cidrs_rx,
+            store.clone(),
+        ));
         essential.watch("cluster node (registration, lease, status)", node.task);
         let kubelet_api = kubelet_api::start(
             cluster,
@@ -492,6 +519,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         if cfg.runonce.is_none() {
             let (ends, ends_rx) = tokio::sync::mpsc::unbounded_channel();
             let pods = crate::cluster::pods::watch_node_pods(node.client.clone(), &cfg.node_name);
+            // One limiter for the client's writes, as the kubelet has one per client.
+            let limiter = crate::cluster::rate::ClientLimiter::kubelet_default();
+            tokio::spawn(cluster_admission::run(own_node, ctx.admission.clone()));
             essential.watch(
                 "pod status sync to the API server",
                 tokio::spawn(cluster_pod_status::run(
@@ -499,6 +529,8 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                     store.clone(),
                     ends_rx,
                     pods.mirrors.clone(),
+                    pods.bound.clone(),
+                    limiter.clone(),
                 )),
             );
             essential.watch(
@@ -509,6 +541,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                     pods.mirrors,
                     node.node_uid,
                     cfg.node_name.clone(),
+                    limiter,
                 )),
             );
             if let Some((objects, _)) = api_objects {

@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Event;
 
 use super::k8s_time::to_k8s;
+use super::token_bucket::TokenBucket;
 
 /// Keys kept per cache (client-go's `maxLruCacheEntries`).
 pub const MAX_KEYS: usize = 4096;
@@ -27,7 +28,7 @@ pub const AGGREGATE_MAX_EVENTS: usize = 10;
 /// The window in which similar events count towards aggregation.
 pub const AGGREGATE_INTERVAL_SECS: i64 = 600;
 /// The spam filter's burst per source + object.
-pub const SPAM_BURST: f64 = 25.0;
+pub const SPAM_BURST: u32 = 25;
 /// The spam filter's refill: one event per 5 minutes.
 pub const SPAM_QPS: f64 = 1.0 / 300.0;
 
@@ -59,18 +60,12 @@ struct Seen {
     last: DateTime<Utc>,
 }
 
-#[derive(Debug)]
-struct Bucket {
-    tokens: f64,
-    at: DateTime<Utc>,
-}
-
 /// The correlator's caches; one per event sink (the node has one).
 #[derive(Debug, Default)]
 pub struct EventCorrelator {
     aggregates: HashMap<String, AggregateRecord>,
     seen: HashMap<String, Seen>,
-    spam: HashMap<String, Bucket>,
+    spam: HashMap<String, TokenBucket>,
 }
 
 fn source_and_object(e: &Event) -> Vec<&str> {
@@ -121,13 +116,17 @@ fn event_key(e: &Event) -> String {
 }
 
 /// Makes room for one more key: the least recently used one goes.
-fn bound<V>(map: &mut HashMap<String, V>, last: impl Fn(&V) -> DateTime<Utc>) {
+fn bound<V, T: PartialOrd>(map: &mut HashMap<String, V>, last: impl Fn(&V) -> T) {
     if map.len() < MAX_KEYS {
         return;
     }
     if let Some(oldest) = map
         .iter()
-        .min_by_key(|(_, v)| last(v))
+        .min_by(|(_, a), (_, b)| {
+            last(a)
+                .partial_cmp(&last(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
         .map(|(k, _)| k.clone())
     {
         map.remove(&oldest);
@@ -215,21 +214,13 @@ impl EventCorrelator {
     fn allow(&mut self, event: &Event, now: DateTime<Utc>) -> bool {
         let key = spam_key(event);
         if !self.spam.contains_key(&key) {
-            bound(&mut self.spam, |b| b.at);
+            bound(&mut self.spam, TokenBucket::last_used);
         }
-        let bucket = self.spam.entry(key).or_insert(Bucket {
-            tokens: SPAM_BURST,
-            at: now,
-        });
-        let elapsed = (now - bucket.at).num_milliseconds().max(0) as f64 / 1000.0;
-        bucket.tokens = (bucket.tokens + elapsed * SPAM_QPS).min(SPAM_BURST);
-        bucket.at = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
+        let secs = now.timestamp_millis() as f64 / 1000.0;
+        self.spam
+            .entry(key)
+            .or_insert_with(|| TokenBucket::new(SPAM_QPS, SPAM_BURST, secs))
+            .try_take(secs)
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 /// An authenticated caller: from a client certificate (CN, O) or a TokenReview.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct UserInfo {
     pub name: String,
     pub uid: String,
@@ -15,7 +15,7 @@ pub struct UserInfo {
 }
 
 /// The resource attributes a SubjectAccessReview asks about.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NodeAccess {
     /// `get`, `create`, `update`, `patch`, `delete` (from the HTTP method).
     pub verb: String,

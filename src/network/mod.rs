@@ -14,6 +14,7 @@
 
 pub mod bridge;
 pub mod cni;
+pub mod pod_cidr;
 
 use std::collections::HashSet;
 use std::net::IpAddr;
@@ -55,6 +56,12 @@ pub enum NetworkError {
     /// `--pod-network` names no backend.
     #[error("--pod-network {0}: use auto, bridge, cni or none")]
     UnknownMode(String),
+    /// Cluster mode without `--pod-cidr`: the Node has no `spec.podCIDR` yet.
+    #[error(
+        "waiting for the Node's spec.podCIDR (kube-controller-manager --allocate-node-cidrs), \
+         or give --pod-cidr"
+    )]
+    PodCidrPending,
 }
 
 /// Which backend `--pod-network` asks for.
@@ -87,8 +94,9 @@ impl std::str::FromStr for NetworkMode {
 #[derive(Debug, Clone)]
 pub struct NetworkSettings {
     pub mode: NetworkMode,
-    /// The built-in bridge's pod CIDRs, `v4[,v6]`.
-    pub pod_cidrs: String,
+    /// The built-in bridge's pod CIDRs, `v4[,v6]`, when `--pod-cidr` is given (else
+    /// the Node's or the default: [`pod_cidr::choose`]).
+    pub pod_cidrs: Option<String>,
     pub cni_conf_dir: PathBuf,
     pub cni_bin_dirs: Vec<PathBuf>,
 }
@@ -103,17 +111,53 @@ pub struct NodeNetwork {
     state_dir: PathBuf,
     /// `<root>/pods`: a pod whose directory is there is live for [`PodNetwork::reconcile`].
     pods_dir: PathBuf,
+    /// Cluster mode: the Node's podCIDRs as read from the API server.
+    node_cidrs: Option<pod_cidr::NodePodCidrs>,
     backend: tokio::sync::OnceCell<PodNetwork>,
+    /// Set once the backend started: pods waiting for it retry at once.
+    ready: tokio::sync::watch::Sender<bool>,
 }
 
 impl NodeNetwork {
-    pub fn new(settings: NetworkSettings, state_dir: &Path, pods_dir: &Path) -> Self {
+    /// `node_cidrs`: in cluster mode, the Node's `spec.podCIDRs` as they are read
+    /// (`None` standalone).
+    pub fn new(
+        settings: NetworkSettings,
+        state_dir: &Path,
+        pods_dir: &Path,
+        node_cidrs: Option<pod_cidr::NodePodCidrs>,
+    ) -> Self {
         Self {
             settings,
             state_dir: state_dir.to_path_buf(),
             pods_dir: pods_dir.to_path_buf(),
+            node_cidrs,
             backend: tokio::sync::OnceCell::new(),
+            ready: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Whether the backend started.
+    pub fn is_ready(&self) -> bool {
+        self.backend.initialized()
+    }
+
+    /// Returns once the backend started (a pod whose sandbox failed for want of a
+    /// network, e.g. while the Node's podCIDR was awaited, retries then rather than at
+    /// its next 10 s retry).
+    pub async fn ready(&self) {
+        let mut rx = self.ready.subscribe();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
+    /// The pod CIDRs the bridge uses now, and where they come from; `None` while the
+    /// Node's podCIDR is awaited.
+    pub fn pod_cidr_choice(&self) -> Option<pod_cidr::PodCidrChoice> {
+        let node = self.node_cidrs.as_ref().map(|rx| rx.borrow().clone());
+        pod_cidr::choose(
+            self.settings.pod_cidrs.as_deref(),
+            node.as_ref().map(|n| n.as_deref()),
+        )
     }
 
     /// The backend, started on first use (then what a previous daemon left of pods that
@@ -127,6 +171,7 @@ impl NodeNetwork {
                     tracing::warn!(error = %e, "pod network of a pod that is gone not released");
                 }
                 tracing::info!(mode = backend.mode(), "pod network ready");
+                self.ready.send_replace(true);
                 Ok(backend)
             })
             .await
@@ -149,14 +194,18 @@ impl NodeNetwork {
                 })
                 .await?,
             ),
-            NetworkMode::Bridge | NetworkMode::Auto => PodNetwork::Bridge(
-                bridge::BridgeNetwork::new(bridge::BridgeConfig {
-                    bridge: bridge::DEFAULT_BRIDGE.to_string(),
-                    cidrs: bridge::BridgeConfig::parse_cidrs(&s.pod_cidrs)?,
-                    state_dir: self.state_dir.join("bridge"),
-                })
-                .await?,
-            ),
+            NetworkMode::Bridge | NetworkMode::Auto => {
+                let choice = self.pod_cidr_choice().ok_or(NetworkError::PodCidrPending)?;
+                tracing::info!(cidrs = %choice.cidrs, from = %choice.origin, "pod CIDRs of the bridge");
+                PodNetwork::Bridge(
+                    bridge::BridgeNetwork::new(bridge::BridgeConfig {
+                        bridge: bridge::DEFAULT_BRIDGE.to_string(),
+                        cidrs: bridge::BridgeConfig::parse_cidrs(&choice.cidrs)?,
+                        state_dir: self.state_dir.join("bridge"),
+                    })
+                    .await?,
+                )
+            }
         })
     }
 }
@@ -229,5 +278,67 @@ impl PodNetwork {
                 .map(NetworkError::from)
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bridge_settings(pod_cidrs: Option<&str>) -> NetworkSettings {
+        NetworkSettings {
+            mode: NetworkMode::Bridge,
+            pod_cidrs: pod_cidrs.map(str::to_string),
+            cni_conf_dir: "/nonexistent/podhost-test-cni".into(),
+            cni_bin_dirs: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_node_without_its_pod_cidr_keeps_the_network_not_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let net = NodeNetwork::new(bridge_settings(None), dir.path(), dir.path(), Some(rx));
+        // Not read yet, then read without a podCIDR: pending either way, nothing made.
+        for node in [None, Some(vec![])] {
+            tx.send_replace(node);
+            let err = net.backend().await.unwrap_err();
+            assert!(matches!(err, NetworkError::PodCidrPending), "{err}");
+            assert!(err.to_string().contains("--pod-cidr"), "{err}");
+            assert!(!net.is_ready());
+            assert_eq!(net.pod_cidr_choice(), None);
+        }
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), net.ready());
+        assert!(
+            waiting.await.is_err(),
+            "ready() returned before the network started"
+        );
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+        // Once the Node has one, it is the choice (starting it would make a bridge).
+        tx.send_replace(Some(vec!["10.1.2.0/24".into()]));
+        let choice = net.pod_cidr_choice().unwrap();
+        assert_eq!(choice.cidrs, "10.1.2.0/24");
+        assert_eq!(choice.origin, pod_cidr::PodCidrOrigin::Node);
+    }
+
+    #[test]
+    fn the_flag_is_the_choice_whatever_the_node_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_tx, rx) = tokio::sync::watch::channel(Some(vec!["10.1.2.0/24".into()]));
+        let net = NodeNetwork::new(
+            bridge_settings(Some("10.9.0.0/24")),
+            dir.path(),
+            dir.path(),
+            Some(rx),
+        );
+        assert_eq!(
+            net.pod_cidr_choice().unwrap().origin,
+            pod_cidr::PodCidrOrigin::Flag
+        );
+        let standalone = NodeNetwork::new(bridge_settings(None), dir.path(), dir.path(), None);
+        assert_eq!(
+            standalone.pod_cidr_choice().unwrap().origin,
+            pod_cidr::PodCidrOrigin::Default
+        );
     }
 }

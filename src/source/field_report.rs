@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::fields::{Decision, FieldStatus, NOT_YET, decide};
+use super::fields::{Decision, FieldOrigin, FieldStatus, NOT_YET, decide_for};
 
 /// One field the manifest sets and what podhost does with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +37,13 @@ impl FieldReport {
 /// Every non-empty field of `manifest`, at the level the table decides it, sorted by
 /// path.
 pub fn field_report(manifest: &Value) -> Vec<FieldReport> {
+    field_report_for(manifest, FieldOrigin::Manifest)
+}
+
+/// [`field_report`] for a pod of `origin`.
+pub fn field_report_for(manifest: &Value, origin: FieldOrigin) -> Vec<FieldReport> {
     let mut out = Vec::new();
-    walk(manifest, "", "", &mut out);
+    walk(manifest, "", "", origin, &mut out);
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }
@@ -46,13 +51,24 @@ pub fn field_report(manifest: &Value) -> Vec<FieldReport> {
 /// One warning per top-most non-empty ignored field, sorted (see
 /// [`FieldReport::warning`]).
 pub fn unhonoured_fields(manifest: &Value) -> Vec<String> {
-    field_report(manifest)
+    unhonoured_fields_for(manifest, FieldOrigin::Manifest)
+}
+
+/// [`unhonoured_fields`] for a pod of `origin`.
+pub fn unhonoured_fields_for(manifest: &Value, origin: FieldOrigin) -> Vec<String> {
+    field_report_for(manifest, origin)
         .iter()
         .filter_map(FieldReport::warning)
         .collect()
 }
 
-fn walk(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<FieldReport>) {
+fn walk(
+    value: &Value,
+    concrete: &str,
+    pattern: &str,
+    origin: FieldOrigin,
+    out: &mut Vec<FieldReport>,
+) {
     match value {
         Value::Object(map) => {
             for (key, child) in map {
@@ -64,7 +80,7 @@ fn walk(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<FieldReport>
                 } else {
                     (format!("{concrete}.{key}"), format!("{pattern}.{key}"))
                 };
-                visit(child, &c, &p, out);
+                visit(child, &c, &p, origin, out);
             }
         }
         Value::Array(items) => {
@@ -76,6 +92,7 @@ fn walk(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<FieldReport>
                     child,
                     &format!("{concrete}[{i}]"),
                     &format!("{pattern}[*]"),
+                    origin,
                     out,
                 );
             }
@@ -84,11 +101,17 @@ fn walk(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<FieldReport>
     }
 }
 
-fn visit(value: &Value, concrete: &str, pattern: &str, out: &mut Vec<FieldReport>) {
-    let status = match decide(pattern) {
+fn visit(
+    value: &Value,
+    concrete: &str,
+    pattern: &str,
+    origin: FieldOrigin,
+    out: &mut Vec<FieldReport>,
+) {
+    let status = match decide_for(pattern, origin) {
         Decision::Whole(status) => status,
         Decision::Partly if value.is_object() || value.is_array() => {
-            return walk(value, concrete, pattern, out);
+            return walk(value, concrete, pattern, origin, out);
         }
         Decision::Partly | Decision::Unlisted => FieldStatus::Ignored(NOT_YET),
     };

@@ -183,6 +183,10 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     // system-node-critical sets the oom_score_adj of a Guaranteed pod.
     ("spec.priorityClassName", Honoured),
     (
+        "spec.preemptionPolicy",
+        Informational("preemption is the scheduler's; the kubelet does not use it"),
+    ),
+    (
         "spec.enableServiceLinks",
         Informational("there are no services, so no service environment variables"),
     ),
@@ -207,6 +211,50 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ),
 ];
 
+/// Where the table differs for pods from the API server (cluster mode): fields the
+/// API server fills in on every pod, and placement fields the node checks at admission
+/// (`model::admission`) where a static pod's are meaningless. Looked up before
+/// [`FIELDS`].
+pub const API_FIELDS: &[(&str, FieldStatus)] = &[
+    // The API server's ServiceAccount admission turned these into the projected token
+    // volume, which podhost fills through TokenRequest for this service account.
+    ("spec.serviceAccountName", Honoured),
+    ("spec.serviceAccount", Honoured),
+    ("spec.automountServiceAccountToken", Honoured),
+    // Checked at admission (NodeAffinity), as the kubelet does.
+    ("spec.nodeSelector", Honoured),
+    (
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+        Honoured,
+    ),
+    (
+        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        Informational("preferred node affinity is the scheduler's; the kubelet does not check it"),
+    ),
+    (
+        "spec.affinity.podAffinity",
+        Informational("pod affinity is the scheduler's; the kubelet does not check it"),
+    ),
+    (
+        "spec.affinity.podAntiAffinity",
+        Informational("pod anti-affinity is the scheduler's; the kubelet does not check it"),
+    ),
+    (
+        "spec.topologySpreadConstraints",
+        Informational("topology spread is the scheduler's; the kubelet does not check it"),
+    ),
+];
+
+/// Which table decides: a manifest's ([`FIELDS`]) or an API pod's ([`API_FIELDS`]
+/// first, then [`FIELDS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldOrigin {
+    /// A static pod's manifest (directory or `--manifest-url`).
+    Manifest,
+    /// A pod bound to this node by the API server.
+    Api,
+}
+
 /// How a pattern path (with `[*]` for array indices) relates to [`FIELDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Decision {
@@ -221,12 +269,25 @@ pub(crate) enum Decision {
 /// Classifies a pattern path such as `spec.containers[*].env[*]`. An init container's
 /// field is decided as the same field of a container, unless the table lists it for
 /// init containers itself.
+#[cfg(test)]
 pub(crate) fn decide(pattern: &str) -> Decision {
-    let own = decide_listed(pattern);
+    decide_for(pattern, FieldOrigin::Manifest)
+}
+
+/// [`decide`] for a pod of `origin`.
+pub(crate) fn decide_for(pattern: &str, origin: FieldOrigin) -> Decision {
+    let listed = |p: &str| match origin {
+        FieldOrigin::Api => match decide_in(API_FIELDS, p) {
+            Decision::Unlisted => decide_in(FIELDS, p),
+            decided => decided,
+        },
+        FieldOrigin::Manifest => decide_in(FIELDS, p),
+    };
+    let own = listed(pattern);
     let Some(rest) = pattern.strip_prefix("spec.initContainers") else {
         return own;
     };
-    match (own, decide_listed(&format!("spec.containers{rest}"))) {
+    match (own, listed(&format!("spec.containers{rest}"))) {
         (Decision::Whole(status), _) => Decision::Whole(status),
         (_, Decision::Whole(status)) => Decision::Whole(status),
         (Decision::Unlisted, Decision::Unlisted) => Decision::Unlisted,
@@ -234,9 +295,9 @@ pub(crate) fn decide(pattern: &str) -> Decision {
     }
 }
 
-fn decide_listed(pattern: &str) -> Decision {
+fn decide_in(table: &[(&str, FieldStatus)], pattern: &str) -> Decision {
     let mut partly = false;
-    for &(entry, status) in FIELDS {
+    for &(entry, status) in table {
         if entry == pattern {
             return Decision::Whole(status);
         }

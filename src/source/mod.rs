@@ -41,7 +41,10 @@ pub use defaults::{
     DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS, DEFAULT_TERMINATION_MESSAGE_PATH, default_pull_policy,
 };
 pub use error::{FieldError, MAX_MANIFEST_BYTES, ManifestError, ValueError};
-pub use field_report::{FieldReport, field_report, unhonoured_fields};
+pub use field_report::{
+    FieldReport, field_report, field_report_for, unhonoured_fields, unhonoured_fields_for,
+};
+pub use fields::FieldOrigin;
 pub use fields::{FIELDS, FieldStatus, NOT_YET, honoured_fields};
 pub use identity::{
     ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, PodOrigin,

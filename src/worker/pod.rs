@@ -319,8 +319,12 @@ async fn ensure_sandbox(
                 );
                 teardown_network(ctx, pod).await;
                 let _ = sandbox::destroy(&ns_dir);
+                // A network not ready yet (the Node's podCIDR awaited): retry as soon
+                // as it starts.
+                let network_waiting = !pod.host_network && !ctx.network.is_ready();
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+                    _ = ctx.network.ready(), if network_waiting => {}
                     _ = term.wait_for(|t| t.is_some()) => return false,
                 }
             }
@@ -410,6 +414,10 @@ async fn teardown_network(ctx: &Ctx, pod: &PodInfo) {
         }
         let result = match ctx.network.backend().await {
             Ok(backend) => backend.teardown(&pod.uid).await,
+            // The bridge never started (the Node's podCIDR is awaited): this daemon
+            // gave the pod nothing; what an earlier one left is the backend's to find
+            // when it starts (its setup is idempotent, its reconcile frees the rest).
+            Err(crate::network::NetworkError::PodCidrPending) => return,
             Err(e) => Err(e),
         };
         match result {

@@ -9,6 +9,7 @@ mod exec;
 mod gate;
 pub mod identity;
 mod port_forward;
+pub mod review_cache;
 pub mod reviewer;
 mod routes;
 pub mod spdy;
@@ -28,6 +29,7 @@ use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+pub use review_cache::CachingReviewer;
 pub use reviewer::{AccessReviewer, ReviewError};
 pub use tls::ServingCert;
 

@@ -154,7 +154,7 @@ pub fn apply(
         && a.take("podCIDR")
         && !v.is_empty()
     {
-        flags.pod_cidr = v.clone();
+        flags.pod_cidr = Some(v.clone());
     }
     if let Some(v) = f.pod_pids_limit
         && a.take("podPidsLimit")

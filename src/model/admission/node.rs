@@ -46,6 +46,23 @@ impl NodeView {
             max_pods,
         }
     }
+
+    /// This view with the labels and taints the API server's copy of the Node has now
+    /// (an administrator's `kubectl label`/`kubectl taint`); the allocatable and pod
+    /// count stay this node's own, which it computes and posts (the API's copy may
+    /// still hold a previous run's until the next status post). `None` when nothing
+    /// changed.
+    pub fn with_placement_of(&self, node: &Node) -> Option<Self> {
+        let api = Self::from_node(node);
+        if api.labels == self.labels && api.taints == self.taints {
+            return None;
+        }
+        Some(Self {
+            labels: api.labels,
+            taints: api.taints,
+            ..self.clone()
+        })
+    }
 }
 
 #[cfg(test)]
@@ -89,5 +106,31 @@ mod tests {
         assert_eq!(view.allocatable.ephemeral_storage_bytes, 100 << 30);
         assert_eq!(view.allocatable.scalar["hugepages-2Mi"], 0);
         assert_eq!(view.max_pods, 20);
+    }
+
+    #[test]
+    fn placement_comes_from_the_api_and_resources_stay_the_nodes() {
+        let own = NodeView {
+            name: "box".into(),
+            labels: BTreeMap::from([("disk".to_string(), "ssd".to_string())]),
+            taints: vec![],
+            allocatable: Resources::default(),
+            max_pods: 20,
+        };
+        let mut api = Node::default();
+        api.metadata.name = Some("box".into());
+        api.metadata.labels = own.labels.clone().into();
+        assert_eq!(own.with_placement_of(&api), None, "nothing changed");
+        api.metadata.labels = Some(BTreeMap::from([("disk".to_string(), "hdd".to_string())]));
+        api.spec = Some(k8s_openapi::api::core::v1::NodeSpec {
+            taints: crate::model::node::parse_taints("maintenance=yes:NoSchedule").ok(),
+            ..Default::default()
+        });
+        // The API's copy has no allocatable yet: the node's own numbers stay.
+        let changed = own.with_placement_of(&api).unwrap();
+        assert_eq!(changed.labels["disk"], "hdd");
+        assert_eq!(changed.taints.len(), 1);
+        assert_eq!(changed.max_pods, 20);
+        assert_eq!(changed.name, "box");
     }
 }
