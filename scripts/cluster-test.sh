@@ -26,9 +26,11 @@
 # get mirror pods: created with the mirror annotation and the Node as owner, Running;
 # created again when deleted with kubectl (the containers keep running); replaced when
 # the manifest is edited; gone when it is removed, also while the node was down.
-# kubectl logs (--tail, -f, --previous) and exec (stdout, stdin, stderr, exit code) go
-# through the API server to each node's kubelet API (TLS on its own --port, the API
-# server's client certificate; other callers refused).
+# kubectl logs (--tail, -f, --previous) and exec (stdout, stdin, stderr, exit code; over
+# websocket and SPDY/3.1; -it with a pty and its size) go through the API server to each
+# node's kubelet API (TLS on its own --port, the API server's client certificate; other
+# callers refused); an exec's round trip over each protocol is measured; kubectl
+# port-forward reaches a server in the pod.
 # Each node runs in its own network namespace (scripts/cluster/node-netns.sh: a veth to
 # a host-side bridge on a free private /16; the API server on the bridge's address,
 # reaching each kubelet API at the node's --node-ip) with podhost's pod network
@@ -392,6 +394,59 @@ pass "kubelet API: anonymous 401, system:node:podhost-b 403 (SubjectAccessReview
 rc=0; k exec talk -- sh -c 'exit 7' >/dev/null 2>&1 || rc=$?
 [ "$rc" = 7 ] || fail "kubectl exec: exit code 7 expected, got $rc"
 pass "kubectl exec through the API server: stdout, stdin (-i), stderr, exit code 7"
+# kubectl exec over SPDY/3.1 (websockets off, as kubectl before 1.30 and API servers
+# before 1.30 speak to a kubelet): the API server passes the SPDY upgrade through.
+ks() { KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+[ "$(ks exec talk -- cat /etc/hostname)" = talk ] || fail "SPDY exec: stdout: $(ks exec talk -- cat /etc/hostname 2>&1)"
+[ "$(printf 'via spdy\n' | ks exec -i talk -- cat)" = "via spdy" ] || fail "SPDY exec -i: $(printf 'via spdy\n' | ks exec -i talk -- cat 2>&1)"
+[ "$(ks exec talk -- sh -c 'echo to-stderr >&2' 2>&1 >/dev/null)" = to-stderr ] || fail "SPDY exec: stderr"
+rc=0; ks exec talk -- sh -c 'exit 5' >/dev/null 2>&1 || rc=$?
+[ "$rc" = 5 ] || fail "SPDY exec: exit code 5 expected, got $rc"
+# Far more than SPDY's 64 KiB initial window, which kubectl never widens.
+n=$(ks exec talk -- head -c 3000000 /dev/zero | wc -c)
+[ "$n" = 3000000 ] || fail "SPDY exec: 3000000 bytes of output expected, got $n"
+pass "kubectl exec over SPDY/3.1 through the API server: stdout, stdin (-i), stderr, exit code 5, 3 MB of output"
+# -t: script(1) gives kubectl a terminal of 30 rows by 100 columns; the command gets a
+# pty of the container's own (tty names it) sized by kubectl's resize message. Both
+# protocols. (script types a NUL when its stdin ends, echoed back as ^@: dropped.)
+for ws in true false; do
+  out=$(KUBECTL_REMOTE_COMMAND_WEBSOCKETS=$ws script -qec "stty rows 30 cols 100; $KUBECTL --kubeconfig $KUBECONFIG exec -it talk -- sh -c 'tty; stty size'" /dev/null </dev/null | tr -d '\r' | sed 's/^\(\^@\)*//')
+  grep -qx '/dev/pts/[0-9]*' <<<"$out" && grep -qx '30 100' <<<"$out" \
+    || fail "kubectl exec -it (websockets $ws): tty and stty size: $out"
+done
+pass "kubectl exec -it over websocket and SPDY: tty is a /dev/pts of the container, stty size 30 100 from the resize"
+# Round trip of an exec (kubectl exec talk -- true): median of 10 per protocol.
+median_exec_ms() { # WEBSOCKETS(true|false)
+  local i t0 t1 times=()
+  for i in $(seq 1 10); do
+    t0=$(date +%s%N)
+    KUBECTL_REMOTE_COMMAND_WEBSOCKETS=$1 "$KUBECTL" --kubeconfig "$KUBECONFIG" exec talk -- true >/dev/null 2>&1 || fail "kubectl exec talk -- true (websockets $1)"
+    t1=$(date +%s%N)
+    times+=($(( (t1 - t0) / 1000000 )))
+  done
+  printf '%s\n' "${times[@]}" | sort -n | sed -n '5,6p' | awk '{ s += $1 } END { print s / 2 }'
+}
+pass "kubectl exec talk -- true, median of 10: websocket $(median_exec_ms true) ms, SPDY $(median_exec_ms false) ms"
+# kubectl port-forward through the API server to the kubelet API's /portForward (SPDY/3.1,
+# portforward.k8s.io) and into talk's network namespace, where an exec starts busybox
+# httpd; with KUBECTL_PORT_FORWARD_WEBSOCKETS=false, and with kubectl's default (a
+# websocket tunnel the 1.20 API server cannot make, refused, then SPDY).
+k exec talk -- sh -c 'mkdir -p /tmp/www && echo port-forward-ok >/tmp/www/index.html && httpd -p 8080 -h /tmp/www' \
+  || fail "starting httpd in talk"
+for pfws in false true; do
+  for _ in $(seq 1 200); do
+    lport=$(( 10000 + RANDOM % (ephemeral_low - 10000) ))
+    ss -Htan "sport = :$lport" | grep -q . || break
+  done
+  KUBECTL_PORT_FORWARD_WEBSOCKETS=$pfws "$KUBECTL" --kubeconfig "$KUBECONFIG" port-forward pod/talk "$lport:8080" >"$WORK/pf.out" 2>&1 &
+  pf=$!; PIDS+=("$pf")
+  wait_for 20 "kubectl port-forward listening (websockets $pfws)" bash -c "ss -Htln 'sport = :$lport' | grep -q ."
+  body=$(curl -sf --max-time 10 "http://127.0.0.1:$lport/") || fail "GET through kubectl port-forward (websockets $pfws): $(cat "$WORK/pf.out")"
+  body2=$(curl -sf --max-time 10 "http://127.0.0.1:$lport/") || fail "second GET through kubectl port-forward (websockets $pfws): $(cat "$WORK/pf.out")"
+  kill "$pf"; wait "$pf" 2>/dev/null || true
+  [ "$body/$body2" = port-forward-ok/port-forward-ok ] || fail "kubectl port-forward (websockets $pfws): $body / $body2"
+done
+pass "kubectl port-forward through the API server (SPDY; kubectl's websocket default falls back to it): two GETs to httpd in the pod"
 k delete pod talk --grace-period=1 >/dev/null
 wait_for 20 "pod talk deleted" gone talk
 

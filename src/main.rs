@@ -114,8 +114,15 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
             libcontainer_root,
             id,
             timeout_ms,
+            console_socket,
             command,
-        } => helpers::exec_helper(&libcontainer_root, &id, timeout_ms, command),
+        } => helpers::exec_helper(
+            &libcontainer_root,
+            &id,
+            timeout_ms,
+            console_socket.as_deref(),
+            command,
+        ),
         Command::MountPropagation { rootfs, entries } => {
             helpers::mount_propagation(&rootfs, &entries)
         }

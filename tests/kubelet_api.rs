@@ -204,6 +204,7 @@ async fn node(reviews: Vec<Exchange>) -> Node {
         tls,
         KubeletApiState {
             store,
+            port_forward: Arc::new(podhost::daemon::PodPortForwarder::new(layout.clone())),
             layout,
             node_name: "node-1".into(),
             // As the daemon wires it: the kubelet's caches in front of the reviews.

@@ -17,6 +17,8 @@ record_cleanup() {
   rm -rf "$WORK"
 }
 trap record_cleanup EXIT
+# A TERM (timeout(1)) or ^C ends the script through its EXIT trap too.
+trap 'exit 143' TERM INT
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 wait_for() { local until=$((SECONDS + $1)); shift; until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $until ] || { echo "timed out: $*" >&2; exit 1; }; sleep 0.2; done; }
 

@@ -181,6 +181,10 @@ pub enum Command {
         /// (exit 124), or on SIGTERM (exec probes' timeoutSeconds).
         #[arg(long)]
         timeout_ms: Option<u64>,
+        /// Run the command on a terminal of its own and send the terminal's master to
+        /// the unix socket listening here (`kubectl exec -t`).
+        #[arg(long, conflicts_with = "timeout_ms")]
+        console_socket: Option<PathBuf>,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },

@@ -57,6 +57,8 @@ pub struct KubeletApiParts {
     pub node_name: String,
     pub root_dir: PathBuf,
     pub podhost_exe: PathBuf,
+    /// Connections into pods, shared with the local API's port-forward.
+    pub port_forward: Arc<dyn crate::api::PortForwardTarget>,
 }
 
 /// Builds the TLS settings (a bad certificate stops the daemon at start, naming the
@@ -86,6 +88,7 @@ pub async fn start(
             client: parts.client,
         }))),
         podhost_exe: parts.podhost_exe,
+        port_forward: parts.port_forward,
     };
     crate::api::kubelet::serve(SocketAddr::new(cluster.address, cluster.port), tls, state).await
 }

@@ -25,6 +25,8 @@ mod oom;
 mod pod_cidr_report;
 mod pod_sources;
 mod port_forward;
+/// Connections into pods (the kubelet API's tests serve port-forwards with it).
+pub use port_forward::PodPortForwarder;
 pub mod reload;
 mod runonce;
 pub mod sd_notify;
@@ -394,10 +396,13 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         },
         notifier.clone(),
     ));
+    // One way into pods for both port-forwards: the local API's and the kubelet API's.
+    let port_forwarder: Arc<dyn crate::api::PortForwardTarget> =
+        Arc::new(port_forward::PodPortForwarder::new(layout.clone()));
     let api = Arc::new(ApiState {
         stats: stats.clone(),
         ephemeral: Arc::new(ephemeral),
-        port_forward: Arc::new(port_forward::PodPortForwarder::new(layout.clone())),
+        port_forward: port_forwarder.clone(),
         store: store.clone(),
         images,
         layout,
@@ -496,6 +501,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                 node_name: cfg.node_name.clone(),
                 root_dir: cfg.root_dir.clone(),
                 podhost_exe: podhost_exe.clone(),
+                port_forward: port_forwarder.clone(),
             },
         )
         .await?;

@@ -99,11 +99,13 @@ struct ExecPlan {
     rlimits: Vec<oci_spec::runtime::PosixRlimit>,
 }
 
-/// Writes the exec'd process's spec: the container's own process with `args`.
+/// Writes the exec'd process's spec: the container's own process with `args`, on a
+/// terminal of its own when `terminal`.
 fn exec_process_file(
     libcontainer_root: &Path,
     container_id: &str,
     args: Vec<String>,
+    terminal: bool,
 ) -> Result<ExecPlan, RuntimeError> {
     let err = |e: &dyn std::fmt::Display| {
         RuntimeError::Libcontainer(format!("exec into {container_id}: {e}"))
@@ -116,7 +118,7 @@ fn exec_process_file(
     let config = container.bundle().join("config.json");
     let spec = oci_spec::runtime::Spec::load(&config).map_err(|e| err(&e))?;
     let mut process = spec.process().clone().unwrap_or_default();
-    process.set_args(Some(args)).set_terminal(Some(false));
+    process.set_args(Some(args)).set_terminal(Some(terminal));
     let confinement = match precompiled_of(container.bundle()) {
         // The daemon's program; config.json's capabilities already hold the loading
         // ones when the filter loads without no_new_privs.
@@ -164,14 +166,16 @@ fn exec_process_file(
     })
 }
 
-/// Runs `args` in the container with the caller's stdio, waits, and returns the exit code
+/// Runs `args` in the container with the caller's stdio (or, with `console_socket`, on
+/// a new terminal whose master goes to that socket), waits, and returns the exit code
 /// (128 + signal when killed by one).
 pub fn exec_in_container(
     libcontainer_root: &Path,
     container_id: &str,
     args: Vec<String>,
+    console_socket: Option<&Path>,
 ) -> Result<i32, RuntimeError> {
-    let pid = spawn_in_container(libcontainer_root, container_id, args)?;
+    let pid = spawn_in_container(libcontainer_root, container_id, args, console_socket)?;
     loop {
         match waitpid(pid, None) {
             Ok(status) => match exit_code(status) {
@@ -200,12 +204,23 @@ pub(super) fn exit_code(status: WaitStatus) -> Option<i32> {
 
 /// Starts `args` in the container with the caller's stdio; returns the process, a
 /// child of this one, for the caller to wait for.
+///
+/// With `console_socket` the process gets a terminal as runc's `exec -t` gives one:
+/// libcontainer opens a pty in the container's own devpts (so `tty` names a path that
+/// exists in there), makes its slave the process's stdio and controlling terminal
+/// (setsid, TIOCSCTTY) and sends the master over the unix socket at that path.
 pub(super) fn spawn_in_container(
     libcontainer_root: &Path,
     container_id: &str,
     args: Vec<String>,
+    console_socket: Option<&Path>,
 ) -> Result<Pid, RuntimeError> {
-    let plan = exec_process_file(libcontainer_root, container_id, args)?;
+    let plan = exec_process_file(
+        libcontainer_root,
+        container_id,
+        args,
+        console_socket.is_some(),
+    )?;
     if let Err(e) = enter_user_namespace_of(&plan, container_id) {
         let _ = std::fs::remove_file(&plan.process_file);
         return Err(e);
@@ -215,6 +230,7 @@ pub(super) fn spawn_in_container(
         .with_root_path(libcontainer_root)
         .map_err(|e| RuntimeError::Libcontainer(format!("exec into {container_id}: {e}")))?
         .with_executor(ContainerExecutor::for_exec(plan.confinement))
+        .with_console_socket(console_socket)
         .as_tenant()
         .with_process(Some(&process_file))
         .with_detach(true)

@@ -72,7 +72,7 @@ pub fn exec_in_container_within(
 ) -> Result<ExecEnd, RuntimeError> {
     let deadline = Instant::now() + timeout;
     note_end_requests()?;
-    let pid = spawn_in_container(libcontainer_root, container_id, args)?;
+    let pid = spawn_in_container(libcontainer_root, container_id, args, None)?;
     // Blocked only now: the exec'd process must not inherit a blocked mask. A SIGCHLD
     // before this is not lost: the first waitpid below sees the exit.
     let mut mask = SigSet::empty();

@@ -1,6 +1,6 @@
 //! The kubelet API on `--address`:`--port` (10250) in cluster mode, over TLS: what the
 //! API server calls for `kubectl logs` and `kubectl exec` (`/containerLogs`, `/exec`),
-//! and `/healthz`, `/pods`. Unlike the read-only endpoint, every request is
+//! `/portForward` (`kubectl port-forward`), and `/healthz`, `/pods`. Unlike the read-only endpoint, every request is
 //! authenticated (a client certificate of `--client-ca-file`, or a bearer token
 //! reviewed by the API server) and authorized by a SubjectAccessReview, so it may run
 //! commands and read output. The API server comes with its `--kubelet-client-certificate`.
@@ -8,9 +8,11 @@
 mod exec;
 mod gate;
 pub mod identity;
+mod port_forward;
 pub mod review_cache;
 pub mod reviewer;
 mod routes;
+pub mod spdy;
 pub mod tls;
 
 use std::convert::Infallible;
@@ -95,6 +97,8 @@ pub struct KubeletApiState {
     pub reviewer: Arc<dyn AccessReviewer>,
     /// The podhost binary, whose `exec-helper` runs an exec's command in the container.
     pub podhost_exe: PathBuf,
+    /// Opens `/portForward`'s connections into pods.
+    pub port_forward: Arc<dyn crate::api::PortForwardTarget>,
 }
 
 /// Binds `addr` now (a taken port fails the daemon's start) and serves on it until the
@@ -107,7 +111,7 @@ pub async fn serve(
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| KubeletApiError::Bind { addr, source })?;
-    tracing::info!(%addr, "kubelet API listening (TLS; /containerLogs /exec /healthz /pods)");
+    tracing::info!(%addr, "kubelet API listening (TLS; /containerLogs /exec /portForward /healthz /pods)");
     let acceptor = TlsAcceptor::from(tls);
     let state = Arc::new(state);
     Ok(tokio::spawn(async move {
@@ -120,6 +124,11 @@ pub async fn serve(
                     continue;
                 }
             };
+            // Exec and port-forward answer in small frames (a SYN_REPLY per stream the
+            // client waits for): Nagle would hold each behind the peer's delayed ACK.
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, %peer, "kubelet API: cannot set TCP_NODELAY");
+            }
             let acceptor = acceptor.clone();
             let state = state.clone();
             tokio::spawn(async move {

@@ -64,6 +64,22 @@ pub async fn handle(
         (&Method::GET | &Method::POST, ["exec", namespace, pod, container]) => {
             super::exec::exec(&state, namespace, pod, container, req)
         }
+        // The API server may add the pod's UID; the name already picks the pod.
+        (&Method::GET | &Method::POST, ["portForward", namespace, pod, ..]) => {
+            match state.store.find_by_name(&format!("{namespace}/{pod}")) {
+                Some(rec) => {
+                    super::port_forward::port_forward(rec, state.port_forward.clone(), req)
+                }
+                None => text(
+                    404,
+                    &KubeletRequestError::NoSuchPod {
+                        namespace: namespace.to_string(),
+                        pod: pod.to_string(),
+                    }
+                    .to_string(),
+                ),
+            }
+        }
         _ => text(404, &format!("404 page not found: {path}")),
     }
 }

@@ -32,6 +32,7 @@ pub fn run(
         Path::new(&target.libcontainer_root),
         &target.container_id,
         command,
+        None,
     )?;
     Ok(code)
 }

@@ -53,6 +53,7 @@ pub fn exec_helper(
     libcontainer_root: &Path,
     id: &str,
     timeout_ms: Option<u64>,
+    console_socket: Option<&Path>,
     command: Vec<String>,
 ) -> Result<i32> {
     use crate::runtime::exec_deadline::{self, ExecEnd};
@@ -61,6 +62,7 @@ pub fn exec_helper(
             libcontainer_root,
             id,
             command,
+            console_socket,
         )?);
     };
     let timeout = std::time::Duration::from_millis(ms);

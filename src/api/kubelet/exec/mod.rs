@@ -1,10 +1,14 @@
 //! `/exec/{namespace}/{pod}/{container}`: a command in a running container with its
-//! stdin, stdout and stderr streamed to the caller over a websocket (the protocol
-//! kubectl 1.30+ asks for first), and its exit code as the final status.
+//! stdin, stdout and stderr (or its terminal, with `tty`) streamed to the caller over a
+//! websocket (the protocol kubectl 1.30+ asks for first) or SPDY/3.1 (kubectl with
+//! websockets off, and API servers before 1.30), and its exit code as the final status.
 
 pub mod channel;
 mod process;
+mod pty;
 pub mod request;
+mod resize;
+mod spdy;
 mod websocket;
 
 use hyper::Request;
@@ -27,13 +31,12 @@ pub fn exec(
     let Some(request) = ExecRequest::parse(req.uri().query()) else {
         return respond(400, TEXT, b"you must specify at least 1 command\n".to_vec());
     };
-    if !websocket::is_websocket(&req) {
-        // SPDY/3.1 (older kubectl, or an API server that speaks it to the kubelet) is not
-        // served: kubectl 1.30+ falls back to it only when this answer is not a 101.
+    let spdy = super::spdy::handshake::is_spdy(&req);
+    if !spdy && !websocket::is_websocket(&req) {
         return respond(
             400,
             TEXT,
-            b"this node serves exec over websockets (v5.channel.k8s.io, v4.channel.k8s.io) only; SPDY is not supported\n"
+            b"exec needs an upgrade: websocket (v5.channel.k8s.io, v4.channel.k8s.io) or SPDY/3.1 (v4, v3, v2.channel.k8s.io)\n"
                 .to_vec(),
         );
     }
@@ -56,10 +59,19 @@ pub fn exec(
     let container_id = crate::disk::container_id(rec.uid(), container, attempt);
     let libcontainer_root = state.layout.libcontainer_root();
     let exe = state.podhost_exe.clone();
-    tracing::info!(pod = %format!("{namespace}/{pod}"), container, command = ?request.command, "kubelet API: exec");
-    websocket::upgrade(req, move || {
-        process::spawn(&exe, &libcontainer_root, &container_id, &request)
-            .map(|child| websocket::Session { child, request })
-            .map_err(|source| super::KubeletRequestError::ExecHelper { exe, source })
-    })
+    tracing::info!(pod = %format!("{namespace}/{pod}"), container, command = ?request.command, tty = request.tty, spdy, "kubelet API: exec");
+    // Runs once the protocol is up (and, over SPDY, once the client's streams are open).
+    let start = {
+        let request = request.clone();
+        move |size| async move {
+            process::start(&exe, &libcontainer_root, &container_id, request, size)
+                .await
+                .map_err(|source| super::KubeletRequestError::ExecHelper { exe, source })
+        }
+    };
+    if spdy {
+        spdy::upgrade(req, request, start)
+    } else {
+        websocket::upgrade(req, request.tty, start)
+    }
 }

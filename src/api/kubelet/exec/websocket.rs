@@ -16,9 +16,12 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
 use super::channel::{self, Incoming as ClientMessage};
-use super::request::ExecRequest;
+use super::process::FIRST_SIZE_WAIT;
+use super::process::{Started as Session, final_status};
+use super::resize::{ResizeDecoder, TerminalSize};
 use crate::api::kubelet::KubeletRequestError;
 use crate::api::server::Body;
+use tokio_tungstenite::tungstenite::Error as WsError;
 
 /// How long the client has to answer the closing handshake.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -40,18 +43,13 @@ pub fn choose_protocol(offered: &str) -> Option<&'static str> {
     PROTOCOLS.into_iter().find(|p| offered.contains(p))
 }
 
-/// What the command to run is, once the upgrade is done.
-pub struct Session {
-    pub child: tokio::process::Child,
-    pub request: ExecRequest,
-}
-
 /// Answers the handshake (101, or 400 naming what is missing) and, on success, runs
 /// `start` after the upgrade and pumps its streams.
-pub fn upgrade(
-    mut req: Request<Incoming>,
-    start: impl FnOnce() -> Result<Session, KubeletRequestError> + Send + 'static,
-) -> Response<Body> {
+pub fn upgrade<F, Fut>(mut req: Request<Incoming>, tty: bool, start: F) -> Response<Body>
+where
+    F: FnOnce(Option<TerminalSize>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Session, KubeletRequestError>> + Send,
+{
     let key = req
         .headers()
         .get("sec-websocket-key")
@@ -83,7 +81,14 @@ pub fn upgrade(
             }
         };
         let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        pump(ws, protocol, start()).await;
+        let (sink, mut stream) = ws.split();
+        let (size, early) = if tty {
+            first_size(&mut stream).await
+        } else {
+            (None, Vec::new())
+        };
+        let stream = futures::stream::iter(early.into_iter().map(Ok)).chain(stream);
+        pump(sink, stream, protocol, start(size).await).await;
     });
     let mut resp = crate::api::server::respond(101, "text/plain", Vec::new());
     let headers = resp.headers_mut();
@@ -135,15 +140,46 @@ where
     let _ = sink.send(Message::Close(Some(normal))).await;
 }
 
-async fn pump<S>(
-    ws: WebSocketStream<S>,
+/// The client's first terminal size (kubectl sends it right after connecting), waited
+/// for up to [`FIRST_SIZE_WAIT`]; the messages that came first, to be read again.
+async fn first_size<S>(stream: &mut S) -> (Option<TerminalSize>, Vec<Message>)
+where
+    S: futures::Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    let mut early = Vec::new();
+    let mut decoder = ResizeDecoder::default();
+    let deadline = tokio::time::Instant::now() + FIRST_SIZE_WAIT;
+    while let Ok(Some(Ok(message))) = tokio::time::timeout_at(deadline, stream.next()).await {
+        let size = match &message {
+            Message::Binary(b) => match channel::parse(b) {
+                ClientMessage::Resize(json) => decoder.push(json).pop(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let closed = matches!(message, Message::Close(_));
+        early.push(message);
+        if size.is_some() || closed {
+            return (size, early);
+        }
+    }
+    (None, early)
+}
+
+async fn pump<K, S>(
+    mut sink: K,
+    mut stream: S,
     protocol: &str,
     session: Result<Session, KubeletRequestError>,
 ) where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    K: futures::Sink<Message> + Unpin,
+    S: futures::Stream<Item = Result<Message, WsError>> + Unpin + Send + 'static,
 {
-    let (mut sink, mut stream) = ws.split();
-    let Session { mut child, request } = match session {
+    let Session {
+        mut child,
+        request,
+        mut terminal,
+    } = match session {
         Ok(s) => s,
         Err(refused) => {
             let status = channel::failure_status(&refused.to_string()).to_string();
@@ -163,12 +199,11 @@ async fn pump<S>(
         forwarders.push(forward(stdout, channel::STDOUT, out_tx.clone()));
     }
     if let Some(stderr) = child.stderr.take() {
-        let stream = if request.tty {
-            channel::STDOUT
-        } else {
-            channel::STDERR
-        };
-        forwarders.push(forward(stderr, stream, out_tx.clone()));
+        forwarders.push(forward(stderr, channel::STDERR, out_tx.clone()));
+    }
+    // On a terminal, stdout and stderr are both the terminal's output.
+    if let Some(output) = terminal.as_mut().and_then(|t| t.take_output()) {
+        forwarders.push(forward(output, channel::STDOUT, out_tx.clone()));
     }
     drop(out_tx);
     let stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
@@ -176,6 +211,7 @@ async fn pump<S>(
     // The client's messages: stdin until it closes it (v5), or the socket closes.
     let mut reader = {
         let stdin = stdin.clone();
+        let mut resize = ResizeDecoder::default();
         tokio::spawn(async move {
             while let Some(Ok(message)) = stream.next().await {
                 let data = match &message {
@@ -185,6 +221,18 @@ async fn pump<S>(
                     _ => continue,
                 };
                 match channel::parse(&data) {
+                    ClientMessage::Stdin(bytes) if terminal.is_some() => {
+                        if let Some(t) = terminal.as_mut() {
+                            t.write_input(bytes).await;
+                        }
+                    }
+                    ClientMessage::Resize(bytes) => {
+                        for size in resize.push(bytes) {
+                            if let Some(t) = terminal.as_ref() {
+                                t.resize(size);
+                            }
+                        }
+                    }
                     ClientMessage::Stdin(bytes) => {
                         let mut guard = stdin.lock().await;
                         if let Some(pipe) = guard.as_mut()
@@ -212,16 +260,7 @@ async fn pump<S>(
     for f in forwarders {
         let _ = f.await;
     }
-    let status = match child.wait().await {
-        Ok(exit) => {
-            let code = exit
-                .code()
-                .or_else(|| std::os::unix::process::ExitStatusExt::signal(&exit).map(|s| 128 + s))
-                .unwrap_or(1);
-            channel::exit_status(&request.command, code)
-        }
-        Err(e) => channel::failure_status(&format!("waiting for the command: {e}")),
-    };
+    let status = final_status(&mut child, &request.command).await;
     let _ = sink
         .send(Message::binary(channel::frame(
             channel::ERROR,
