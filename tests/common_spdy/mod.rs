@@ -6,8 +6,8 @@
 //! The daemon serves the kubelet API only in cluster mode (an API server is needed for
 //! that), so the test serves it itself with `podhost::api::kubelet::serve` over the
 //! daemon's own state directory (its pods' records, its libcontainer root) and with the
-//! daemon's own way into pods (`PodPortForwarder`). The access review is a stand-in
-//! that allows `system:masters` (the real reviews run in scripts/cluster-test.sh).
+//! daemon's own way into pods (`PodPortForwarder`). The access review goes through the
+//! daemon's reviewer to a real API server's recorded answer (see `recorded_reviewer`).
 //!
 //! Replay order: kubectl waits for each SYN_REPLY before opening its next stream, and
 //! ends streams after the server ended its side. So each client frame is written once
@@ -22,13 +22,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use podhost::api::kubelet::spdy::frame::{self, Frame};
 use podhost::api::kubelet::spdy::headers::{self, Inflater};
-use podhost::api::kubelet::{AccessReviewer, KubeletApiState, ReviewError, ServingCert};
+use podhost::api::kubelet::{AccessReviewer, CachingReviewer, KubeletApiState, ServingCert};
+use podhost::cluster::record::Exchange;
+use podhost::cluster::replay::Replay;
+use podhost::daemon::kubelet_api::ClusterReviewer;
 use podhost::disk::Layout;
-use podhost::model::kubelet_auth::{NodeAccess, UserInfo};
 use podhost::status::StatusStore;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -41,26 +41,32 @@ use crate::common::{TestDaemon, phase, require_root, wait_until};
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// Allows `system:masters`, as the API server's client certificate is.
-#[derive(Debug)]
-struct Masters;
+/// The node name the recorded reviews were asked for (tests/fixtures/cluster/reviews.jsonl).
+const REVIEWED_NODE: &str = "node-1";
 
-impl AccessReviewer for Masters {
-    fn review_token<'a>(
-        &'a self,
-        _token: &'a str,
-    ) -> BoxFuture<'a, Result<Option<UserInfo>, ReviewError>> {
-        async { Ok(None) }.boxed()
-    }
-
-    fn review_access<'a>(
-        &'a self,
-        user: &'a UserInfo,
-        _access: &'a NodeAccess,
-    ) -> BoxFuture<'a, Result<(bool, String), ReviewError>> {
-        let allowed = user.groups.iter().any(|g| g == "system:masters");
-        async move { Ok((allowed, String::new())) }.boxed()
-    }
+/// The daemon's own reviewer (behind the kubelet's caches, as the daemon wires it),
+/// answered by what a real API server answered when the node asked whether the API
+/// server's kubelet client certificate may `get nodes/proxy` (the first exchange of
+/// tests/fixtures/cluster/reviews.jsonl, recorded by record-review-fixture.sh): the one
+/// question the SPDY tests make the node ask, however many connections they open.
+fn recorded_reviewer() -> Arc<dyn AccessReviewer> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/cluster/reviews.jsonl");
+    let first: Exchange = serde_json::from_str(
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let spec = &first.request.as_ref().unwrap()["spec"];
+    assert_eq!(spec["user"], "kube-apiserver-kubelet-client");
+    assert_eq!(spec["resourceAttributes"]["name"], REVIEWED_NODE);
+    let replay = Replay::from_exchanges(vec![first]);
+    Arc::new(CachingReviewer::new(Arc::new(ClusterReviewer {
+        client: replay.client(),
+    })))
 }
 
 /// One recorded connection.
@@ -467,8 +473,9 @@ pub async fn setup(name: &str, manifest: &str) -> Setup {
             store: Arc::new(store),
             port_forward: Arc::new(podhost::daemon::PodPortForwarder::new(layout.clone())),
             layout,
-            node_name: d.node.clone(),
-            reviewer: Arc::new(Masters),
+            // The name the recorded review was asked for (authorization only).
+            node_name: REVIEWED_NODE.to_string(),
+            reviewer: recorded_reviewer(),
             podhost_exe: std::path::PathBuf::from(crate::common::BIN),
         },
     )
