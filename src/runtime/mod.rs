@@ -35,6 +35,7 @@ mod shim_log_watch;
 pub mod signals;
 pub mod spec;
 pub mod sys;
+pub mod terminal_fd;
 pub mod userns;
 pub mod workload;
 

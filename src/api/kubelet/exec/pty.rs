@@ -4,12 +4,10 @@
 //! terminal, and send the master here over a unix socket (runc's console socket).
 //! The master is the command's input and output; resize messages set its size.
 
-use std::io::IoSliceMut;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio::net::unix::pipe;
@@ -48,9 +46,11 @@ impl ConsoleSocket {
         let (stream, _) = self.listener.accept().await?;
         let stream = stream.into_std()?;
         stream.set_nonblocking(false)?;
-        tokio::task::spawn_blocking(move || receive_fd(stream.as_raw_fd()))
-            .await
-            .map_err(std::io::Error::other)?
+        tokio::task::spawn_blocking(move || {
+            crate::runtime::terminal_fd::receive_fd(stream.as_raw_fd())
+        })
+        .await
+        .map_err(std::io::Error::other)?
     }
 }
 
@@ -58,28 +58,6 @@ impl Drop for ConsoleSocket {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// One fd passed with SCM_RIGHTS on the socket `fd` (the message's bytes, the pty's
-/// name, are not needed).
-fn receive_fd(fd: RawFd) -> std::io::Result<OwnedFd> {
-    let mut name = [0u8; 4096];
-    let mut iov = [IoSliceMut::new(&mut name)];
-    let mut space = nix::cmsg_space!([RawFd; 1]);
-    let msg = recvmsg::<()>(fd, &mut iov, Some(&mut space), MsgFlags::MSG_CMSG_CLOEXEC)
-        .map_err(std::io::Error::from)?;
-    for cmsg in msg.cmsgs().map_err(std::io::Error::from)? {
-        if let ControlMessageOwned::ScmRights(fds) = cmsg
-            && let Some(&first) = fds.first()
-        {
-            // SAFETY: the kernel just installed `first` in this process for this
-            // message; nothing else owns it.
-            return Ok(unsafe { OwnedFd::from_raw_fd(first) });
-        }
-    }
-    Err(std::io::Error::other(
-        "the console socket's message carried no terminal",
-    ))
 }
 
 /// The command's terminal, seen from its master.
@@ -118,17 +96,13 @@ impl Terminal {
 
     /// TIOCSWINSZ on the master: the command sees the new size (and SIGWINCH).
     pub fn resize(&self, size: TerminalSize) {
-        let winsize = libc::winsize {
-            ws_row: size.height,
-            ws_col: size.width,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCSWINSZ reads one winsize from the pointer, which outlives the
-        // call; the fd is the open master this struct owns.
-        let rc = unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &winsize) };
-        if rc != 0 {
-            tracing::debug!(error = %std::io::Error::last_os_error(), "exec: cannot resize the terminal");
+        let set = crate::runtime::terminal_fd::set_window_size(
+            self.master.as_fd(),
+            size.height,
+            size.width,
+        );
+        if let Err(error) = set {
+            tracing::debug!(%error, "exec: cannot resize the terminal");
         }
     }
 }
