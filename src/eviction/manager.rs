@@ -66,7 +66,7 @@ pub async fn run(
         tracing::info!(signal = %threshold.signal, ?resource, "eviction manager: attempting to reclaim");
         let observations = match resource {
             Resource::EphemeralStorage | Resource::Inodes => {
-                match reclaim_node_level(&targets, &settings, &threshold).await {
+                match reclaim_node_level(&targets, &settings, &threshold, &evicted).await {
                     Some(after) => after,
                     None => continue,
                 }
@@ -140,8 +140,11 @@ async fn reclaim_node_level(
     targets: &Arc<EvictionTargets>,
     settings: &EvictionSettings,
     threshold: &Threshold,
+    evicted: &HashSet<String>,
 ) -> Option<Observations> {
-    let containers = targets.gc.containers().await;
+    // The pods this manager evicted count as evicted even before their workers have
+    // published it: their dead containers' layers are what this round must free.
+    let containers = targets.gc.containers_also_evicted(evicted).await;
     let images = targets.gc.unused_images().await;
     tracing::info!(
         dead_containers = containers.removed.len(),

@@ -190,6 +190,16 @@ impl GcRunner {
     /// containers all go (as the kubelet removes an evicted pod's content): it will not
     /// run again, and under disk pressure its writable layers are what must be freed.
     pub async fn containers(&self) -> ContainerGcReport {
+        self.containers_also_evicted(&HashSet::new()).await
+    }
+
+    /// [`Self::containers`], with `also_evicted` (pod UIDs) taken as evicted too: the
+    /// eviction manager knows what it evicted before the pods' workers have published
+    /// their `Failed`/`Evicted` status, and its reclaim must free their layers at once.
+    pub async fn containers_also_evicted(
+        &self,
+        also_evicted: &HashSet<String>,
+    ) -> ContainerGcReport {
         let ctx = self.ctx.clone();
         let policy = self.settings.container.clone();
         let pods = ctx.store.pods();
@@ -202,6 +212,7 @@ impl GcRunner {
                 })
             })
             .map(|r| r.uid().to_string())
+            .chain(also_evicted.iter().cloned())
             .collect();
         tokio::task::spawn_blocking(move || {
             let report =
