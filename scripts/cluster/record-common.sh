@@ -34,6 +34,26 @@ record_setup() {
   mkdir -p "$WORK/manifests"
 }
 
+# A free TCP port below the ephemeral range.
+free_port() {
+  local p low
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+  while :; do
+    p=$(( 10000 + RANDOM % (low - 10000) ))
+    ss -Htan "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+}
+
+# The node's flags for serving the kubelet API (the API server's client certificate is
+# accepted), in RECORD_NODE_FLAGS: record_start_node "${RECORD_NODE_FLAGS[@]}"; its port
+# in RECORD_KUBELET_PORT.
+record_kubelet_flags() {
+  local pki=$WORK/cp/pki
+  RECORD_KUBELET_PORT=$(free_port)
+  RECORD_NODE_FLAGS=(--node-ip 127.0.0.1 --port "$RECORD_KUBELET_PORT" --client-ca-file "$pki/ca.crt"
+    --tls-cert-file "$pki/kubelet-$NODE.crt" --tls-private-key-file "$pki/kubelet-$NODE.key")
+}
+
 # The node, recording into $WORK/api.jsonl, with the daemon flags given as arguments
 # added; returns once the Node is Ready.
 record_start_node() {

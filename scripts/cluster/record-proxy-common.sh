@@ -2,25 +2,8 @@
 # record-*-fixture.sh scripts that keep what a real kubectl sends through the API server
 # to the node's kubelet API (exec, port-forward): the node's kubelet API flags, a
 # TLS-terminating recording proxy (recording-proxy.py) kubectl is pointed at, and the
-# recorded connections kept.
-
-# A free TCP port below the ephemeral range.
-free_port() {
-  local p low
-  read -r low _ </proc/sys/net/ipv4/ip_local_port_range
-  while :; do
-    p=$(( 10000 + RANDOM % (low - 10000) ))
-    ss -Htan "sport = :$p" | grep -q . || { echo "$p"; return; }
-  done
-}
-
-# The node's flags for serving the kubelet API (the API server's client certificate is
-# accepted), in RECORD_NODE_FLAGS: record_start_node "${RECORD_NODE_FLAGS[@]}".
-record_kubelet_flags() {
-  local pki=$WORK/cp/pki
-  RECORD_NODE_FLAGS=(--node-ip 127.0.0.1 --port "$(free_port)" --client-ca-file "$pki/ca.crt"
-    --tls-cert-file "$pki/kubelet-$NODE.crt" --tls-private-key-file "$pki/kubelet-$NODE.key")
-}
+# recorded connections kept. The kubelet API flags (record_kubelet_flags) are in
+# record-common.sh.
 
 # Starts the proxy recording into $WORK/proxy.jsonl and writes $WORK/proxy.kubeconfig
 # for kubectl: a throw-away serving certificate; kubectl's token is a placeholder that

@@ -34,13 +34,9 @@ printf 'extendedKeyUsage=clientAuth\n' >"$WORK/bob.ext"
 openssl x509 -req -in "$WORK/bob.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
   -days 1 -sha256 -extfile "$WORK/bob.ext" -out "$WORK/bob.crt" 2>/dev/null
 
-read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range
-for _ in $(seq 1 200); do
-  KPORT=$(( 10000 + RANDOM % (ephemeral_low - 10000) ))
-  ss -Htan "sport = :$KPORT" | grep -q . || break
-done
-record_start_node --node-ip 127.0.0.1 --port "$KPORT" --client-ca-file "$PKI/ca.crt" \
-  --tls-cert-file "$PKI/kubelet-$NODE.crt" --tls-private-key-file "$PKI/kubelet-$NODE.key"
+record_kubelet_flags
+KPORT=$RECORD_KUBELET_PORT
+record_start_node "${RECORD_NODE_FLAGS[@]}"
 # Serving yet? An anonymous call is refused without a review (nothing is cached).
 wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt https://127.0.0.1:$KPORT/healthz)\" = 401 ]"
 marker=$(wc -l <"$WORK/api.jsonl")
