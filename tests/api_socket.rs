@@ -286,6 +286,49 @@ fn the_socket_is_0600_root_owned_and_appears_only_by_rename() {
     assert!(!d.socket.exists(), "a stopping daemon removes its socket");
 }
 
+/// A stop sent the moment the socket appears (a service manager's restart right after
+/// start, or a test's teardown) ends the daemon through its cleanup, not by the
+/// signal's default action: it exits 0 and takes its socket with it. Repeated, since
+/// the window this guards (socket served, stop handler not yet installed) is short.
+#[test]
+fn a_stop_as_soon_as_the_socket_appears_still_removes_it() {
+    use std::os::unix::process::ExitStatusExt;
+    let d = SocketDaemon::new();
+    for round in 0..5 {
+        let log = std::fs::File::create(d.log_path()).unwrap();
+        let mut child = d
+            .command("root", &[], &[])
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawn the daemon");
+        // Polled tightly (not wait_until's 50 ms): the stop must come right away.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut appeared = None;
+        while appeared.is_none() && std::time::Instant::now() < deadline {
+            appeared = d.socket.exists().then_some(());
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let status = child.wait().unwrap();
+        assert!(appeared.is_some(), "round {round}: no socket:\n{}", d.log());
+        assert_eq!(
+            (status.code(), status.signal()),
+            (Some(0), None),
+            "round {round}: the daemon must catch SIGTERM from the start:\n{}",
+            d.log()
+        );
+        assert!(
+            !d.socket.exists(),
+            "round {round}: a stopping daemon removes its socket:\n{}",
+            d.log()
+        );
+    }
+}
+
 #[test]
 fn a_non_root_client_is_refused_with_403() {
     let mut d = SocketDaemon::new();

@@ -124,19 +124,29 @@ pub fn container_default_rlimits(wanted: Vec<Rlimit>) -> Vec<Rlimit> {
         .collect()
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn wait_for_stop_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, caught from the moment this is made: made before the API socket
+/// exists, a stop sent as soon as the socket answers still ends the daemon through its
+/// cleanup (socket removed, statuses flushed) instead of the signal's default action.
+pub struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    pub fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// Resolves on the next SIGTERM or SIGINT (or one that came since [`Self::install`]).
+    pub async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
     }
 }
 

@@ -145,8 +145,9 @@ pub enum DaemonError {
     /// The kubelet API (cluster mode's --port) cannot start.
     #[error(transparent)]
     KubeletApi(#[from] crate::api::kubelet::KubeletApiError),
-    /// The SIGHUP handler (config reload) could not be installed.
-    #[error("cannot install the SIGHUP handler (config reload): {0}")]
+    /// A signal handler (SIGHUP for config reload, SIGTERM/SIGINT for a clean stop)
+    /// could not be installed.
+    #[error("cannot install the daemon's signal handlers (SIGHUP, SIGTERM, SIGINT): {0}")]
     Signal(#[source] std::io::Error),
     /// A task the daemon cannot run without panicked or ended.
     #[error(
@@ -214,9 +215,11 @@ async fn release_free_heap() {
 
 /// Runs the daemon until SIGTERM/SIGINT. Containers keep running when it stops.
 pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
-    // First of all: SIGHUP's default action would end the daemon.
+    // First of all: SIGHUP's default action would end the daemon, and SIGTERM's would
+    // skip the cleanup (the socket would stay behind).
     let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(DaemonError::Signal)?;
+    let mut stop_signals = host::StopSignals::install().map_err(DaemonError::Signal)?;
     let notifier = sd_notify::Notifier::from_env()
         .inspect_err(|e| tracing::warn!(error = %e, "systemd notifications are off"))
         .ok()
@@ -583,7 +586,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         tokio::spawn(service_notify::run(n.clone(), manager_pings, store.clone()));
     }
     let outcome = tokio::select! {
-        () = host::wait_for_stop_signal() => {
+        () = stop_signals.wait() => {
             tracing::info!("stopping the daemon; containers keep running");
             Ok(())
         }
