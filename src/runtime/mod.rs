@@ -5,6 +5,7 @@
 //! daemon spawns `podhost shim` for a container and `podhost exec-helper` for an exec.
 
 pub mod apparmor;
+pub mod cgroup_attach_primer;
 pub mod cgroup_root;
 pub mod cgroup_v2;
 pub mod devices;

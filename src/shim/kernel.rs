@@ -4,12 +4,13 @@
 use std::path::Path;
 
 use crate::model::qos::SHIM_OOM_SCORE_ADJ;
+use crate::runtime::cgroup_attach_primer::{AttachPrimer, own_cgroup_procs};
 use crate::runtime::cgroup_v2::{MemoryEvents, read_memory_events, read_number};
 use crate::runtime::not_applied::{NotApplied, OOM_SCORE_ADJ_NOT_APPLIED};
 use crate::runtime::shim_config::ShimConfig;
 
-/// Moves the shim into its leaf cgroup and sets its own OOM score (clamped: the host may
-/// forbid lowering it).
+/// Records the shim's pid and sets its own OOM score (clamped: the host may forbid
+/// lowering it). Its move into its leaf cgroup is [`start_cgroup_primer`]'s first write.
 pub fn settle_shim(cfg: &ShimConfig) {
     let pid_file = cfg.bundle.join(crate::disk::records::SHIM_PID_FILE);
     if let Err(e) =
@@ -17,14 +18,44 @@ pub fn settle_shim(cfg: &ShimConfig) {
     {
         tracing::warn!(error = %e, "cannot record the shim's pid");
     }
-    if let Some(leaf) = &cfg.shim_cgroup {
-        let procs = leaf.join("cgroup.procs");
-        if let Err(e) = std::fs::write(&procs, std::process::id().to_string()) {
-            tracing::warn!(error = %e, cgroup = %leaf.display(), "cannot move the shim into its cgroup");
-        }
-    }
     if let Err(n) = write_oom_score_adj("self", SHIM_OOM_SCORE_ADJ) {
         tracing::warn!("the shim's own {}", n.message());
+    }
+}
+
+/// Starts the cgroup-migration primer (runtime::cgroup_attach_primer) before the start's
+/// slow steps: its first write moves the shim into its leaf where it has one (cgroup v2),
+/// else "moves" it where it already is. `None` (said in the log) where it cannot start:
+/// the start then only loses the primer's head start.
+pub fn start_cgroup_primer(cfg: &ShimConfig) -> Option<AttachPrimer> {
+    let procs = match &cfg.shim_cgroup {
+        Some(leaf) => leaf.join("cgroup.procs"),
+        None => own_cgroup_procs()?,
+    };
+    AttachPrimer::start(&procs)
+        .inspect_err(|e| {
+            let what = if cfg.shim_cgroup.is_some() {
+                "cannot move the shim into its cgroup"
+            } else {
+                "the cgroup primer cannot start"
+            };
+            tracing::warn!(error = %e, "{what}");
+        })
+        .ok()
+}
+
+/// Ends the primer once libcontainer's cgroup writes are done; a refused move into the
+/// shim's leaf is said in the log, as it was when the shim made it itself.
+pub fn finish_cgroup_primer(cfg: &ShimConfig, primer: Option<AttachPrimer>) {
+    if let Some(primer) = primer
+        && let Err(e) = primer.finish()
+    {
+        match &cfg.shim_cgroup {
+            Some(leaf) => {
+                tracing::warn!(error = %e, cgroup = %leaf.display(), "cannot move the shim into its cgroup")
+            }
+            None => tracing::debug!(error = %e, "the cgroup primer's write was refused"),
+        }
     }
 }
 

@@ -147,11 +147,14 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, ShimError> {
     // What the container asked for and will run without: recorded before the start is
     // reported, for the daemon to turn into pod events.
     let mut not_applied = Vec::new();
+    // Pays the kernel's cgroup-migration wait while the rootfs is mounted, not inside
+    // libcontainer's start (see runtime::cgroup_attach_primer).
+    let primer = kernel::start_cgroup_primer(cfg);
     mount_rootfs(cfg, &mut not_applied)?;
     // SAFETY: alarm(2) only arms this process's timer (forked children do not inherit
     // it); it is disarmed below once the container runs.
     unsafe { libc::alarm(CREATE_TIMEOUT_SECS) };
-    let started = create_and_start_inner(cfg, not_applied);
+    let started = create_and_start_inner(cfg, not_applied, primer);
     // SAFETY: as above; 0 disarms the timer.
     unsafe { libc::alarm(0) };
     started
@@ -160,6 +163,7 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, ShimError> {
 fn create_and_start_inner(
     cfg: &ShimConfig,
     mut not_applied: Vec<NotApplied>,
+    primer: Option<crate::runtime::cgroup_attach_primer::AttachPrimer>,
 ) -> Result<Started, ShimError> {
     // A damaged program is refused here, before the container exists, with a clear error.
     let seccomp = crate::runtime::seccomp::read_precompiled(&cfg.bundle.join(SHIM_CONFIG_FILE))
@@ -185,6 +189,9 @@ fn create_and_start_inner(
         .with_detach(true)
         .build()
         .map_err(ShimError::Create)?;
+    // The intermediate process has joined the container's cgroups: no more writes to
+    // keep fast.
+    kernel::finish_cgroup_primer(cfg, primer);
     let init_pid = container
         .pid()
         .map(|p| p.as_raw())
