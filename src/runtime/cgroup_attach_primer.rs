@@ -171,6 +171,17 @@ fn prime(file: &mut File, pid: &[u8], stop: &AtomicBool, first: &FirstWrite) {
     }
 }
 
+/// A primer on this process's own cgroup (a no-op move), for a process about to start
+/// one that will write a `cgroup.procs` soon: the daemon, before it prepares a bundle
+/// and spawns its shim. `None` where it cannot start (said at debug level: it only
+/// loses the head start).
+pub fn prime_own_cgroup() -> Option<AttachPrimer> {
+    let procs = own_cgroup_procs()?;
+    AttachPrimer::start(&procs)
+        .inspect_err(|e| tracing::debug!(error = %e, "the cgroup primer cannot start"))
+        .ok()
+}
+
 /// `cgroup.procs` of this process's own cgroup in one mounted hierarchy (cgroup2 at
 /// /sys/fs/cgroup or /sys/fs/cgroup/unified, else the first v1 one found): writing its
 /// own pid there moves nothing. `None` where none is found (no cgroupfs mounted).

@@ -78,6 +78,10 @@ async fn start_report(
         crate::metrics::container_start_failed(container_type, "CreateContainerConfigError");
         return config_error(ctx, pod, c, attempt, message.to_string());
     }
+    // The shim's start will wait on the kernel's cgroup-migration grace period: it
+    // begins now, during the bundle's preparation, and the shim's own primer takes over
+    // once it runs (see runtime::cgroup_attach_primer).
+    let primer = crate::runtime::cgroup_attach_primer::prime_own_cgroup();
     // Off the async threads: it reads the image's files and writes the bundle.
     let prepared = {
         let (ctx, pod, c) = (ctx.clone(), pod.clone(), c.clone());
@@ -102,7 +106,9 @@ async fn start_report(
             return config_error(ctx, pod, c, attempt, e.to_string());
         }
     };
-    match shim_client::spawn(&ctx.exe, &prepared.shim).await {
+    let spawned = shim_client::spawn(&ctx.exe, &prepared.shim).await;
+    drop(primer);
+    match spawned {
         Ok(handle) => {
             if attempt > 0 {
                 crate::metrics::container_restarted(&pod.namespace, &pod.name, &name);
