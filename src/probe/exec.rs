@@ -47,6 +47,11 @@ pub async fn run(target: &HandlerTarget, command: &[String], timeout: Option<Dur
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // The helper's libcontainer joins the container's cgroups a few milliseconds after
+    // it starts: the kernel's grace period for that begins now (cgroup_attach_primer).
+    crate::runtime::cgroup_attach_primer::prime_own_cgroup_for(
+        crate::runtime::cgroup_attach_primer::EXEC_HELPER_PRIMING,
+    );
     let child = match helper.spawn() {
         Ok(c) => c,
         Err(source) => {

@@ -38,6 +38,11 @@ pub const PERIOD: Duration = Duration::from_millis(4);
 /// libcontainer): it is an optimisation, never a load on the host.
 pub const LONGEST: Duration = Duration::from_secs(2);
 
+/// How long the daemon keeps the fast path warm for a `podhost exec-helper` it spawns
+/// (exec probes, `kubectl exec`): the helper's start up to libcontainer's cgroup
+/// writes, with room for a loaded host.
+pub const EXEC_HELPER_PRIMING: Duration = Duration::from_millis(100);
+
 /// Where the primer thread is: started (its own start-up, which may allocate, done),
 /// then the first write's outcome, 0 or the errno.
 #[derive(Default)]
@@ -107,7 +112,7 @@ impl AttachPrimer {
         let (thread_stop, thread_first) = (stop.clone(), first.clone());
         std::thread::Builder::new()
             .name("cgroup-primer".into())
-            .spawn(move || prime(&mut file, &pid, &thread_stop, &thread_first))
+            .spawn(move || prime(&mut file, &pid, &thread_stop, &thread_first, LONGEST))
             .map_err(|source| RuntimeError::Io {
                 what: "starting the cgroup primer thread for",
                 path: procs.to_path_buf(),
@@ -150,8 +155,8 @@ impl Drop for AttachPrimer {
 }
 
 /// The primer thread: the first write, reported; then one per [`PERIOD`] until stopped,
-/// [`LONGEST`] or an error.
-fn prime(file: &mut File, pid: &[u8], stop: &AtomicBool, first: &FirstWrite) {
+/// `longest` or an error.
+fn prime(file: &mut File, pid: &[u8], stop: &AtomicBool, first: &FirstWrite, longest: Duration) {
     let errno = |r: std::io::Result<()>| match r {
         Ok(()) => 0,
         Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
@@ -162,7 +167,7 @@ fn prime(file: &mut File, pid: &[u8], stop: &AtomicBool, first: &FirstWrite) {
     if outcome != 0 {
         return;
     }
-    let until = Instant::now() + LONGEST;
+    let until = Instant::now() + longest;
     while !stop.load(Ordering::Relaxed) && Instant::now() < until {
         std::thread::sleep(PERIOD);
         if errno(file.write_all(pid)) != 0 {
@@ -180,6 +185,29 @@ pub fn prime_own_cgroup() -> Option<AttachPrimer> {
     AttachPrimer::start(&procs)
         .inspect_err(|e| tracing::debug!(error = %e, "the cgroup primer cannot start"))
         .ok()
+}
+
+/// Primes this process's own cgroup for `longest`, with nobody to stop it: for a
+/// process whose cgroup write happens in a child it does not follow (the daemon before
+/// it spawns `podhost exec-helper`, whose libcontainer joins the container's cgroups a
+/// few milliseconds later). Silent where it cannot start: it only loses the head start.
+pub fn prime_own_cgroup_for(longest: Duration) {
+    let Some(procs) = own_cgroup_procs() else {
+        return;
+    };
+    let Ok(mut file) = std::fs::OpenOptions::new().write(true).open(&procs) else {
+        return;
+    };
+    let pid = std::process::id().to_string().into_bytes();
+    let spawned = std::thread::Builder::new()
+        .name("cgroup-primer".into())
+        .spawn(move || {
+            let (stop, first) = (AtomicBool::new(false), FirstWrite::default());
+            prime(&mut file, &pid, &stop, &first, longest);
+        });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "the cgroup primer cannot start");
+    }
 }
 
 /// `cgroup.procs` of this process's own cgroup in one mounted hierarchy (cgroup2 at

@@ -19,6 +19,10 @@ pub async fn start(
     request: ExecRequest,
     size: Option<TerminalSize>,
 ) -> std::io::Result<Started> {
+    // As for exec probes: the helper's cgroup writes find the kernel's fast path warm.
+    crate::runtime::cgroup_attach_primer::prime_own_cgroup_for(
+        crate::runtime::cgroup_attach_primer::EXEC_HELPER_PRIMING,
+    );
     let mut command = tokio::process::Command::new(podhost_exe);
     command
         .arg("exec-helper")
