@@ -23,11 +23,14 @@ fn mark(layout: &Layout) -> String {
 
 /// Creates the pod's log dir if needed and marks it as this podhost's; a dir another
 /// podhost marked keeps its mark (and is left to that podhost's GC), with a warning.
+/// A new mark is durable once `pending` completes (until then GC, which only removes
+/// marked dirs, would at worst leave this one alone).
 pub fn claim_pod_log_dir(
     layout: &Layout,
     namespace: &str,
     pod_name: &str,
     uid: &str,
+    pending: &mut crate::disk::PendingDurability,
 ) -> Result<(), RuntimeError> {
     let dir = layout.pod_log_dir(namespace, pod_name, uid);
     std::fs::create_dir_all(&dir).map_err(|e| RuntimeError::io("create directory", &dir, e))?;
@@ -40,9 +43,10 @@ pub fn claim_pod_log_dir(
                  left to its GC");
             Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(crate::disk::write_atomic(
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(crate::disk::write_durable_later(
             &dir.join(OWNER_FILE),
             ours.as_bytes(),
+            pending,
         )?),
         Err(e) => Err(RuntimeError::io("read", dir.join(OWNER_FILE), e)),
     }
@@ -64,12 +68,23 @@ mod tests {
         let a = Layout::new(tmp.path().join("a"), &logs);
         let b = Layout::new(tmp.path().join("b"), &logs);
         std::fs::create_dir_all(&a.root_dir).unwrap();
-        claim_pod_log_dir(&a, "ns", "p", "u1").unwrap();
+        let mut pending = crate::disk::PendingDurability::default();
+        claim_pod_log_dir(&a, "ns", "p", "u1", &mut pending).unwrap();
+        assert!(
+            !pending.is_empty(),
+            "a new mark's fsyncs are left to the caller"
+        );
+        pending.complete().unwrap();
         let dir = a.pod_log_dir("ns", "p", "u1");
         assert!(is_ours(&a, &dir));
         assert!(!is_ours(&b, &dir));
         // b's claim of the same dir leaves a's mark.
-        claim_pod_log_dir(&b, "ns", "p", "u1").unwrap();
+        let mut pending = crate::disk::PendingDurability::default();
+        claim_pod_log_dir(&b, "ns", "p", "u1", &mut pending).unwrap();
+        assert!(
+            pending.is_empty(),
+            "nothing written, nothing to make durable"
+        );
         assert!(is_ours(&a, &dir));
         // The same root spelt differently is the same owner.
         let a2 = Layout::new(tmp.path().join("a/../a"), &logs);

@@ -26,6 +26,9 @@ use crate::runtime::spec::{ContainerSpecInput, build_spec, write_bundle_config};
 pub struct Prepared {
     pub shim: ShimConfig,
     pub stop_signal: Signal,
+    /// The attempt's durable records written ahead of their fsyncs (the log dir's owner
+    /// mark, the image reference): completed while the shim starts the container.
+    pub durability: crate::disk::PendingDurability,
 }
 
 /// The pod's namespaces; an ephemeral container with a target joins the target's pid
@@ -143,7 +146,14 @@ pub fn prepare_attempt(
     std::fs::create_dir_all(&bundle)
         .map_err(|e| RuntimeError::io("create directory", &bundle, e))?;
     // Marked as this podhost's, so that container GC never takes another's log dir.
-    crate::runtime::log_owner::claim_pod_log_dir(&ctx.layout, &pod.namespace, &pod.name, &pod.uid)?;
+    let mut durability = crate::disk::PendingDurability::default();
+    crate::runtime::log_owner::claim_pod_log_dir(
+        &ctx.layout,
+        &pod.namespace,
+        &pod.name,
+        &pod.uid,
+        &mut durability,
+    )?;
     let lower_dirs: Vec<PathBuf> = image.layers.iter().rev().cloned().collect();
     let img = image.config.config().clone().unwrap_or_default();
     let resolved =
@@ -274,9 +284,10 @@ pub fn prepare_attempt(
         .and_then(parse_signal)
         .unwrap_or(Signal::SIGTERM);
     // The image this container uses, for image GC's in-use set (exited containers count).
-    crate::disk::write_atomic(
+    crate::disk::write_durable_later(
         &bundle.join(IMAGE_REF_FILE),
         image.manifest_digest.as_bytes(),
+        &mut durability,
     )?;
     // Kept beside the bundle so that a restarted daemon stops an adopted container with
     // the same signal (boot-scoped: only a running container is stopped).
@@ -309,5 +320,6 @@ pub fn prepare_attempt(
             seccomp,
         },
         stop_signal,
+        durability,
     })
 }

@@ -90,7 +90,7 @@ async fn start_report(
         })
         .await
     };
-    let prepared = match prepared {
+    let mut prepared = match prepared {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
             crate::metrics::container_start_failed(container_type, "CreateContainerConfigError");
@@ -106,8 +106,21 @@ async fn start_report(
             return config_error(ctx, pod, c, attempt, e.to_string());
         }
     };
+    // The durable records' fsyncs run while the shim starts the container; the start
+    // is reported only once they are done.
+    let durability = std::mem::take(&mut prepared.durability);
+    let durable = tokio::task::spawn_blocking(move || durability.complete());
     let spawned = shim_client::spawn(&ctx.exe, &prepared.shim).await;
     drop(primer);
+    match durable.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            tracing::error!(pod = %pod.name, container = %name, error = %e, "the attempt's records may not survive a power loss");
+        }
+        Err(e) => {
+            tracing::error!(pod = %pod.name, container = %name, error = %e, "the attempt's records' fsync task failed")
+        }
+    }
     match spawned {
         Ok(handle) => {
             if attempt > 0 {

@@ -374,10 +374,15 @@ fn a_shared_log_dir_loses_only_the_orphaned_log_dirs_this_podhost_marked() {
     // A kubelet's pod (never marked), another podhost's and ours, all of pods gone.
     let kubelet = logs.join("kube-system_etcd-node_0b3c7a1e-1111-2222-3333-444455556666");
     write_log(&kubelet);
-    podhost::runtime::log_owner::claim_pod_log_dir(&other, "default", "theirs", "u-theirs")
-        .unwrap();
+    let claim = |layout: &podhost::disk::Layout, pod: &str, uid: &str| {
+        let mut pending = podhost::disk::PendingDurability::default();
+        podhost::runtime::log_owner::claim_pod_log_dir(layout, "default", pod, uid, &mut pending)
+            .unwrap();
+        pending.complete().unwrap();
+    };
+    claim(&other, "theirs", "u-theirs");
     write_log(&other.pod_log_dir("default", "theirs", "u-theirs"));
-    podhost::runtime::log_owner::claim_pod_log_dir(&ours, "default", "mine", "u-mine").unwrap();
+    claim(&ours, "mine", "u-mine");
     write_log(&ours.pod_log_dir("default", "mine", "u-mine"));
 
     let report = remove_orphans_older_than(&ours, &HashSet::new(), Duration::ZERO);
