@@ -193,14 +193,10 @@ async fn node(reviews: Vec<Exchange>) -> Node {
     .unwrap();
 
     let replay = Replay::from_exchanges(reviews);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let task = podhost::api::kubelet::serve(
-        addr,
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let task = podhost::api::kubelet::serve_listener(
+        listener,
         tls,
         KubeletApiState {
             store,
@@ -213,9 +209,7 @@ async fn node(reviews: Vec<Exchange>) -> Node {
             }))),
             podhost_exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_podhost")),
         },
-    )
-    .await
-    .unwrap();
+    );
     Node {
         addr,
         ca,

@@ -460,14 +460,10 @@ pub async fn setup(name: &str, manifest: &str) -> Setup {
     .expect("the daemon wrote the running pod's record");
     let certs = tempfile::tempdir().unwrap();
     let (pki, tls) = pki(certs.path());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let server = podhost::api::kubelet::serve(
-        addr,
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    let server = podhost::api::kubelet::serve_listener(
+        listener,
         tls,
         KubeletApiState {
             store: Arc::new(store),
@@ -478,9 +474,7 @@ pub async fn setup(name: &str, manifest: &str) -> Setup {
             reviewer: recorded_reviewer(),
             podhost_exe: std::path::PathBuf::from(crate::common::BIN),
         },
-    )
-    .await
-    .unwrap();
+    );
     Setup {
         _daemon: d,
         namespace,

@@ -111,10 +111,23 @@ pub async fn serve(
     let listener = TcpListener::bind(addr)
         .await
         .map_err(|source| KubeletApiError::Bind { addr, source })?;
+    Ok(serve_listener(listener, tls, state))
+}
+
+/// Serves on an already bound `listener` until the returned task is aborted (tests bind
+/// port 0 and read the port from the listener: no window for another to take it).
+pub fn serve_listener(
+    listener: TcpListener,
+    tls: Arc<ServerConfig>,
+    state: KubeletApiState,
+) -> tokio::task::JoinHandle<()> {
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| "unknown".to_string(), |a| a.to_string());
     tracing::info!(%addr, "kubelet API listening (TLS; /containerLogs /exec /portForward /healthz /pods)");
     let acceptor = TlsAcceptor::from(tls);
     let state = Arc::new(state);
-    Ok(tokio::spawn(async move {
+    tokio::spawn(async move {
         loop {
             let (stream, peer) = match listener.accept().await {
                 Ok(accepted) => accepted,
@@ -160,5 +173,5 @@ pub async fn serve(
                 }
             });
         }
-    }))
+    })
 }

@@ -123,25 +123,32 @@ impl CertPair {
     }
 }
 
+/// A self-signed P-256 pair for `common_name`, valid `days` from 2025-01-01, serial
+/// 0ABC: for the certificate modules' tests.
+#[cfg(test)]
+pub(super) fn self_signed_for_tests(common_name: &str, days: i64) -> CertPair {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, common_name);
+    params.not_before = rcgen::date_time_ymd(2025, 1, 1);
+    params.not_after =
+        params.not_before + std::time::Duration::from_secs(86400 * days.unsigned_abs());
+    params.serial_number = Some(rcgen::SerialNumber::from_slice(&[0x0a, 0xbc]));
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    CertPair {
+        cert_pem: cert.pem().into_bytes(),
+        key_pem: key.serialize_pem().into_bytes(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn self_signed(days: i64) -> CertPair {
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "system:node:n1");
-        params.not_before = rcgen::date_time_ymd(2025, 1, 1);
-        params.not_after =
-            params.not_before + std::time::Duration::from_secs(86400 * days.unsigned_abs());
-        params.serial_number = Some(rcgen::SerialNumber::from_slice(&[0x0a, 0xbc]));
-        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        CertPair {
-            cert_pem: cert.pem().into_bytes(),
-            key_pem: key.serialize_pem().into_bytes(),
-        }
+        super::self_signed_for_tests("system:node:n1", days)
     }
 
     #[test]

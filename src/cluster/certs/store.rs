@@ -152,16 +152,7 @@ mod tests {
     use std::time::Duration;
 
     fn pair(cn: &str) -> CertPair {
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        CertPair {
-            cert_pem: cert.pem().into_bytes(),
-            key_pem: key.serialize_pem().into_bytes(),
-        }
+        super::super::pair::self_signed_for_tests(cn, 36_500)
     }
 
     #[test]
