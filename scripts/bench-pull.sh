@@ -6,6 +6,8 @@
 #   daemon   `podhost pull` through a running daemon (what users run; the image is
 #            removed with `podhost rmi`, content included, between runs)
 #   skopeo   `skopeo copy` into a fresh OCI layout dir (no unpack)
+#   podman   `podman pull` into one podman storage of the run's own (layers unpacked,
+#            like podhost; the image is removed with `podman rmi` between runs)
 #
 # usage: scripts/bench-pull.sh [-n RUNS] [-P PORT] [-H]
 #   RUNS  timed runs per tool and image (default 10), alternating which tool goes first
@@ -25,8 +27,8 @@
 # its storage in the results dir and stopped (by PID) on exit.
 #
 # Prints per tool and image the median wall and CPU time (for the daemon: the CLI's
-# plus the daemon's), and each podhost way's ratio to skopeo (median of the per-run
-# ratios; goal <= 1.0). Results and raw
+# plus the daemon's), and each podhost way's ratio to skopeo and to podman (median of
+# the per-run ratios; goal <= 1.0). Results and raw
 # timings go to $RESULTS (default /tmp/bench-results/pull-podhost-<UTC stamp>).
 # Needs root (unpacking layers creates device nodes and chowns).
 set -euo pipefail
@@ -49,6 +51,7 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 bash scripts/install-deps.sh
+command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman >/dev/null
 command -v python3 >/dev/null || bash scripts/install-deps.sh python3
 
 RESULTS=${RESULTS:-/tmp/bench-results/pull-podhost-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -127,10 +130,19 @@ REGISTRY_PID=$!
 DEST=$RESULTS/dest
 mkdir -p "$DEST"
 DAEMON_PID=
+PODMAN_RUN=
 cleanup() {
   if [ -n "$DAEMON_PID" ]; then kill "$DAEMON_PID" 2>/dev/null || true; wait "$DAEMON_PID" 2>/dev/null || true; fi
   kill "$REGISTRY_PID" 2>/dev/null || true
   wait "$REGISTRY_PID" 2>/dev/null || true
+  if [ -d "$DEST/podman-root" ]; then
+    podman --root "$DEST/podman-root" --runroot "$PODMAN_RUN" --storage-driver overlay \
+      system reset -f >/dev/null 2>&1 || true
+    # overlay's own mounts under its root, if any are left.
+    grep -o " $DEST/podman-root[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  fi
+  [ -z "$PODMAN_RUN" ] || rm -rf "$PODMAN_RUN"
+  rm -rf "$RESULTS/podman-tmp"
   if mountpoint -q "$DEST"; then umount "$DEST" || umount -l "$DEST"; fi
   rm -rf "$RESULTS/registry/data" "$DEST" "$RESULTS/dest.img" "$SMALL" "$BIG"
 }
@@ -181,11 +193,21 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+# ---- podman, for `podman pull` ---------------------------------------------------
+# Its own storage and run dirs on the same filesystem as the others; cgroupfs and a
+# file event log, so that nothing of the host's podman or systemd is touched.
+# podman refuses a run root longer than 50 characters.
+PODMAN_RUN=$(mktemp -d /run/podhost-bench-podman.XXXXXX)
+PODMAN=(podman --root "$DEST/podman-root" --runroot "$PODMAN_RUN" --storage-driver overlay
+  --cgroup-manager cgroupfs --events-backend file --tmpdir "$RESULTS/podman-tmp")
+PODMAN_CMD=$(printf '%s\n' "${PODMAN[@]}")
+
 # ---- timings --------------------------------------------------------------------
-python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" "$DEST" "$PODHOST" "$SOCK" "$DAEMON_PID" <<'EOF' | tee "$RESULTS/summary.txt"
+python3 - "$RUNS" "$RESULTS" "$PULL" "$ADDR" "$DEST" "$PODHOST" "$SOCK" "$DAEMON_PID" "$PODMAN_CMD" <<'EOF' | tee "$RESULTS/summary.txt"
 import os, resource, shutil, statistics, subprocess, sys, time
 runs, results, pull, addr, dest_dir = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 podhost, sock, daemon_pid = sys.argv[6], sys.argv[7], sys.argv[8]
+podman = sys.argv[9].splitlines()
 def daemon_cpu():
     fields = open(f"/proc/{daemon_pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -197,6 +219,8 @@ seq = iter(range(1 << 30))
 def cmd(tool, tag, dest):
     if tool == "daemon":
         return [podhost, "pull", "--socket", sock, f"{addr}/busybox:{tag}"]
+    if tool == "podman":
+        return podman + ["pull", "-q", "--tls-verify=false", f"{addr}/busybox:{tag}"]
     if tool == "podhost":
         return [pull, "--quiet", "--insecure", addr, dest, f"{addr}/busybox:{tag}"]
     return ["skopeo", "copy", "-q", "--src-tls-verify=false", f"docker://{addr}/busybox:{tag}", f"oci:{dest}:{tag}"]
@@ -206,8 +230,10 @@ def timed(tool, tag):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     daemon_before = daemon_cpu()
     t0 = time.perf_counter()
-    subprocess.run(cmd(tool, tag, dest), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(cmd(tool, tag, dest), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        sys.exit(f"{tool} failed (exit {done.returncode}): {done.stderr.decode(errors='replace')}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if tool == "daemon":
@@ -215,6 +241,10 @@ def timed(tool, tag):
         # Image, blobs and snapshots all go: the next pull downloads everything.
         subprocess.run([podhost, "rmi", "--socket", sock, f"{addr}/busybox:{tag}"],
                        check=True, stdout=subprocess.DEVNULL)
+    elif tool == "podman":
+        # Layers too (no other image shares them): the next pull downloads everything.
+        subprocess.run(podman + ["rmi", f"{addr}/busybox:{tag}"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     else:
         shutil.rmtree(dest)
     return wall, cpu
@@ -226,7 +256,7 @@ print(f"bench-pull.sh {time.strftime('%Y-%m-%d', time.gmtime())}  {os.cpu_count(
       f"runs {runs} (alternating order, 1 warm-up each)")
 print(f"{'image':6} {'tool':8} {'wall ms':>9} {'cpu ms':>9}")
 for tag, label in (("latest", "small"), ("big", "big")):
-    tools = ("podhost", "daemon", "skopeo")
+    tools = ("podhost", "daemon", "skopeo", "podman")
     for tool in tools:  # warm-up
         timed(tool, tag)
     t = {tool: [] for tool in tools}
@@ -239,11 +269,12 @@ for tag, label in (("latest", "small"), ("big", "big")):
     for tool in tools:
         print(f"{label:6} {tool:8} {statistics.median(w for w, _ in t[tool]) * 1000:9.1f} "
               f"{statistics.median(c for _, c in t[tool]) * 1000:9.1f}")
-    for ours, what in (("podhost", "one process"), ("daemon", "podhost pull via the daemon")):
-        ratio_w = statistics.median(a[0] / b[0] for a, b in zip(t[ours], t["skopeo"]))
-        ratio_c = statistics.median(a[1] / b[1] for a, b in zip(t[ours], t["skopeo"]))
-        verdict = "goal met" if ratio_w <= 1.0 else "goal missed"
-        print(f"{label:6} {ours}/skopeo wall ratio {ratio_w:.2f} (cpu {ratio_c:.2f})  [{verdict}: <= 1.0]  ({what})")
+    for peer in ("skopeo", "podman"):
+        for ours, what in (("podhost", "one process"), ("daemon", "podhost pull via the daemon")):
+            ratio_w = statistics.median(a[0] / b[0] for a, b in zip(t[ours], t[peer]))
+            ratio_c = statistics.median(a[1] / b[1] for a, b in zip(t[ours], t[peer]))
+            verdict = "goal met" if ratio_w <= 1.0 else "goal missed"
+            print(f"{label:6} {ours}/{peer} wall ratio {ratio_w:.2f} (cpu {ratio_c:.2f})  [{verdict}: <= 1.0]  ({what})")
 raw.close()
 shutil.rmtree(runs_dir, ignore_errors=True)
 EOF

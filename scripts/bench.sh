@@ -64,17 +64,17 @@ if [ -n "$PEERS" ]; then
 fi
 echo "{}" >"$RESULTS/pull.json"
 if [ -n "$PULL" ]; then
-  echo "== pull: podhost vs skopeo (scripts/bench-pull.sh)"
+  echo "== pull: podhost vs skopeo and podman (scripts/bench-pull.sh)"
   RESULTS="$RESULTS/pull" bash scripts/bench-pull.sh -n "$(( RUNS < 10 ? RUNS : 10 ))" \
     | tee "$RESULTS/pull.txt"
   python3 - "$RESULTS/pull.txt" "$RESULTS/pull.json" <<'EOF'
 import json, re, sys
 out = {}
 for line in open(sys.argv[1]):
-    # bench-pull.sh's summary: "<image> <tool>/skopeo wall ratio R (cpu C) ..."
-    m = re.search(r"^(small|big)\s+(podhost|daemon)/skopeo wall ratio ([0-9.]+)", line)
+    # bench-pull.sh's summary: "<image> <tool>/<peer> wall ratio R (cpu C) ..."
+    m = re.search(r"^(small|big)\s+(podhost|daemon)/(skopeo|podman) wall ratio ([0-9.]+)", line)
     if m:
-        out["pull_%s_%s_vs_skopeo" % (m.group(2), m.group(1))] = float(m.group(3))
+        out["pull_%s_%s_vs_%s" % (m.group(2), m.group(1), m.group(3))] = float(m.group(4))
 json.dump(out, open(sys.argv[2], "w"), indent=1)
 EOF
 fi

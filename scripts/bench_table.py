@@ -75,10 +75,11 @@ row("daemon RSS with %s pods, MiB" % g("idle_pods", "?"), g("daemon_rss_mib_idle
 row("daemon idle CPU with %s pods, %% of a core" % g("idle_pods", "?"), g("daemon_idle_cpu_pct"), None, None, "< 0.5",
     None if g("daemon_idle_cpu_pct") is None else g("daemon_idle_cpu_pct") < 0.5)
 for image in ("small", "big"):
-    for way in ("podhost", "daemon"):
-        v = pull.get("pull_%s_%s_vs_skopeo" % (way, image))
-        row("pull %s image, %s / skopeo (wall)" % (image, "podhost pull" if way == "daemon" else "one process"),
-            v, None, None, "≤ 1.0", le(v, 1.0))
+    for peer in ("skopeo", "podman"):
+        for way in ("podhost", "daemon"):
+            v = pull.get("pull_%s_%s_vs_%s" % (way, image, peer))
+            row("pull %s image, %s / %s (wall)" % (image, "podhost pull" if way == "daemon" else "one process", peer),
+                v, None, None, "≤ 1.0", le(v, 1.0))
 
 print("scripts/bench.sh — %s, %s, %d cores, kernel %s, load %.2f; runc %s, crun %s, podman %s" % (
     time.strftime("%Y-%m-%d", time.gmtime()), platform.machine(), os.cpu_count(), platform.release(),
