@@ -55,3 +55,57 @@ fn the_shim_binary_reports_a_missing_config_as_a_start_failure() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// The daemon fsyncs the shim config while the shim starts, and the shim makes nothing
+/// (rootfs, container state) before the daemon's byte on its stdin says the config is
+/// durable; a closed stdin without it is a start failure that leaves nothing behind.
+#[test]
+fn the_shim_makes_nothing_before_the_daemon_says_its_config_is_durable() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    let config = bundle.join("shim-config.json");
+    let rootfs = bundle.join("rootfs");
+    let libcontainer_root = dir.path().join("libcontainer");
+    std::fs::write(
+        &config,
+        serde_json::json!({
+            "container_id": "durable-wait-test",
+            "bundle": bundle,
+            "libcontainer_root": libcontainer_root,
+            "log_path": dir.path().join("main.log"),
+            "lower_dirs": [dir.path().join("no-such-layer")],
+            "rootfs": rootfs,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut shim = std::process::Command::new(SHIM)
+        .arg("shim")
+        .arg(&config)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = shim.stdin.take().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let waiting = shim.try_wait().unwrap().is_none();
+    let made_rootfs = rootfs.exists() || bundle.join("upper").exists();
+    let made_state = libcontainer_root.exists();
+    drop(stdin);
+    let status = shim.wait().unwrap();
+    let mut stdout = String::new();
+    shim.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    assert!(waiting, "the shim waits for the byte; it ended with {status:?}: {stdout}");
+    assert!(!made_rootfs, "no rootfs before the byte");
+    assert!(!made_state, "no libcontainer state before the byte");
+    assert_eq!(status.code(), Some(1), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(
+        report.to_string().contains("did not confirm the shim config durable"),
+        "{report}"
+    );
+    assert!(!rootfs.exists() && !libcontainer_root.exists());
+}

@@ -14,7 +14,8 @@
 //!   every process it described is gone too, and the readers treat an unreadable
 //!   boot-scoped record as "nothing runs here" (the adoption after a restart, the lost
 //!   container reaper: see tests/power_loss.rs). The shim config stays durable: it is
-//!   how the next daemon finds a dead attempt's leftovers.
+//!   how the next daemon finds a dead attempt's leftovers (durable before the shim
+//!   makes any: see `runtime::shim_client::spawn`).
 //! - **Durable later** ([`write_durable_later`]): a durable record written like a
 //!   boot-scoped one, whose fsyncs a [`PendingDurability`] makes afterwards: an
 //!   attempt's image reference and its pod's log owner mark, fsynced while the shim
@@ -149,6 +150,19 @@ pub fn write_durable_later(
     write_boot_scoped(path, bytes)?;
     pending.files.push(path.to_path_buf());
     Ok(())
+}
+
+/// Serializes `value` as JSON and writes it as [`write_durable_later`] does.
+pub fn write_json_durable_later<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    pending: &mut PendingDurability,
+) -> Result<(), DiskError> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(|source| DiskError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    write_durable_later(path, &bytes, pending)
 }
 
 /// `.<name>.tmp.<pid>.<seq>` beside `path`: unique per call, since two writers of the

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 pub use atomic::{
     PendingDurability, read_json, write_atomic, write_atomic_via, write_boot_scoped,
-    write_durable_later, write_json_atomic, write_json_boot_scoped,
+    write_durable_later, write_json_atomic, write_json_boot_scoped, write_json_durable_later,
 };
 pub use layout::{DEFAULT_ROOT_DIR, Layout, attempts, container_id};
 

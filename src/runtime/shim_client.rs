@@ -7,17 +7,17 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use tokio::io::unix::AsyncFd;
 
 use super::RuntimeError;
 use super::lost::reap_lost_container;
-use super::shim_config::{ShimConfig, ShimReady};
+use super::shim_config::{CONFIG_DURABLE, ShimConfig, ShimReady};
 use crate::disk::records::{
     EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, StartedRecord,
 };
-use crate::disk::{read_json, write_json_atomic};
+use crate::disk::{PendingDurability, read_json, write_json_atomic, write_json_durable_later};
 
 /// The safety-net look at a running container's exit record.
 pub const RELIST_EVERY: Duration = Duration::from_secs(10);
@@ -93,7 +93,10 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     // Durable although it describes a shim of this boot: after a power loss it is what
     // tells the next daemon where the dead attempt's libcontainer state and rootfs are
     // (see lost::reap_lost_container), so that the attempt number can be used again.
-    write_json_atomic(&config_path, cfg)?;
+    // Its fsyncs run while the shim execs; the shim makes neither of those before it
+    // reads CONFIG_DURABLE on its stdin (see release_when_durable).
+    let mut durability = PendingDurability::default();
+    write_json_durable_later(&config_path, cfg, &mut durability)?;
     // stderr is the shim's log file, followed into the daemon's log (see shim_log).
     let stderr = super::shim_log::open_for_shim(&cfg.bundle)
         .map_err(|e| RuntimeError::io("open the shim log in", &cfg.bundle, e))?;
@@ -101,7 +104,7 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     let mut child = tokio::process::Command::new(&shim_exe)
         .arg("shim")
         .arg(&config_path)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(stderr)
         .kill_on_drop(false)
@@ -120,11 +123,19 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     // The shim writes two short JSON lines in all: a small buffer (a longer line is
     // still read whole), not the default 8 KiB kept per running container.
     let mut lines = tokio::io::BufReader::with_capacity(REPORT_BUFFER, stdout).lines();
-    let read = tokio::time::timeout(READY_TIMEOUT, lines.next_line()).await;
+    let (released, read) = tokio::join!(
+        release_when_durable(durability, child.stdin.take()),
+        tokio::time::timeout(READY_TIMEOUT, lines.next_line())
+    );
     let failed = |message: String| RuntimeError::ShimFailed {
         container: cfg.container_id.clone(),
         message,
     };
+    if let Err(e) = released {
+        // The shim gave up before it made anything (it reports that, or is gone).
+        let _ = child.wait().await;
+        return Err(failed(format!("the shim config is not durable: {e}")));
+    }
     match read {
         Err(_) => {
             let _ = child.start_kill();
@@ -167,6 +178,26 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
             )))
         }
     }
+}
+
+/// Fsyncs the shim config, then tells the shim on its stdin; on failure closes the
+/// pipe without the byte, and the shim gives up before it makes anything.
+async fn release_when_durable(
+    durability: PendingDurability,
+    stdin: Option<tokio::process::ChildStdin>,
+) -> Result<(), String> {
+    let done = tokio::task::spawn_blocking(move || durability.complete()).await;
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e.to_string()),
+        Err(e) => return Err(format!("the fsync task failed: {e}")),
+    }
+    let Some(mut stdin) = stdin else {
+        return Err("the shim has no stdin".into());
+    };
+    // A shim that died already is seen on its report pipe.
+    let _ = stdin.write_all(&[CONFIG_DURABLE]).await;
+    Ok(())
 }
 
 impl ShimHandle {

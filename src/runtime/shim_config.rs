@@ -42,6 +42,11 @@ pub struct ShimConfig {
     pub seccomp: Option<super::seccomp::PrecompiledSeccomp>,
 }
 
+/// The byte the daemon writes on the shim's stdin once the shim config is durable: the
+/// shim reads the config at once, but makes nothing (rootfs, container) before this
+/// byte. End of file instead means the daemon could not make it durable, or died.
+pub const CONFIG_DURABLE: u8 = b'd';
+
 /// The lines a shim prints on its stdout for the daemon that spawned it: how the start
 /// went, then the exit as soon as it is known, then `Recorded` once `exit.json` is
 /// durable (both before its clean-up).

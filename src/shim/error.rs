@@ -16,6 +16,10 @@ pub enum ShimError {
     /// between the daemon's write and the shim's start).
     #[error("{} does not exist", path.display())]
     ConfigMissing { path: PathBuf },
+    /// The daemon did not say that the shim config is durable (it closed the shim's
+    /// stdin without the byte: its fsync failed, or it died).
+    #[error("the daemon did not confirm the shim config durable: {0}")]
+    ConfigNotDurable(String),
     /// The shim config cannot be read or parsed.
     #[error("{0}")]
     ConfigRead(#[source] crate::disk::DiskError),

@@ -6,6 +6,7 @@
 //! stdout/stderr to the CRI log file, reaps the init process, writes `exit.json`
 //! atomically, deletes the container and exits. The daemon's death never touches it.
 
+mod config_durable;
 mod entry;
 mod error;
 mod kernel;

@@ -150,6 +150,7 @@ fn create_and_start(cfg: &ShimConfig) -> Result<Started, ShimError> {
     // Pays the kernel's cgroup-migration wait while the rootfs is mounted, not inside
     // libcontainer's start (see runtime::cgroup_attach_primer).
     let primer = kernel::start_cgroup_primer(cfg);
+    super::config_durable::wait_for_durable_config()?;
     mount_rootfs(cfg, &mut not_applied)?;
     // SAFETY: alarm(2) only arms this process's timer (forked children do not inherit
     // it); it is disarmed below once the container runs.

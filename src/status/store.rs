@@ -170,6 +170,13 @@ impl StatusStore {
 
     /// Adds a pod (status Pending) or keeps the known status of the same UID.
     pub fn admit(&self, pod: &Pod) {
+        self.admit_with(pod, |_| {});
+    }
+
+    /// [`admit`](Self::admit), then `f` on its status, as one change: the pod's first
+    /// record is written once, with both (the worker waits for that write before its
+    /// sandbox, so a second write there is a second fsync pair on the start path).
+    pub fn admit_with(&self, pod: &Pod, f: impl FnOnce(&mut PodStatus)) {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let mut inner = self.lock();
         inner.pods.entry(uid.clone()).or_insert_with(|| {
@@ -187,7 +194,9 @@ impl StatusStore {
                 version: 0,
             }
         });
-        let _ = inner.changing(&uid);
+        if let Some(rec) = inner.changing(&uid) {
+            f(rec.pod.status.get_or_insert_with(Default::default));
+        }
         drop(inner);
         self.persist(&uid);
     }

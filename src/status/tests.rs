@@ -56,6 +56,18 @@ fn a_burst_of_changes_made_during_one_write_costs_one_more_write() {
 }
 
 #[test]
+fn a_pod_admitted_with_its_first_status_is_written_once() {
+    let (_dir, layout, store) = store();
+    store.admit_with(&pod("a"), |s| s.qos_class = Some("BestEffort".into()));
+    store.flush();
+    assert_eq!(store.writer_stats().writes, 1, "one write for admission and status");
+    let text = std::fs::read_to_string(layout.pod_dir("a").join(STATUS_FILE)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["pod"]["status"]["qosClass"], "BestEffort");
+    assert_eq!(v["pod"]["status"]["phase"], "Pending");
+}
+
+#[test]
 fn readers_and_mutators_never_wait_for_a_write_in_progress() {
     let (_dir, _layout, store) = store();
     store.admit(&pod("a"));

@@ -143,10 +143,9 @@ async fn run(
             reason == super::host_ports::REASON
                 || crate::model::admission::is_admission_reason(reason)
         });
-    ctx.store.admit(&pod.pod);
     let qos = pod.qos.as_str().to_string();
     ctx.store
-        .update_status(&pod.uid, |s| s.qos_class = Some(qos));
+        .admit_with(&pod.pod, |s| s.qos_class = Some(qos));
     let object = format!("pod/{}", pod.name);
     if fresh {
         for w in &warnings {
