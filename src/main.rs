@@ -37,7 +37,11 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
     let client = || Client::new(&socket);
     match cli.command {
         Command::Daemon(flags) => daemon::run(*flags, socket.clone(), daemon_flags_given),
-        Command::Get { resource, output } => get::run(&client(), &resource, output.as_deref()),
+        Command::Get {
+            resource,
+            output,
+            watch,
+        } => get::run(&client(), &resource, output.as_deref(), watch),
         Command::Describe { resource, name } => describe::run(&client(), &resource, &name),
         Command::Logs { pod, flags } => logs::run(&client(), &pod, &flags),
         Command::Exec {

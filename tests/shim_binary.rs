@@ -97,14 +97,23 @@ fn the_shim_makes_nothing_before_the_daemon_says_its_config_is_durable() {
     drop(stdin);
     let status = shim.wait().unwrap();
     let mut stdout = String::new();
-    shim.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
-    assert!(waiting, "the shim waits for the byte; it ended with {status:?}: {stdout}");
+    shim.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(
+        waiting,
+        "the shim waits for the byte; it ended with {status:?}: {stdout}"
+    );
     assert!(!made_rootfs, "no rootfs before the byte");
     assert!(!made_state, "no libcontainer state before the byte");
     assert_eq!(status.code(), Some(1), "{stdout}");
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert!(
-        report.to_string().contains("did not confirm the shim config durable"),
+        report
+            .to_string()
+            .contains("did not confirm the shim config durable"),
         "{report}"
     );
     assert!(!rootfs.exists() && !libcontainer_root.exists());

@@ -9,6 +9,7 @@ pub(crate) mod container_logs;
 mod ephemeral_target;
 mod gc_trigger;
 pub mod kubelet;
+mod pod_watch;
 mod port_forward;
 pub mod port_forward_client;
 mod port_forward_target;

@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use k8s_openapi::List;
 use k8s_openapi::api::core::v1::{ContainerStatus, EphemeralContainer, Pod};
@@ -13,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use super::query::parse_query;
 use super::request_error::RequestError;
-use super::server::{ApiState, Body, error, ok_json, respond};
+use super::server::{ApiState, Body, error, ndjson_response, ok_json, respond};
 use super::types::{ExecTarget, LoadRequest, LoadResponse};
 use crate::disk::container_id;
 use crate::status::PodRecord;
@@ -25,6 +23,9 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
     let method = req.method().clone();
     match (method, parts.as_slice()) {
         (Method::GET, ["healthz"]) => respond(200, "text/plain", b"ok".to_vec()),
+        (Method::GET, ["pods"]) if super::pod_watch::wants_watch(&query) => {
+            super::pod_watch::watch_pods(&state)
+        }
         (Method::GET, ["pods"]) => ok_json(&pod_list(&state)),
         (Method::GET, ["pods", name]) => with_pod(&state, name, |r| ok_json(&r.pod)),
         (Method::GET, ["pods", name, "events"]) => with_pod(&state, name, |r| ok_json(&r.events)),
@@ -222,19 +223,7 @@ async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
             }
         }
     });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| {
-            (
-                Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(chunk))),
-                rx,
-            )
-        })
-    });
-    let mut resp = Response::new(StreamBody::new(stream).boxed());
-    if let Ok(v) = "application/x-ndjson".parse() {
-        resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
-    }
-    resp
+    ndjson_response(rx)
 }
 
 /// `podhost debug`: adds the body's ephemeral container to the named running pod.

@@ -145,6 +145,26 @@ async fn serve_connection(stream: UnixStream, state: Arc<ApiState>, access: &Soc
     }
 }
 
+/// A streaming `application/x-ndjson` response of the lines sent on `rx` (each one
+/// JSON value and its newline); it ends when every sender is gone.
+pub fn ndjson_response(rx: tokio::sync::mpsc::Receiver<Vec<u8>>) -> Response<Body> {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| {
+            (
+                Ok::<_, Infallible>(hyper::body::Frame::data(Bytes::from(chunk))),
+                rx,
+            )
+        })
+    });
+    let mut resp = Response::new(http_body_util::BodyExt::boxed(
+        http_body_util::StreamBody::new(stream),
+    ));
+    if let Ok(v) = "application/x-ndjson".parse() {
+        resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
 pub fn ok_json<T: serde::Serialize>(value: &T) -> Response<Body> {
     let body = serde_json::to_vec_pretty(value).unwrap_or_default();
     respond(200, "application/json", body)

@@ -35,6 +35,10 @@ pub enum Command {
         /// Output format: wide, json or yaml.
         #[arg(short = 'o', long = "output")]
         output: Option<String>,
+        /// Pods: after the list, a line per change as it happens (with `-o json`, one
+        /// watch event per line: `{"type": ADDED|MODIFIED|DELETED, "object": pod}`).
+        #[arg(short = 'w', long = "watch")]
+        watch: bool,
     },
     /// Show a pod's status and events.
     Describe {

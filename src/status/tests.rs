@@ -60,7 +60,11 @@ fn a_pod_admitted_with_its_first_status_is_written_once() {
     let (_dir, layout, store) = store();
     store.admit_with(&pod("a"), |s| s.qos_class = Some("BestEffort".into()));
     store.flush();
-    assert_eq!(store.writer_stats().writes, 1, "one write for admission and status");
+    assert_eq!(
+        store.writer_stats().writes,
+        1,
+        "one write for admission and status"
+    );
     let text = std::fs::read_to_string(layout.pod_dir("a").join(STATUS_FILE)).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["pod"]["status"]["qosClass"], "BestEffort");

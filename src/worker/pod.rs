@@ -144,8 +144,7 @@ async fn run(
                 || crate::model::admission::is_admission_reason(reason)
         });
     let qos = pod.qos.as_str().to_string();
-    ctx.store
-        .admit_with(&pod.pod, |s| s.qos_class = Some(qos));
+    ctx.store.admit_with(&pod.pod, |s| s.qos_class = Some(qos));
     let object = format!("pod/{}", pod.name);
     if fresh {
         for w in &warnings {

@@ -1,4 +1,4 @@
-//! `podhost get pods|events [-o wide|json|yaml]`.
+//! `podhost get pods|events [-o wide|json|yaml] [--watch]`.
 
 use anyhow::{Result, bail};
 
@@ -6,13 +6,19 @@ use crate::api::client::Client;
 use crate::cli::events::render_events;
 use crate::cli::table::render_pods;
 
-/// `get RESOURCE`: pods (`pod`, `po`) or events (`event`, `ev`).
-pub fn run(client: &Client, resource: &str, output: Option<&str>) -> Result<i32> {
+/// `get RESOURCE`: pods (`pod`, `po`) or events (`event`, `ev`); `watch` follows the
+/// pods' changes.
+pub fn run(client: &Client, resource: &str, output: Option<&str>, watch: bool) -> Result<i32> {
     match resource {
+        "events" | "event" | "ev" if watch => bail!("--watch follows pods only"),
         "events" | "event" | "ev" => get_events(client, output),
         _ => {
             pods_resource(resource)?;
-            get_pods(client, output)
+            if watch {
+                super::get_watch::watch_pods(client, output)
+            } else {
+                get_pods(client, output)
+            }
         }
     }
 }

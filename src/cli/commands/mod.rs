@@ -7,6 +7,7 @@ pub mod debug;
 pub mod describe;
 pub mod exec;
 pub mod get;
+mod get_watch;
 pub mod helpers;
 pub mod images;
 pub mod load;
