@@ -313,3 +313,67 @@ fn pod_network_is_private_with_loopback_up() {
     assert!(text.starts_with("lo,"), "only loopback: {text}");
     assert!(text.contains("ping-ok"), "loopback is up: {text}");
 }
+
+/// A container that exited is released by its monitor at once, while its pod stays:
+/// rootfs unmounted, its cgroup (every hierarchy) and libcontainer's state dir gone, and
+/// a process it left in its cgroup killed (as runc's delete does).
+#[test]
+fn an_exited_container_is_released_while_its_pod_stays() {
+    require_root();
+    let d = TestDaemon::start();
+    // The init exits at once and leaves a sleeper in its cgroup (shared pid namespace:
+    // the sleeper is reparented to the pod's PID 1 and lives on).
+    d.write_manifest(
+        "done.yaml",
+        &busybox_pod(
+            "done",
+            "  restartPolicy: Never\n  shareProcessNamespace: true\n",
+            "",
+            "sleep 3599 & exit 0",
+        ),
+    );
+    let pod = d.wait_pod("done", "pod Succeeded", 60, |p| {
+        (phase(p) == "Succeeded").then(|| p.clone())
+    });
+    let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
+    let bundle = d.root.join("pods").join(&uid).join("containers/main/0");
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("config.json")).unwrap()).unwrap();
+    let rel = config["linux"]["cgroupsPath"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches('/')
+        .to_string();
+    let id = format!("{}-main-0", &uid[..12]);
+    let state = d.root.join("run/libcontainer").join(&id);
+    let rootfs = bundle.join("rootfs");
+    let released = wait_until(Duration::from_secs(20), "container released", || {
+        let cgroups: Vec<_> = cgroup_hierarchies()
+            .into_iter()
+            .map(|h| h.join(&rel))
+            .filter(|p| p.exists())
+            .collect();
+        let mounted = d
+            .mounts()
+            .iter()
+            .any(|m| m.ends_with("containers/main/0/rootfs"));
+        (cgroups.is_empty() && !state.exists() && !mounted).then_some(())
+    });
+    assert!(
+        released.is_some(),
+        "cgroups {rel} in {:?}, state {} exists: {}, rootfs {} mounted: {:?}; daemon log:\n{}",
+        cgroup_hierarchies(),
+        state.display(),
+        state.exists(),
+        rootfs.display(),
+        d.mounts(),
+        d.daemon_log()
+    );
+    assert!(
+        TestDaemon::pids_with("sleep 3599").is_empty(),
+        "the sleeper left in the cgroup was killed"
+    );
+    assert!(d.pod("done").is_some(), "the pod itself stays");
+    d.remove_manifest("done.yaml");
+    d.wait_gone("done", 30);
+}

@@ -42,10 +42,22 @@ pub struct Reaped {
 /// to call for a bundle whose container never started (it then finds nothing).
 /// Blocking: call it off the async threads.
 pub fn reap_lost_container(bundle: &Path) -> Reaped {
-    let mut reaped = Reaped::default();
     // libcontainer's children of the dead shim (before the container's exec they carry
     // its command line) may not have reached the cgroup yet.
-    reaped.killed += kill_shim_children(bundle);
+    let killed = kill_shim_children(bundle);
+    let mut reaped = release_container(bundle);
+    reaped.killed += killed;
+    tracing::info!(bundle = %bundle.display(), ?reaped, "reaped a container whose shim is gone");
+    reaped
+}
+
+/// What libcontainer's delete does for a stopped container, and the rootfs: kills what
+/// is left in its cgroup (as runc's delete does), removes the cgroup, unmounts the
+/// rootfs and removes libcontainer's state dir. The monitor's clean-up after the exit,
+/// without exec'ing the full binary for libcontainer (and libcgroups' dozen mountinfo
+/// reads); [`reap_lost_container`] once the shim is gone. Blocking.
+pub fn release_container(bundle: &Path) -> Reaped {
+    let mut reaped = Reaped::default();
     if let Some(rel) = cgroups_path(bundle) {
         let dirs = cgroup_dirs(&rel);
         reaped.killed += kill_cgroup(&dirs);
@@ -58,7 +70,7 @@ pub fn reap_lost_container(bundle: &Path) -> Reaped {
     }
     if let Ok(Some(cfg)) = read_json::<ShimConfig>(&bundle.join(SHIM_CONFIG_FILE)) {
         if let Err(e) = overlay::unmount_rootfs(&cfg.rootfs) {
-            tracing::warn!(error = %e, "cannot unmount the rootfs of a lost container");
+            tracing::warn!(error = %e, rootfs = %cfg.rootfs.display(), "cannot unmount the container's rootfs");
         }
         let state = cfg.libcontainer_root.join(&cfg.container_id);
         let status = read_json::<serde_json::Value>(&state.join("state.json"))
@@ -73,7 +85,6 @@ pub fn reap_lost_container(bundle: &Path) -> Reaped {
             tracing::warn!(error = %e, dir = %state.display(), "cannot remove libcontainer state");
         }
     }
-    tracing::info!(bundle = %bundle.display(), ?reaped, "reaped a container whose shim is gone");
     reaped
 }
 

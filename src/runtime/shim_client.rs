@@ -124,7 +124,7 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     // still read whole), not the default 8 KiB kept per running container.
     let mut lines = tokio::io::BufReader::with_capacity(REPORT_BUFFER, stdout).lines();
     let (released, read) = tokio::join!(
-        release_when_durable(durability, child.stdin.take()),
+        release_when_durable(durability, child.stdin.take(), &config_path),
         tokio::time::timeout(READY_TIMEOUT, lines.next_line())
     );
     let failed = |message: String| RuntimeError::ShimFailed {
@@ -185,15 +185,26 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
 async fn release_when_durable(
     durability: PendingDurability,
     stdin: Option<tokio::process::ChildStdin>,
-) -> Result<(), String> {
+    config_path: &Path,
+) -> Result<(), RuntimeError> {
     let done = tokio::task::spawn_blocking(move || durability.complete()).await;
     match done {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(e.to_string()),
-        Err(e) => return Err(format!("the fsync task failed: {e}")),
+        Ok(Err(e)) => return Err(e.into()),
+        Err(e) => {
+            return Err(RuntimeError::io(
+                "fsync (the task failed)",
+                config_path,
+                std::io::Error::other(e.to_string()),
+            ));
+        }
     }
     let Some(mut stdin) = stdin else {
-        return Err("the shim has no stdin".into());
+        return Err(RuntimeError::io(
+            "tell the shim about",
+            config_path,
+            std::io::Error::other("the shim has no stdin pipe"),
+        ));
     };
     // A shim that died already is seen on its report pipe.
     let _ = stdin.write_all(&[CONFIG_DURABLE]).await;

@@ -7,7 +7,8 @@
 //! the container's init, same report pipe and shim log), which runs [`watch`]. Its
 //! pages are shared between all monitors, and it dirties few of its own: that is the
 //! per-container cost that stays for the container's whole life. After the exit is
-//! reported, the monitor execs `podhost shim-cleanup` for libcontainer's delete.
+//! reported, the monitor releases the container itself (runtime::lost::release_container:
+//! cgroup, rootfs, libcontainer's state dir).
 //!
 //! argv of the monitor: `podhost-monitor shim CONFIG STATE_JSON` — `shim` and the config
 //! path where the daemon and tools look for them (`runtime::shim_client::is_our_shim`).
@@ -41,7 +42,8 @@ pub struct MonitorState {
     pub stdout_fd: RawFd,
     pub stderr_fd: RawFd,
     pub oom_baseline: Option<MemoryEvents>,
-    /// The full binary, for `podhost shim-cleanup` after the exit.
+    /// The full binary. This monitor releases the container itself after the exit;
+    /// monitors of versions before 2026-11-25 exec'd `podhost shim-cleanup` from it.
     pub podhost_exe: PathBuf,
 }
 
@@ -129,7 +131,7 @@ pub fn monitor_main(args: &[String]) -> i32 {
     // fd 2 is the shim log (the shim set it up before the exec).
     let _ = tracing::subscriber::set_global_default(super::monitor_log::StderrLog);
     match monitor_setup(args) {
-        Ok((config_path, cfg, state)) => {
+        Ok((_config_path, cfg, state)) => {
             // SAFETY: the shim passed these fds to us open (CLOEXEC cleared) and owns
             // them nowhere else any more: the exec replaced it.
             let (stdout_r, stderr_r) = unsafe {
@@ -144,7 +146,7 @@ pub fn monitor_main(args: &[String]) -> i32 {
                 stdout_r,
                 stderr_r,
                 state.oom_baseline,
-                || exec_cleanup(&state.podhost_exe, &config_path),
+                || release_after_exit(&cfg),
             )
         }
         Err(e) => {
@@ -183,13 +185,15 @@ fn monitor_setup(args: &[String]) -> Result<(PathBuf, ShimConfig, MonitorState),
     Ok((config_path, cfg, state))
 }
 
-/// libcontainer's delete and the rootfs unmount need the full binary: exec it.
-fn exec_cleanup(podhost: &Path, config_path: &Path) {
-    let error = std::process::Command::new(podhost)
-        .arg("shim-cleanup")
-        .arg(config_path)
-        .exec();
-    tracing::error!(error = %error, exe = %podhost.display(), "cannot exec the cleanup after the container's exit");
+/// After the exit: what libcontainer's delete would do (cgroup, state dir) and the
+/// rootfs unmount, in this process. It used to exec the full binary's `shim-cleanup`
+/// for libcontainer's delete: an exec of a 14 MB binary and libcgroups' dozen mountinfo
+/// reads per container (that command stays for monitors started by older versions).
+fn release_after_exit(cfg: &ShimConfig) {
+    let released = crate::runtime::lost::release_container(&cfg.bundle);
+    if released.killed > 0 || released.survivors > 0 {
+        tracing::warn!(container = %cfg.container_id, ?released, "processes outlived the container's init; killed");
+    }
 }
 
 /// Copies the container's output into its log, reaps it, records and reports its exit,
