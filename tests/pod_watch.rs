@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-use common::{BIN, KillOnDrop, TestDaemon, busybox_pod};
+use common::{BIN, KillOnDrop, TestDaemon, busybox_pod, require_root};
 use serde_json::Value;
 
 /// `podhost get pods --watch ARGS`, its stdout's lines on a channel.
@@ -72,6 +72,7 @@ fn next_event(
 
 #[test]
 fn the_watch_shows_a_pod_appear_run_and_go() {
+    require_root();
     let d = TestDaemon::start();
     d.write_manifest(
         "before.yaml",
@@ -129,6 +130,7 @@ fn the_watch_shows_a_pod_appear_run_and_go() {
 
 #[test]
 fn the_watch_table_prints_its_header_once_and_a_row_per_change() {
+    require_root();
     let d = TestDaemon::start();
     let (_child, _guard, rx) = watcher(&d, &[]);
     d.write_manifest(

@@ -4,7 +4,7 @@
 //! and for scripts that would otherwise poll the whole list: a poll of `/pods` every
 //! 2 ms with 100 pods took about a core between the daemon and the poller.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::mpsc;
@@ -58,7 +58,7 @@ impl Seen {
     /// record versions, DELETED for pods no longer in the store.
     fn catch_up(&mut self, store: &StatusStore) -> Vec<Vec<u8>> {
         let mut changed: Vec<(u64, String, Pod)> = Vec::new();
-        let mut present: Vec<String> = Vec::new();
+        let mut present: HashSet<String> = HashSet::new();
         // Only the pods that changed are copied out of the store.
         store.visit(|rec| {
             let uid = rec.uid().to_string();
@@ -66,14 +66,14 @@ impl Seen {
             if self.pods.get(&uid).is_none_or(|(v, _)| *v != version) {
                 changed.push((version, uid.clone(), rec.pod.clone()));
             }
-            present.push(uid);
+            present.insert(uid);
         });
         changed.sort_by_key(|(version, _, _)| *version);
         let mut lines = Vec::new();
         let gone: Vec<String> = self
             .pods
             .keys()
-            .filter(|uid| !present.contains(uid))
+            .filter(|uid| !present.contains(*uid))
             .cloned()
             .collect();
         for uid in gone {
