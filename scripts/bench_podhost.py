@@ -22,6 +22,8 @@ Measures, each on pods of the built-in busybox image:
   waits (up to 150 s) for container GC to remove the logs of the earlier series' pods:
   that one-off pass (a minute after the pods are gone, ~2 ms of CPU each) is the
   clean-up of the series, not the cost of running pods, and fell into the window.
+CHURN_PODS (default 300) and IDLE_SECONDS (default 30) shorten the series for
+scripts/text-order.sh, which runs the daemon under valgrind.
 
 Until the burst, the script follows the daemon's watch (GET /pods?watch=true on its unix
 socket: the time a change's event arrived); then it polls /pods, every 0.5 s, and not
@@ -44,6 +46,8 @@ SOCK, MANIFESTS, NODE, ROOT, DAEMON_PID = sys.argv[1:6]
 PODS = int(sys.argv[6])
 OUT = sys.argv[7]
 IDLE_PODS = int(os.environ.get("IDLE_PODS", "250"))
+CHURN_PODS = int(os.environ.get("CHURN_PODS", "300"))
+IDLE_SECONDS = float(os.environ.get("IDLE_SECONDS", "30"))
 LOG_DIR = os.environ.get("LOG_DIR")
 
 
@@ -234,7 +238,7 @@ def bench_stop():
     return {"removal_to_exit_p50_ms": ms(statistics.median(lat)), "removal_to_exit_p99_ms": ms(pct(lat, 99))}
 
 
-def bench_churn(total=300, in_flight=8):
+def bench_churn(total=CHURN_PODS, in_flight=8):
     t0 = time.time()
     started, done, live = 0, 0, {}
     while done < total:
@@ -311,7 +315,7 @@ def bench_idle(burst):
     pid = int(DAEMON_PID)
     hz = os.sysconf("SC_CLK_TCK")
     c0, t0 = cpu_ticks(pid), time.time()
-    time.sleep(30)
+    time.sleep(IDLE_SECONDS)
     c1, t1 = cpu_ticks(pid), time.time()
     rss, _ = rss_pss_kib(pid)
     out = {
