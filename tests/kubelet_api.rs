@@ -165,7 +165,7 @@ async fn node(reviews: Vec<Exchange>) -> Node {
         }],
         ..PodSpec::default()
     });
-    store.admit(&pod);
+    store.admit(&std::sync::Arc::new(pod));
     store.update_status("0d8f9a4e-1111-4222-8333-444455556666", |s| {
         s.container_statuses = Some(vec![ContainerStatus {
             name: "app".into(),

@@ -40,7 +40,7 @@ pub async fn container_logs(
         );
     };
     let ns = rec
-        .pod
+        .admitted
         .metadata
         .namespace
         .clone()

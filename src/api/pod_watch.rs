@@ -64,7 +64,7 @@ impl Seen {
             let uid = rec.uid().to_string();
             let version = rec.version();
             if self.pods.get(&uid).is_none_or(|(v, _)| *v != version) {
-                changed.push((version, uid.clone(), rec.pod.clone()));
+                changed.push((version, uid.clone(), rec.to_pod()));
             }
             present.insert(uid);
         });

@@ -112,10 +112,7 @@ fn check_request(
             now: rec.uid().to_string(),
         });
     }
-    let phase = rec
-        .pod
-        .status
-        .as_ref()
+    let phase = Some(&rec.status)
         .and_then(|s| s.phase.as_deref())
         .unwrap_or("Pending");
     if phase != "Running" {

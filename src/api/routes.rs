@@ -27,7 +27,7 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             super::pod_watch::watch_pods(&state)
         }
         (Method::GET, ["pods"]) => ok_json(&pod_list(&state)),
-        (Method::GET, ["pods", name]) => with_pod(&state, name, |r| ok_json(&r.pod)),
+        (Method::GET, ["pods", name]) => with_pod(&state, name, |r| ok_json(&r.to_pod())),
         (Method::GET, ["pods", name, "events"]) => with_pod(&state, name, |r| ok_json(&r.events)),
         (Method::GET, ["pods", name, "exec"]) => with_pod(&state, name, |r| {
             exec_target(&state, r, query.get("container"))
@@ -87,7 +87,12 @@ fn all_events(state: &ApiState) -> Vec<crate::status::Event> {
 }
 
 fn pod_list(state: &ApiState) -> List<Pod> {
-    let mut items: Vec<Pod> = state.store.pods().into_iter().map(|r| r.pod).collect();
+    let mut items: Vec<Pod> = state
+        .store
+        .pods()
+        .into_iter()
+        .map(|r| r.into_pod())
+        .collect();
     items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     List {
         items,
@@ -102,7 +107,7 @@ pub(super) fn pick_container(
     wanted: Option<&String>,
 ) -> Result<String, RequestError> {
     let names: Vec<String> = rec
-        .pod
+        .admitted
         .spec
         .as_ref()
         .map(|s| {
@@ -138,7 +143,7 @@ pub(super) fn pick_container(
 
 /// The status of `container`, whichever list it is in.
 pub(super) fn container_status(rec: &PodRecord, container: &str) -> Option<ContainerStatus> {
-    let status = rec.pod.status.as_ref()?;
+    let status = &rec.status;
     status
         .container_statuses
         .iter()
@@ -281,7 +286,7 @@ async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body
         .map(|r| crate::image::PodImages {
             pod: r.name().to_string(),
             references: r
-                .pod
+                .admitted
                 .spec
                 .iter()
                 .flat_map(|s| {
@@ -295,10 +300,7 @@ async fn remove_image(state: &ApiState, req: Request<Incoming>) -> Response<Body
                 })
                 .flatten()
                 .collect(),
-            image_ids: r
-                .pod
-                .status
-                .iter()
+            image_ids: std::iter::once(&r.status)
                 .flat_map(|s| {
                     s.container_statuses
                         .iter()

@@ -46,12 +46,12 @@ pub async fn follow(store: Arc<StatusStore>, node: String, out: mpsc::UnboundedS
             if last.time <= *cursor {
                 return;
             }
-            let Some(involved) = pod_ref(&record.pod) else {
+            let Some(involved) = pod_ref(&record.admitted) else {
                 *cursor = last.time;
                 return;
             };
             for e in record.events.iter().filter(|e| e.time > *cursor) {
-                fresh.push(pod_event(&node, &record.pod, involved.clone(), e));
+                fresh.push(pod_event(&node, &record.admitted, involved.clone(), e));
             }
             *cursor = last.time;
         });
@@ -169,13 +169,13 @@ fn core_event(
 /// The events of a record, for tests of the conversion.
 #[cfg(test)]
 fn events_of(node: &str, record: &crate::status::PodRecord) -> Vec<Event> {
-    let Some(involved) = pod_ref(&record.pod) else {
+    let Some(involved) = pod_ref(&record.admitted) else {
         return Vec::new();
     };
     record
         .events
         .iter()
-        .map(|e| pod_event(node, &record.pod, involved.clone(), e))
+        .map(|e| pod_event(node, &record.admitted, involved.clone(), e))
         .collect()
 }
 

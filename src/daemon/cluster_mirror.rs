@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use tokio::sync::watch;
 
 use super::api_pods::is_api_pod;
@@ -99,7 +99,8 @@ impl MirrorSync {
     /// The static pods of the store that get a mirror pod, in a stable order.
     fn static_pods(&self) -> Vec<StaticPodState> {
         let mut statics = Vec::new();
-        self.store.visit(|rec| statics.extend(mirrored(&rec.pod)));
+        self.store
+            .visit(|rec| statics.extend(mirrored(&rec.admitted, &rec.status)));
         statics.sort_by(|a, b| {
             (&a.namespace, &a.name, &a.hash).cmp(&(&b.namespace, &b.name, &b.hash))
         });
@@ -151,7 +152,7 @@ impl MirrorSync {
                         continue;
                     };
                     let result =
-                        create_mirror(&self.client, &mirror_pod(&rec.pod, hash, &owner)).await;
+                        create_mirror(&self.client, &mirror_pod(&rec.admitted, hash, &owner)).await;
                     match &result {
                         Ok((MirrorCreate::Created, uid)) => {
                             tracing::info!(pod = %name, %namespace, uid = uid.as_deref().unwrap_or_default(), %hash, "mirror pod created");
@@ -188,18 +189,15 @@ impl MirrorSync {
 /// A pod of the status store as the mirror plan sees it: static pods only, and not one
 /// the node refused at admission (the kubelet never syncs a rejected pod, so it gets no
 /// mirror pod).
-fn mirrored(pod: &Pod) -> Option<StaticPodState> {
+fn mirrored(pod: &Pod, s: &PodStatus) -> Option<StaticPodState> {
     if is_api_pod(pod) {
         return None;
     }
-    let status = pod.status.as_ref();
-    let rejected = status.is_some_and(|s| {
-        s.phase.as_deref() == Some("Failed")
-            && s.reason.as_deref().is_some_and(|r| {
-                crate::model::admission::is_admission_reason(r)
-                    || r == crate::worker::host_ports::REASON
-            })
-    });
+    let rejected = s.phase.as_deref() == Some("Failed")
+        && s.reason.as_deref().is_some_and(|r| {
+            crate::model::admission::is_admission_reason(r)
+                || r == crate::worker::host_ports::REASON
+        });
     if rejected {
         return None;
     }
@@ -241,22 +239,26 @@ mod tests {
         }
     }
 
+    fn mirrored_pod(pod: &Pod) -> Option<StaticPodState> {
+        mirrored(pod, pod.status.as_ref().unwrap())
+    }
+
     #[test]
     fn static_pods_of_both_sources_are_mirrored_even_once_finished() {
         for source in ["file", "http"] {
-            let state = mirrored(&pod(source, "Running", None)).unwrap();
+            let state = mirrored_pod(&pod(source, "Running", None)).unwrap();
             assert_eq!((state.name.as_str(), state.hash.as_str()), ("web-n", "h1"));
             assert!(!state.terminating);
         }
-        assert!(mirrored(&pod("file", "Failed", Some("Evicted"))).is_some());
-        assert!(mirrored(&pod("file", "Succeeded", None)).is_some());
+        assert!(mirrored_pod(&pod("file", "Failed", Some("Evicted"))).is_some());
+        assert!(mirrored_pod(&pod("file", "Succeeded", None)).is_some());
     }
 
     #[test]
     fn api_pods_and_rejected_static_pods_are_not() {
-        assert!(mirrored(&pod("api", "Running", None)).is_none());
-        assert!(mirrored(&pod("file", "Failed", Some("NodeAffinity"))).is_none());
-        assert!(mirrored(&pod("file", "Failed", Some("OutOfcpu"))).is_none());
-        assert!(mirrored(&pod("file", "Failed", Some("NodePorts"))).is_none());
+        assert!(mirrored_pod(&pod("api", "Running", None)).is_none());
+        assert!(mirrored_pod(&pod("file", "Failed", Some("NodeAffinity"))).is_none());
+        assert!(mirrored_pod(&pod("file", "Failed", Some("OutOfcpu"))).is_none());
+        assert!(mirrored_pod(&pod("file", "Failed", Some("NodePorts"))).is_none());
     }
 }

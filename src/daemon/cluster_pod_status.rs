@@ -168,8 +168,8 @@ impl Sync {
         let (written, mirror_written, gone) =
             (&mut self.written, &mut self.mirror_written, &self.gone);
         self.store.visit(|rec| {
-            let namespace = rec.pod.metadata.namespace.clone().unwrap_or_default();
-            let (target, mirror) = if is_api_pod(&rec.pod) {
+            let namespace = rec.admitted.metadata.namespace.clone().unwrap_or_default();
+            let (target, mirror) = if is_api_pod(&rec.admitted) {
                 (rec.uid().to_string(), false)
             } else {
                 match mirror_of.get(&(namespace.clone(), rec.name().to_string())) {
@@ -188,7 +188,7 @@ impl Sync {
             } else {
                 &mut *written
             };
-            let status = rec.pod.status.as_ref();
+            let status = Some(&rec.status);
             match written.get_mut(&target) {
                 Some(w) if w.version == rec.version() => return,
                 // Only events changed: nothing to write.
@@ -301,7 +301,7 @@ impl Sync {
         let status = crate::model::terminal_status::terminal_status(
             end.last
                 .as_ref()
-                .and_then(|rec| rec.pod.status.clone())
+                .map(|rec| rec.status.clone())
                 .unwrap_or_default(),
         );
         let already = self

@@ -256,7 +256,7 @@ impl Manager {
                     .ctx
                     .store
                     .get(uid)
-                    .map(|r| PodInfo::from_pod(r.pod).grace)
+                    .map(|r| PodInfo::from_pod(r.admitted).grace)
                     .unwrap_or(crate::model::grace::pod_grace(None));
                 tracing::info!(pod = %handle.name, %uid, "manifest removed or changed: terminating pod");
                 handle.terminate(grace);
@@ -410,7 +410,7 @@ impl Manager {
         };
         let mut orphans = Vec::new();
         self.ctx.store.visit(|rec| {
-            let api = is_api_pod(&rec.pod);
+            let api = is_api_pod(&rec.admitted);
             if api == (of == OrphansOf::Api)
                 && !desired.contains(rec.uid())
                 && !self.workers.contains_key(rec.uid())
@@ -419,8 +419,8 @@ impl Manager {
             }
         });
         for rec in orphans {
-            let api = is_api_pod(&rec.pod);
-            let info = PodInfo::from_pod(rec.pod);
+            let api = is_api_pod(&rec.admitted);
+            let info = PodInfo::from_pod(rec.admitted);
             let grace = info.grace;
             tracing::info!(pod = %info.name, uid = %info.uid, "pod from a previous run is gone from its source: terminating");
             let uid = info.uid.clone();

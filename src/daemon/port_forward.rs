@@ -106,7 +106,7 @@ impl PodPortForwarder {
     ) -> Result<TcpStream, PortForwardError> {
         let (name, uid) = (pod.name().to_string(), pod.uid().to_string());
         let host_network = pod
-            .pod
+            .admitted
             .spec
             .as_ref()
             .and_then(|s| s.host_network)

@@ -35,9 +35,7 @@ fn status_line(store: &StatusStore) -> String {
     let running = pods
         .iter()
         .filter(|r| {
-            r.pod
-                .status
-                .as_ref()
+            Some(&r.status)
                 .and_then(|s| s.phase.as_deref())
                 .is_some_and(|p| p == "Running")
         })

@@ -179,16 +179,16 @@ async fn choose(
         .pods()
         .into_iter()
         .filter(|r| !evicted.contains(r.uid()))
-        .filter(|r| r.pod.metadata.deletion_timestamp.is_none())
+        .filter(|r| r.admitted.metadata.deletion_timestamp.is_none())
         .filter(|r| {
             !matches!(
-                r.pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some(&r.status).and_then(|s| s.phase.as_deref()),
                 Some("Succeeded" | "Failed")
             )
         })
         .collect();
     let t = targets.clone();
-    let pods: Vec<_> = active.iter().map(|r| r.pod.clone()).collect();
+    let pods: Vec<_> = active.iter().map(|r| r.admitted.clone()).collect();
     let usage = tokio::task::spawn_blocking(move || {
         pods.iter()
             .map(|p| pod_usage(p, &t.layout, &t.cgroups))
@@ -208,7 +208,7 @@ async fn choose(
     let record = active.iter().find(|r| r.uid() == victim.uid)?;
     let pod_grace = crate::model::grace::pod_grace(
         record
-            .pod
+            .admitted
             .spec
             .as_ref()
             .and_then(|s| s.termination_grace_period_seconds),

@@ -207,7 +207,7 @@ impl GcRunner {
         let evicted: HashSet<String> = pods
             .iter()
             .filter(|r| {
-                r.pod.status.as_ref().is_some_and(|s| {
+                Some(&r.status).is_some_and(|s| {
                     s.phase.as_deref() == Some("Failed") && s.reason.as_deref() == Some("Evicted")
                 })
             })

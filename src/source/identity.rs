@@ -148,6 +148,10 @@ pub fn apply_identity(
         meta.namespace = Some("default".to_string());
     }
     meta.uid = Some(uid.to_string());
+    // Stamped here rather than at admission: the status store then shares this pod
+    // with the worker instead of copying it to add the stamp.
+    meta.creation_timestamp
+        .get_or_insert_with(|| crate::model::k8s_time::to_k8s(chrono::Utc::now()));
     let annotations = meta.annotations.get_or_insert_with(Default::default);
     annotations.insert(ANNOTATION_CONFIG_HASH.to_string(), uid.to_string());
     annotations.insert(

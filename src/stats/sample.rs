@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
 
 use super::cgroup::{CgroupReader, CgroupSample};
 use super::cpu_readings::CpuReadings;
@@ -56,10 +56,7 @@ struct RunningContainer {
     attempt: u32,
 }
 
-fn running_containers(pod: &Pod) -> Vec<RunningContainer> {
-    let Some(status) = pod.status.as_ref() else {
-        return vec![];
-    };
+fn running_containers(status: &PodStatus) -> Vec<RunningContainer> {
     let all = status
         .init_container_statuses
         .iter()
@@ -116,9 +113,9 @@ impl Sampler {
         let mut cgroups = Vec::new();
         self.store.visit(|rec| {
             let uid = rec.uid();
-            let qos = qos_class(&pod_resources(&rec.pod));
+            let qos = qos_class(&pod_resources(&rec.admitted));
             cgroups.push(self.cgroups.pod_path(qos, uid));
-            for c in running_containers(&rec.pod) {
+            for c in running_containers(&rec.status) {
                 cgroups.push(self.cgroups.container_path(qos, uid, &c.name));
             }
         });
@@ -178,7 +175,7 @@ impl Sampler {
         let mut series = Vec::new();
         let timestamp_ms = now.timestamp_millis();
         for rec in &records {
-            let pod = &rec.pod;
+            let pod = &rec.admitted;
             let uid = rec.uid().to_string();
             let qos = qos_class(&pod_resources(pod));
             let pod_rel = self.cgroups.pod_path(qos, &uid);
@@ -202,7 +199,7 @@ impl Sampler {
             let pod_sample = self.reader.sample(&pod_rel);
             let mut containers = Vec::new();
             let mut ephemeral = TreeUsage::default();
-            for c in running_containers(pod) {
+            for c in running_containers(&rec.status) {
                 let rel = self.cgroups.container_path(qos, &uid, &c.name);
                 if !self.reader.exists(&rel) {
                     continue;

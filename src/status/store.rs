@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{NodeCondition, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{NodeCondition, Pod, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 
@@ -17,26 +18,96 @@ use crate::disk::read_json;
 use crate::model::podsync::PodStatusView;
 
 /// What the store keeps of one pod.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct PodRecord {
-    /// The pod as admitted, with `status` kept current.
-    pub pod: Pod,
+    /// The pod as admitted: its metadata and spec, shared with the pod's worker and the
+    /// source that read it (one copy per pod, not one each). Its `status` is not the
+    /// pod's: that is [`status`](Self::status).
+    pub admitted: Arc<Pod>,
+    /// The pod's status, kept current.
+    pub status: PodStatus,
     pub events: Vec<Event>,
     /// False once the pod's directory is being removed: no write may recreate it.
-    #[serde(skip, default = "persisted")]
     pub persisted: bool,
     /// Bumped by every change (store-wide counter), so the writer knows what it wrote.
-    #[serde(skip)]
     pub(super) version: u64,
 }
 
-fn persisted() -> bool {
-    true
+/// `status.json`: `{"pod": <the pod with its status>, "events": [...]}`, as before the
+/// admitted pod and its status were kept apart, so records of older daemons load.
+#[derive(Serialize)]
+struct RecordOut<'a> {
+    pod: PodOut<'a>,
+    events: &'a [Event],
+}
+
+/// A `v1.Pod` as k8s-openapi writes it, borrowing its parts from the record.
+#[derive(Serialize)]
+struct PodOut<'a> {
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: &'a ObjectMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec: Option<&'a PodSpec>,
+    status: &'a PodStatus,
+}
+
+#[derive(Deserialize)]
+struct RecordIn {
+    pod: Pod,
+    events: Vec<Event>,
+}
+
+impl Serialize for PodRecord {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RecordOut {
+            pod: PodOut {
+                api_version: "v1",
+                kind: "Pod",
+                metadata: &self.admitted.metadata,
+                spec: self.admitted.spec.as_ref(),
+                status: &self.status,
+            },
+            events: &self.events,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for PodRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let RecordIn { mut pod, events } = RecordIn::deserialize(deserializer)?;
+        let status = pod.status.take().unwrap_or_default();
+        Ok(Self {
+            admitted: Arc::new(pod),
+            status,
+            events,
+            persisted: true,
+            version: 0,
+        })
+    }
 }
 
 impl PodRecord {
     pub fn uid(&self) -> &str {
-        self.pod.metadata.uid.as_deref().unwrap_or_default()
+        self.admitted.metadata.uid.as_deref().unwrap_or_default()
+    }
+
+    /// The pod with its current status (a copy, for the API).
+    pub fn to_pod(&self) -> Pod {
+        Pod {
+            metadata: self.admitted.metadata.clone(),
+            spec: self.admitted.spec.clone(),
+            status: Some(self.status.clone()),
+        }
+    }
+
+    /// The pod with its current status; copies the admitted pod only if it is shared.
+    pub fn into_pod(self) -> Pod {
+        let mut pod = Arc::unwrap_or_clone(self.admitted);
+        pod.status = Some(self.status);
+        pod
     }
 
     /// Changes with every change of the record (a store-wide counter): a reader that
@@ -46,7 +117,7 @@ impl PodRecord {
     }
 
     pub fn name(&self) -> &str {
-        self.pod.metadata.name.as_deref().unwrap_or_default()
+        self.admitted.metadata.name.as_deref().unwrap_or_default()
     }
 }
 
@@ -169,33 +240,35 @@ impl StatusStore {
     }
 
     /// Adds a pod (status Pending) or keeps the known status of the same UID.
-    pub fn admit(&self, pod: &Pod) {
+    pub fn admit(&self, pod: &Arc<Pod>) {
         self.admit_with(pod, |_| {});
     }
 
     /// [`admit`](Self::admit), then `f` on its status, as one change: the pod's first
     /// record is written once, with both (the worker waits for that write before its
     /// sandbox, so a second write there is a second fsync pair on the start path).
-    pub fn admit_with(&self, pod: &Pod, f: impl FnOnce(&mut PodStatus)) {
+    pub fn admit_with(&self, pod: &Arc<Pod>, f: impl FnOnce(&mut PodStatus)) {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let mut inner = self.lock();
         inner.pods.entry(uid.clone()).or_insert_with(|| {
-            let mut pod = pod.clone();
-            pod.metadata
-                .creation_timestamp
-                .get_or_insert_with(|| k8s_time(Utc::now()));
-            let mut status = pod.status.take().unwrap_or_default();
+            let mut admitted = pod.clone();
+            if admitted.metadata.creation_timestamp.is_none() {
+                // Sources stamp their pods; a copy only for one that did not.
+                Arc::make_mut(&mut admitted).metadata.creation_timestamp =
+                    Some(k8s_time(Utc::now()));
+            }
+            let mut status = admitted.status.clone().unwrap_or_default();
             status.phase = Some("Pending".into());
-            pod.status = Some(status);
             PodRecord {
-                pod,
+                admitted,
+                status,
                 events: Vec::new(),
                 persisted: true,
                 version: 0,
             }
         });
         if let Some(rec) = inner.changing(&uid) {
-            f(rec.pod.status.get_or_insert_with(Default::default));
+            f(&mut rec.status);
         }
         drop(inner);
         self.persist(&uid);
@@ -207,7 +280,7 @@ impl StatusStore {
         let Some(rec) = inner.changing(uid) else {
             return;
         };
-        f(rec.pod.status.get_or_insert_with(Default::default));
+        f(&mut rec.status);
         drop(inner);
         self.persist(uid);
     }
@@ -222,7 +295,8 @@ impl StatusStore {
         let Some(rec) = inner.changing(uid) else {
             return;
         };
-        rec.pod
+        // The pod's own copy from here on (only pods that were debugged).
+        Arc::make_mut(&mut rec.admitted)
             .spec
             .get_or_insert_with(Default::default)
             .ephemeral_containers = (!list.is_empty()).then(|| list.to_vec());
@@ -304,7 +378,10 @@ impl StatusStore {
         let Some(rec) = inner.changing(uid) else {
             return;
         };
-        rec.pod.metadata.deletion_timestamp.get_or_insert(at);
+        if rec.admitted.metadata.deletion_timestamp.is_none() {
+            // The pod's own copy from here on: it is being deleted.
+            Arc::make_mut(&mut rec.admitted).metadata.deletion_timestamp = Some(at);
+        }
         drop(inner);
         self.persist(uid);
     }
@@ -334,9 +411,9 @@ impl StatusStore {
             .pods
             .values()
             .filter(|r| r.name() == name)
-            .filter(|r| ns.is_empty() || r.pod.metadata.namespace.as_deref() == Some(ns))
+            .filter(|r| ns.is_empty() || r.admitted.metadata.namespace.as_deref() == Some(ns))
             .max_by_key(|r| {
-                r.pod
+                r.admitted
                     .metadata
                     .annotations
                     .as_ref()

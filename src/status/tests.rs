@@ -9,12 +9,14 @@ use super::StatusStore;
 use super::writer::STATUS_FILE;
 use crate::disk::Layout;
 
-fn pod(uid: &str) -> Pod {
-    serde_json::from_value(serde_json::json!({
-        "metadata": {"name": format!("p-{uid}"), "namespace": "default", "uid": uid},
-        "spec": {"containers": [{"name": "main", "image": "busybox"}]}
-    }))
-    .unwrap()
+fn pod(uid: &str) -> Arc<Pod> {
+    Arc::new(
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("p-{uid}"), "namespace": "default", "uid": uid},
+            "spec": {"containers": [{"name": "main", "image": "busybox"}]}
+        }))
+        .unwrap(),
+    )
 }
 
 fn store() -> (tempfile::TempDir, Layout, Arc<StatusStore>) {
@@ -86,17 +88,7 @@ fn readers_and_mutators_never_wait_for_a_write_in_progress() {
         "m".to_string(),
     );
     assert_eq!(store.pods().len(), 1);
-    assert_eq!(
-        store
-            .get("a")
-            .unwrap()
-            .pod
-            .status
-            .unwrap()
-            .message
-            .as_deref(),
-        Some("1")
-    );
+    assert_eq!(store.get("a").unwrap().status.message.as_deref(), Some("1"));
     drop(gate);
 }
 
@@ -183,7 +175,7 @@ fn the_latest_state_survives_a_new_store() {
     drop(Arc::into_inner(store).unwrap());
     let again = StatusStore::load(layout.clone(), "node");
     let rec = again.get("a").unwrap();
-    assert_eq!(rec.pod.status.unwrap().message.as_deref(), Some("7"));
+    assert_eq!(rec.status.message.as_deref(), Some("7"));
     let leftovers: Vec<_> = std::fs::read_dir(layout.pod_dir("a"))
         .unwrap()
         .flatten()
@@ -191,4 +183,52 @@ fn the_latest_state_survives_a_new_store() {
         .filter(|n| n != STATUS_FILE)
         .collect();
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+}
+
+#[test]
+fn the_admitted_pod_is_shared_with_whoever_admitted_it_not_copied() {
+    let (_dir, _layout, store) = store();
+    let mut stamped = (*pod("a")).clone();
+    stamped.metadata.creation_timestamp = Some(super::k8s_time(chrono::Utc::now()));
+    let stamped = Arc::new(stamped);
+    store.admit_with(&stamped, |s| s.qos_class = Some("BestEffort".into()));
+    store.update_status("a", |s| s.message = Some("m".into()));
+    let rec = store.get("a").unwrap();
+    assert!(Arc::ptr_eq(&rec.admitted, &stamped), "one copy of the pod");
+    assert_eq!(rec.status.message.as_deref(), Some("m"));
+    // A source that did not stamp its pod: the store stamps its own copy.
+    store.admit(&pod("b"));
+    assert!(
+        store
+            .get("b")
+            .unwrap()
+            .admitted
+            .metadata
+            .creation_timestamp
+            .is_some()
+    );
+}
+
+#[test]
+fn the_record_on_disk_is_the_pod_with_its_status_as_the_api_writes_it() {
+    let (_dir, layout, store) = store();
+    store.admit(&pod("a"));
+    set_message(&store, "a", 3);
+    store.set_deletion_timestamp("a", super::k8s_time(chrono::Utc::now()));
+    store.flush();
+    let text = std::fs::read_to_string(layout.pod_dir("a").join(STATUS_FILE)).unwrap();
+    let on_disk: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let rec = store.get("a").unwrap();
+    assert_eq!(on_disk["pod"], serde_json::to_value(rec.to_pod()).unwrap());
+    assert_eq!(on_disk["pod"]["status"]["message"], "3");
+    assert!(on_disk["pod"]["metadata"]["deletionTimestamp"].is_string());
+    // Read back (and as older daemons wrote it: `{"pod": <v1.Pod>, "events": []}`).
+    let old = serde_json::json!({"pod": serde_json::to_value(rec.to_pod()).unwrap(), "events": []});
+    let back: super::PodRecord = serde_json::from_value(old).unwrap();
+    assert_eq!(back.status.message.as_deref(), Some("3"));
+    assert!(back.admitted.status.is_none(), "the status is kept apart");
+    assert_eq!(
+        serde_json::to_value(back.into_pod()).unwrap(),
+        on_disk["pod"]
+    );
 }

@@ -40,7 +40,7 @@ pub async fn adopt_pod(
         .map(|c| ContainerObserved::new(&c.name))
         .collect();
     if let Some(record) = ctx.store.get(&pod.uid) {
-        let status = record.pod.status.unwrap_or_default();
+        let status = record.status;
         observed.phase = status.phase.as_deref().and_then(phase_of);
         observed.conditions = status.conditions.unwrap_or_default();
         observed.start_time = status.start_time.as_ref().map(from_k8s);

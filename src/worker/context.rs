@@ -167,7 +167,7 @@ impl PodInfo {
         }
         ctx.store
             .get(&self.uid)
-            .and_then(|r| r.pod.status)
+            .map(|r| r.status)
             .and_then(|s| s.pod_ips)
             .into_iter()
             .flatten()

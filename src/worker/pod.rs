@@ -136,7 +136,7 @@ async fn run(
     // rejected for them stays rejected (re-admission order after a restart must not
     // swap them).
     let rejected_before = record
-        .and_then(|r| r.pod.status)
+        .map(|r| r.status)
         .filter(|s| s.phase.as_deref() == Some("Failed"))
         .and_then(|s| Some((s.reason?, s.message.unwrap_or_default())))
         .filter(|(reason, _)| {
@@ -243,7 +243,7 @@ fn admit_to_node(
 fn terminal_pods(ctx: &Ctx) -> std::collections::BTreeSet<String> {
     let mut terminal = std::collections::BTreeSet::new();
     ctx.store.visit(|r| {
-        let phase = r.pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        let phase = Some(&r.status).and_then(|s| s.phase.as_deref());
         if matches!(phase, Some("Succeeded" | "Failed")) {
             terminal.insert(r.uid().to_string());
         }

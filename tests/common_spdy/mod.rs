@@ -447,10 +447,9 @@ pub async fn setup(name: &str, manifest: &str) -> Setup {
     let store = wait_until(Duration::from_secs(10), "the pod's record on disk", || {
         let store = StatusStore::load(layout.clone(), &d.node);
         let running = store.find_by_name(&full).is_some_and(|rec| {
-            rec.pod
-                .status
+            rec.status
+                .container_statuses
                 .as_ref()
-                .and_then(|s| s.container_statuses.as_ref())
                 .into_iter()
                 .flatten()
                 .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))

@@ -85,7 +85,12 @@ pub async fn handle(
 }
 
 fn pod_list(state: &KubeletApiState) -> List<Pod> {
-    let mut items: Vec<Pod> = state.store.pods().into_iter().map(|r| r.pod).collect();
+    let mut items: Vec<Pod> = state
+        .store
+        .pods()
+        .into_iter()
+        .map(|r| r.into_pod())
+        .collect();
     items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     List {
         items,

@@ -82,7 +82,12 @@ fn healthz(state: &ReadOnlyState) -> Response<Body> {
 
 /// A `v1.PodList`, as the unix API's `/pods`.
 fn pods(state: &ReadOnlyState) -> Response<Body> {
-    let mut items: Vec<Pod> = state.store.pods().into_iter().map(|r| r.pod).collect();
+    let mut items: Vec<Pod> = state
+        .store
+        .pods()
+        .into_iter()
+        .map(|r| r.into_pod())
+        .collect();
     items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let list = List {
         items,
@@ -100,7 +105,12 @@ fn metrics(state: &ReadOnlyState, req: &Request<Incoming>) -> Response<Body> {
         .get(hyper::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
     let format = crate::metrics::Format::from_accept(accept);
-    let pods: Vec<Pod> = state.store.pods().into_iter().map(|r| r.pod).collect();
+    let pods: Vec<Pod> = state
+        .store
+        .pods()
+        .into_iter()
+        .map(|r| r.into_pod())
+        .collect();
     let counts = crate::metrics::PodCounts::of(&pods);
     match crate::metrics::render(&counts, format) {
         Ok((body, content_type)) => respond(200, content_type, body.into_bytes()),

@@ -75,7 +75,7 @@ pub(super) async fn wait_and_report(
             .pods
             .iter()
             .map(|p| {
-                let pod = store.get(&p.uid).map(|r| r.pod);
+                let pod = store.get(&p.uid).map(|r| r.into_pod());
                 Row {
                     namespace: p.namespace.clone(),
                     name: p.name.clone(),
