@@ -7,7 +7,6 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use k8s_openapi::List;
 use k8s_openapi::api::core::v1::{ContainerStatus, EphemeralContainer, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use super::query::parse_query;
 use super::request_error::RequestError;
@@ -87,17 +86,7 @@ fn all_events(state: &ApiState) -> Vec<crate::status::Event> {
 }
 
 fn pod_list(state: &ApiState) -> List<Pod> {
-    let mut items: Vec<Pod> = state
-        .store
-        .pods()
-        .into_iter()
-        .map(|r| r.into_pod())
-        .collect();
-    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    List {
-        items,
-        metadata: ListMeta::default(),
-    }
+    state.store.pod_list()
 }
 
 /// The container to use: the named one (a container, init container or ephemeral

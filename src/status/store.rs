@@ -426,6 +426,16 @@ impl StatusStore {
         self.lock().pods.values().cloned().collect()
     }
 
+    /// Every pod with its status, by name: the `v1.PodList` of the APIs' `/pods`.
+    pub fn pod_list(&self) -> k8s_openapi::List<Pod> {
+        let mut items: Vec<Pod> = self.pods().into_iter().map(PodRecord::into_pod).collect();
+        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        k8s_openapi::List {
+            items,
+            metadata: Default::default(),
+        }
+    }
+
     /// Calls `f` with every pod's record under the lock, without copying them: for the
     /// periodic loops that need a few fields of each pod (copying every pod, its status
     /// and events each time cost more than their work). `f` must be quick and must not

@@ -6,7 +6,6 @@ use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 use k8s_openapi::List;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use super::gate::{authenticate, authorize};
 use super::{KubeletApiState, KubeletRequestError};
@@ -85,17 +84,7 @@ pub async fn handle(
 }
 
 fn pod_list(state: &KubeletApiState) -> List<Pod> {
-    let mut items: Vec<Pod> = state
-        .store
-        .pods()
-        .into_iter()
-        .map(|r| r.into_pod())
-        .collect();
-    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    List {
-        items,
-        metadata: ListMeta::default(),
-    }
+    state.store.pod_list()
 }
 
 /// The pod and the container's restart count; the 404 message in the kubelet's words

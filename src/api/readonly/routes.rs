@@ -2,9 +2,7 @@
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
-use k8s_openapi::List;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 
 use super::ReadOnlyState;
 use crate::api::server::{Body, respond};
@@ -82,17 +80,7 @@ fn healthz(state: &ReadOnlyState) -> Response<Body> {
 
 /// A `v1.PodList`, as the unix API's `/pods`.
 fn pods(state: &ReadOnlyState) -> Response<Body> {
-    let mut items: Vec<Pod> = state
-        .store
-        .pods()
-        .into_iter()
-        .map(|r| r.into_pod())
-        .collect();
-    items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let list = List {
-        items,
-        metadata: ListMeta::default(),
-    };
+    let list = state.store.pod_list();
     match serde_json::to_vec(&list) {
         Ok(body) => respond(200, "application/json", body),
         Err(e) => text(500, &format!("cannot encode the pod list: {e}\n")),
