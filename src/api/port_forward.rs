@@ -112,9 +112,7 @@ fn check_request(
             now: rec.uid().to_string(),
         });
     }
-    let phase = Some(&rec.status)
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("Pending");
+    let phase = rec.phase().unwrap_or("Pending");
     if phase != "Running" {
         return Err(RequestError::PodNotRunning {
             pod: rec.name().to_string(),

@@ -188,11 +188,10 @@ impl Sync {
             } else {
                 &mut *written
             };
-            let status = Some(&rec.status);
             match written.get_mut(&target) {
                 Some(w) if w.version == rec.version() => return,
                 // Only events changed: nothing to write.
-                Some(w) if w.status.as_ref() == status => {
+                Some(w) if w.status.as_ref() == Some(&rec.status) => {
                     w.version = rec.version();
                     return;
                 }
@@ -205,7 +204,7 @@ impl Sync {
                     namespace,
                     name: rec.name().to_string(),
                     version: rec.version(),
-                    status: status.cloned().unwrap_or_default(),
+                    status: rec.status.clone(),
                 },
             );
         });

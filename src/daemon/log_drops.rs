@@ -112,8 +112,7 @@ fn read_records(wanted: Vec<Watched>) -> Vec<(Watched, LogDrops)> {
 fn current_containers(store: &StatusStore, layout: &Layout) -> HashMap<PathBuf, Watched> {
     let mut out = HashMap::new();
     store.visit(|rec| {
-        let statuses = Some(&rec.status).and_then(|s| s.container_statuses.as_ref());
-        for cs in statuses.into_iter().flatten() {
+        for cs in rec.status.container_statuses.iter().flatten() {
             let attempt = crate::model::convert::non_negative_u32(cs.restart_count);
             let record = layout
                 .attempt_dir(rec.uid(), &cs.name, attempt)

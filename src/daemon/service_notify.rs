@@ -32,14 +32,7 @@ async fn ping(manager: &mpsc::Sender<Ping>, wait: Duration) -> Option<Heartbeat>
 
 fn status_line(store: &StatusStore) -> String {
     let pods = store.pods();
-    let running = pods
-        .iter()
-        .filter(|r| {
-            Some(&r.status)
-                .and_then(|s| s.phase.as_deref())
-                .is_some_and(|p| p == "Running")
-        })
-        .count();
+    let running = pods.iter().filter(|r| r.phase() == Some("Running")).count();
     format!("STATUS={running} pods running ({} known)", pods.len())
 }
 

@@ -180,12 +180,7 @@ async fn choose(
         .into_iter()
         .filter(|r| !evicted.contains(r.uid()))
         .filter(|r| r.admitted.metadata.deletion_timestamp.is_none())
-        .filter(|r| {
-            !matches!(
-                Some(&r.status).and_then(|s| s.phase.as_deref()),
-                Some("Succeeded" | "Failed")
-            )
-        })
+        .filter(|r| !r.is_terminal())
         .collect();
     let t = targets.clone();
     let pods: Vec<_> = active.iter().map(|r| r.admitted.clone()).collect();

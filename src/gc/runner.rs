@@ -207,9 +207,7 @@ impl GcRunner {
         let evicted: HashSet<String> = pods
             .iter()
             .filter(|r| {
-                Some(&r.status).is_some_and(|s| {
-                    s.phase.as_deref() == Some("Failed") && s.reason.as_deref() == Some("Evicted")
-                })
+                r.phase() == Some("Failed") && r.status.reason.as_deref() == Some("Evicted")
             })
             .map(|r| r.uid().to_string())
             .chain(also_evicted.iter().cloned())

@@ -119,6 +119,16 @@ impl PodRecord {
     pub fn name(&self) -> &str {
         self.admitted.metadata.name.as_deref().unwrap_or_default()
     }
+
+    /// The pod's phase, if one was published yet.
+    pub fn phase(&self) -> Option<&str> {
+        self.status.phase.as_deref()
+    }
+
+    /// Succeeded or Failed: the pod's containers have stopped for good.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.phase(), Some("Succeeded" | "Failed"))
+    }
 }
 
 /// Converts a chrono time to the API's time type.

@@ -243,8 +243,7 @@ fn admit_to_node(
 fn terminal_pods(ctx: &Ctx) -> std::collections::BTreeSet<String> {
     let mut terminal = std::collections::BTreeSet::new();
     ctx.store.visit(|r| {
-        let phase = Some(&r.status).and_then(|s| s.phase.as_deref());
-        if matches!(phase, Some("Succeeded" | "Failed")) {
+        if r.is_terminal() {
             terminal.insert(r.uid().to_string());
         }
     });
