@@ -4,7 +4,8 @@
 # 64 KiB around each fault, so a daemon whose hot code is spread over 28 MiB of .text
 # keeps 15-16 MiB of it in its RSS; with the functions it runs together, ~4 MiB.
 #
-# Usage: scripts/text-order.sh [FAULT_PASSES]   (as root; ~15 min, release builds)
+# Usage: scripts/text-order.sh [FAULT_PASSES]   (as root; ~10 min after a release build:
+#   the list is an input of the podhost binary alone, so each pass only relinks it)
 #   1. the daemon runs under valgrind (callgrind) through a short bench_podhost.py
 #      series and a few CLI calls: every function it ran, the most used first;
 #   2. FAULT_PASSES times (default 2): rebuild with that order, run the same work on the
