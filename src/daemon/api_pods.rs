@@ -30,8 +30,7 @@ pub fn api_grace(pod: &Pod) -> Duration {
 pub fn is_terminal_in_api(pod: &Pod) -> bool {
     pod.status
         .as_ref()
-        .and_then(|s| s.phase.as_deref())
-        .is_some_and(|p| p == "Succeeded" || p == "Failed")
+        .is_some_and(crate::model::terminal_status::is_terminal)
 }
 
 /// The changes between two versions of a running pod's spec that the kubelet acts on

@@ -13,6 +13,11 @@ pub const REASON_UNKNOWN: &str = "ContainerStatusUnknown";
 /// The kubelet's message with it.
 pub const MESSAGE_UNKNOWN: &str = "The container could not be located when the pod was terminated";
 
+/// Succeeded or Failed: the phases a pod never leaves.
+pub fn is_terminal(status: &PodStatus) -> bool {
+    matches!(status.phase.as_deref(), Some("Succeeded" | "Failed"))
+}
+
 /// `status` made final (see the module's doc).
 pub fn terminal_status(mut status: PodStatus) -> PodStatus {
     for list in [
@@ -25,7 +30,7 @@ pub fn terminal_status(mut status: PodStatus) -> PodStatus {
     {
         list.iter_mut().for_each(mark_terminated);
     }
-    if !matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")) {
+    if !is_terminal(&status) {
         let regular = status.container_statuses.as_deref().unwrap_or_default();
         let all_succeeded = !regular.is_empty()
             && regular.iter().all(|c| {

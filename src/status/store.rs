@@ -127,7 +127,7 @@ impl PodRecord {
 
     /// Succeeded or Failed: the pod's containers have stopped for good.
     pub fn is_terminal(&self) -> bool {
-        matches!(self.phase(), Some("Succeeded" | "Failed"))
+        crate::model::terminal_status::is_terminal(&self.status)
     }
 }
 
@@ -319,7 +319,7 @@ impl StatusStore {
     /// pod) stays.
     pub fn publish_sync(&self, uid: &str, view: &PodStatusView) {
         self.update_status(uid, |status| {
-            if !matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")) {
+            if !crate::model::terminal_status::is_terminal(status) {
                 status.phase = Some(view.phase.as_str().to_string());
             }
             status.conditions = Some(view.conditions.clone());
