@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 APT_GET=(apt-get -o DPkg::Lock::Timeout=600)
-packages=(busybox-static libseccomp-dev pkg-config gcc libc6-dev docker-registry skopeo umoci
+packages=(busybox-static libseccomp-dev pkg-config gcc make libc6-dev docker-registry skopeo umoci
   openssl python3-grpcio mmdebstrap nftables iproute2 iptables containernetworking-plugins
   dpkg-dev binutils lintian "$@")
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = 'install ok installed' ]; }

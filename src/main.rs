@@ -18,6 +18,16 @@ use podhost::cli::commands::{
 // nothing else). The bytes are never used, so none of them reach the binary.
 const _: &[u8] = include_bytes!("../link/podhost-text-order.txt");
 
+// jemalloc instead of glibc's malloc (its options and why: .cargo/config.toml). The
+// daemon keeps a few kB per pod for as long as the pod runs, made amid the short-lived
+// allocations of its start; glibc's heap kept every page that held one of them,
+// however little: with 250 pods, 21 MiB of anonymous memory for 9 MiB in use, and after
+// a churn of 300 pods 9–12 MiB for 1.5 MiB. jemalloc puts objects of one size class in
+// slabs of their own and hands free pages back: 14.7 MiB for the same 250 pods.
+// Only this binary: the shim and the monitor keep the C library's allocator.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     // The matches are kept: `--config` yields to the daemon flags given on the line.
     let matches = Cli::command().get_matches();

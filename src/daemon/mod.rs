@@ -199,20 +199,6 @@ fn node_security(cfg: &DaemonConfig, store: &StatusStore) -> crate::worker::secu
     node
 }
 
-/// How often the heap's free pages are handed back (`runtime::heap`).
-const HEAP_TRIM_EVERY: Duration = Duration::from_secs(30);
-
-/// Hands the heap's free memory back every [`HEAP_TRIM_EVERY`] (after a burst of pod
-/// starts it would otherwise stay resident).
-async fn release_free_heap() {
-    let mut tick = tokio::time::interval(HEAP_TRIM_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let _ = tokio::task::spawn_blocking(crate::runtime::heap::release_free_memory).await;
-    }
-}
-
 /// Runs the daemon until SIGTERM/SIGINT. Containers keep running when it stops.
 pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // First of all: SIGHUP's default action would end the daemon, and SIGTERM's would
@@ -450,7 +436,6 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     ) {
         essential.watch("kernel log OOM watcher", oom_task);
     }
-    tokio::spawn(release_free_heap());
     essential.watch(
         "log drop reporter",
         log_drops::start(store.clone(), ctx.layout.clone()),

@@ -12,7 +12,6 @@ pub mod devices;
 pub mod error;
 pub mod exec;
 pub mod exec_deadline;
-pub mod heap;
 pub mod helper_exe;
 pub mod host_devices;
 pub mod log_owner;

@@ -68,8 +68,6 @@ pub fn run(flags: DaemonFlags, socket: PathBuf, given: BTreeSet<String>) -> Resu
         }
         None => flags.into_config(socket)?,
     };
-    // Before any thread exists: arenas are made per thread.
-    crate::runtime::heap::limit_arenas(crate::runtime::heap::DAEMON_ARENAS);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
