@@ -38,6 +38,12 @@ const READ_BUF: usize = 16 * 1024;
 /// Reads per batch before events are sent and the cursor saved (first read of a full
 /// ring buffer).
 const MAX_BATCH_READS: usize = 4096;
+/// How often the cursor follows records that held no OOM kill. Each save is a durable
+/// write (temp, fsync, rename, fsync of the directory), and the kernel logs lines for
+/// much else: a pod's veth alone logs about ten as it comes and goes. A cursor behind
+/// such records costs a restart only their parsing again: they hold no event to report
+/// twice. A batch that sent an event, or the end of the input, saves at once.
+const QUIET_SAVE_EVERY: Duration = Duration::from_secs(30);
 
 /// Where the watcher reads and keeps its state.
 #[derive(Debug, Clone)]
@@ -204,6 +210,8 @@ struct Pump {
     boot_id: Option<String>,
     cursor_file: PathBuf,
     saved_seq: Option<u64>,
+    /// When this run last saved the cursor (never: the first batch saves).
+    saved_at: Option<Instant>,
     cursor_warned: bool,
     out: Vec<OomEvent>,
     tx: Sender<OomEvent>,
@@ -235,6 +243,7 @@ impl Pump {
             boot_id,
             cursor_file: cfg.cursor_file.clone(),
             saved_seq: resume_after,
+            saved_at: None,
             cursor_warned: false,
             out: Vec::new(),
             tx,
@@ -269,11 +278,13 @@ impl Pump {
     }
 
     /// Ends a batch: releases the held event if `flush`, sends the events, saves the
-    /// cursor. False when the receiver is gone (the watcher stops).
+    /// cursor (at once after an event or a flush, else when [`QUIET_SAVE_EVERY`] has
+    /// passed). False when the receiver is gone (the watcher stops).
     async fn end_batch(&mut self, flush: bool) -> bool {
         if flush && let Some(event) = self.parser.flush() {
             self.emit(event);
         }
+        let sent_any = !self.out.is_empty();
         for event in std::mem::take(&mut self.out) {
             info!(
                 pid = event.victim_pid,
@@ -293,7 +304,12 @@ impl Pump {
             (Some(seq), _) => Some((seq, Instant::now())),
             (None, _) => None,
         };
-        self.save_cursor();
+        let due = self
+            .saved_at
+            .is_none_or(|at| at.elapsed() >= QUIET_SAVE_EVERY);
+        if sent_any || flush || due {
+            self.save_cursor();
+        }
         true
     }
 
@@ -315,7 +331,10 @@ impl Pump {
             seq,
         };
         match cursor.save(&self.cursor_file) {
-            Ok(()) => self.saved_seq = Some(seq),
+            Ok(()) => {
+                self.saved_seq = Some(seq);
+                self.saved_at = Some(Instant::now());
+            }
             Err(e) if !self.cursor_warned => {
                 self.cursor_warned = true;
                 warn!(error = %e, "cannot save the kmsg cursor; OOM kills may be reported again after a restart");
@@ -358,5 +377,42 @@ mod tests {
         let saved = KmsgCursor::load(&cfg.cursor_file).unwrap().unwrap();
         assert_eq!(saved.seq, 449);
         assert_eq!(pump.hold_deadline(cfg.hold_grace), None);
+    }
+
+    /// Records without a kill move the saved cursor at most every QUIET_SAVE_EVERY
+    /// (each save is a durable write); a batch that sends a kill saves it at once.
+    #[tokio::test]
+    async fn quiet_records_are_not_saved_at_every_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let boot_id_path = dir.path().join("boot_id");
+        std::fs::write(&boot_id_path, "b1\n").unwrap();
+        let cfg = WatchConfig {
+            kmsg_path: dir.path().join("unused"),
+            cursor_file: dir.path().join("cursor.json"),
+            boot_id_path,
+            hold_grace: Duration::from_millis(100),
+        };
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let mut pump = Pump::new(&cfg, tx);
+        let saved = || KmsgCursor::load(&cfg.cursor_file).unwrap().unwrap().seq;
+        pump.record(b"6,10,1000,-;podhost0: port 1(veth1) entered blocking state");
+        assert!(pump.end_batch(false).await);
+        assert_eq!(saved(), 10, "the first batch saves");
+        pump.record(b"6,11,1001,-;podhost0: port 1(veth1) entered forwarding state");
+        pump.record(b"6,12,1002,-;veth1 (unregistering): left promiscuous mode");
+        assert!(pump.end_batch(false).await);
+        assert_eq!(
+            saved(),
+            10,
+            "records without a kill wait for the next due save"
+        );
+
+        let kill = super::super::fixture_tests::KEY_LINES;
+        for line in kill.lines() {
+            pump.record(line.as_bytes());
+        }
+        assert!(pump.end_batch(true).await);
+        assert_eq!(rx.try_recv().unwrap().victim_pid, 142);
+        assert_eq!(saved(), 449, "a sent kill is saved at once");
     }
 }
