@@ -178,3 +178,80 @@ fn a_daemon_killed_before_the_exit_is_recorded_finds_it_recorded() {
     assert_eq!(last["exitCode"], 3, "{last}");
     assert_eq!(last["reason"], "Error", "not a lost container: {last}");
 }
+
+/// A container that is over before its shim would exec the monitor (a short job, an
+/// init container with nothing to do) is watched to the end by the shim itself: the
+/// same log, exit, record and release as the monitor's. The shim of a debug build waits
+/// for the exit there when `PODHOST_TEST_SHIM_AWAIT_EXIT` is set, so this path is taken
+/// for certain.
+#[test]
+fn a_container_over_before_the_monitor_is_recorded_and_released_by_the_shim() {
+    assert!(require_root(), "this test needs root");
+    let mut d = TestDaemon::prepare_with(&[]);
+    d.spawn_daemon_with_env(&[("PODHOST_TEST_SHIM_AWAIT_EXIT", "1")]);
+    wait_until(Duration::from_secs(10), "daemon socket", || {
+        d.cli(&["get", "pods", "-o", "json"])
+            .status
+            .success()
+            .then_some(())
+    })
+    .expect("the daemon's API answers");
+    d.write_manifest(
+        "quick.yaml",
+        &busybox_pod(
+            "quick",
+            "  restartPolicy: Never\n",
+            "",
+            "echo quick-output; exit 3",
+        ),
+    );
+    let pod = d.wait_pod("quick", "the pod failed", 60, |p| {
+        (phase(p) == "Failed").then(|| p.clone())
+    });
+    let state = terminated(&pod).unwrap();
+    assert_eq!(state["exitCode"], 3, "{state}");
+    assert_eq!(state["reason"], "Error", "{state}");
+
+    let bundle = attempt_dir(&d, &pod, 0);
+    let shim_log = std::fs::read_to_string(bundle.join("shim.log")).unwrap();
+    assert!(
+        shim_log.contains("the container exited before the monitor took over"),
+        "the shim watched the exit itself: {shim_log}"
+    );
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("exit.json")).unwrap()).unwrap();
+    assert_eq!(record["exit_code"], 3, "{record}");
+    let logs = d.cli(&["logs", &d.full_name("quick")]);
+    assert!(
+        String::from_utf8_lossy(&logs.stdout).contains("quick-output"),
+        "the container's output is in its log: {logs:?}"
+    );
+
+    // Released as the monitor releases: libcontainer's state, the rootfs, the cgroup.
+    let config: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("shim-config.json")).unwrap()).unwrap();
+    let state_dir = Path::new(config["libcontainer_root"].as_str().unwrap())
+        .join(config["container_id"].as_str().unwrap());
+    let spec: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("config.json")).unwrap()).unwrap();
+    let cgroup = spec["linux"]["cgroupsPath"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches('/');
+    let released = wait_until(Duration::from_secs(10), "container released", || {
+        let cgroups_left = cgroup_hierarchies()
+            .into_iter()
+            .any(|h| h.join(cgroup).exists());
+        (!state_dir.exists() && !cgroups_left).then_some(())
+    });
+    assert!(
+        released.is_some(),
+        "libcontainer's state {state_dir:?} and the cgroup {cgroup} are removed"
+    );
+    let bundle_text = bundle.display().to_string();
+    assert!(
+        !d.mounts().iter().any(|m| m.starts_with(&bundle_text)),
+        "the rootfs is unmounted: {:?}",
+        d.mounts()
+    );
+}

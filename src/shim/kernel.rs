@@ -113,3 +113,20 @@ pub fn oom_verdict(
         read_number(dir, "memory.max"),
     )
 }
+
+/// Whether the container's init has already exited (left unreaped: the monitor's
+/// `reap_until` collects its status). Debug builds with `PODHOST_TEST_SHIM_AWAIT_EXIT`
+/// set (inherited from the daemon) wait for the exit, so that tests take this path
+/// for certain.
+pub fn init_has_exited(init_pid: i32) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let mut flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    #[cfg(debug_assertions)]
+    if std::env::var_os("PODHOST_TEST_SHIM_AWAIT_EXIT").is_some() {
+        flags.remove(WaitPidFlag::WNOHANG);
+    }
+    matches!(
+        waitid(Id::Pid(nix::unistd::Pid::from_raw(init_pid)), flags),
+        Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..))
+    )
+}

@@ -189,7 +189,7 @@ fn monitor_setup(args: &[String]) -> Result<(PathBuf, ShimConfig, MonitorState),
 /// rootfs unmount, in this process. It used to exec the full binary's `shim-cleanup`
 /// for libcontainer's delete: an exec of a 14 MB binary and libcgroups' dozen mountinfo
 /// reads per container (that command stays for monitors started by older versions).
-fn release_after_exit(cfg: &ShimConfig) {
+pub(super) fn release_after_exit(cfg: &ShimConfig) {
     let released = crate::runtime::lost::release_container(&cfg.bundle);
     if released.killed > 0 || released.survivors > 0 {
         tracing::warn!(container = %cfg.container_id, ?released, "processes outlived the container's init; killed");

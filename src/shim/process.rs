@@ -56,6 +56,22 @@ pub fn run(config_path: &Path) -> i32 {
             }
             // stdout stays the report pipe: the daemon may be gone (EPIPE is ignored).
             report(&ShimReady::Started(started.clone()));
+            if kernel::init_has_exited(started.init_pid) {
+                // Already over (a short job, `/bin/true`, an init container that had
+                // nothing to do): no container lives on to be watched, so the monitor's
+                // exec (its start-up and page faults, ~1 ms of CPU) buys nothing. This
+                // process records and reports the exit and releases the container as
+                // the monitor does.
+                tracing::info!(container = %cfg.container_id, "the container exited before the monitor took over; the shim records its exit");
+                return super::monitor::watch(
+                    &cfg,
+                    started,
+                    stdout_r,
+                    stderr_r,
+                    oom_baseline,
+                    || super::monitor::release_after_exit(&cfg),
+                );
+            }
             // The container runs: the small monitor binary takes over this process (a
             // fraction of this binary's memory for the container's whole life). Only
             // returns when it cannot; this process then monitors the container itself.
