@@ -120,11 +120,13 @@ pub fn oom_verdict(
 /// for certain.
 pub fn init_has_exited(init_pid: i32) -> bool {
     use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-    let mut flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    #[cfg(debug_assertions)]
-    if std::env::var_os("PODHOST_TEST_SHIM_AWAIT_EXIT").is_some() {
-        flags.remove(WaitPidFlag::WNOHANG);
-    }
+    let await_exit =
+        cfg!(debug_assertions) && std::env::var_os("PODHOST_TEST_SHIM_AWAIT_EXIT").is_some();
+    let flags = if await_exit {
+        WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT
+    } else {
+        WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT
+    };
     matches!(
         waitid(Id::Pid(nix::unistd::Pid::from_raw(init_pid)), flags),
         Ok(WaitStatus::Exited(..) | WaitStatus::Signaled(..))
