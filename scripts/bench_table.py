@@ -84,6 +84,9 @@ for image in ("small", "big"):
 print("scripts/bench.sh — %s, %s, %d cores, kernel %s, load %.2f; runc %s, crun %s, podman %s" % (
     time.strftime("%Y-%m-%d", time.gmtime()), platform.machine(), os.cpu_count(), platform.release(),
     os.getloadavg()[0], version(["runc", "--version"]), version(["crun", "--version"]), version(["podman", "--version"])))
+fs = os.path.join(results, "filesystem.txt")
+if os.path.exists(fs):
+    print("everything the run wrote was on %s" % open(fs).read().strip())
 for k in ("runc_error", "crun_error", "podman_error"):
     if k in peers:
         print("%s: %s" % (k, peers[k]))
