@@ -2,24 +2,26 @@
 # podhost against its peers, side by side in one run on the same image (the built-in
 # busybox), with a table of the figures, the goals of issue 12 and the ratios.
 #
-# usage: scripts/bench.sh [-n RUNS] [-p PODS] [-i IDLE_PODS] [-P] [-L] [-H]
+# usage: scripts/bench.sh [-n RUNS] [-p PODS] [-i IDLE_PODS] [-P] [-L] [-J]
 #   RUNS       timed runs of each peer measurement (default 30)
 #   PODS       pods for podhost's start latency and burst (default 100), and the
 #              podman pods whose conmons are measured (min(PODS, 20))
 #   IDLE_PODS  pods running while the daemon's idle CPU and RSS are taken (default 250)
 #   -P         skip the pull benchmark (scripts/bench-pull.sh)
 #   -L         skip the peers (runc, crun, podman)
-#   -H         keep everything the run writes on the host's filesystem (under /tmp)
-#              instead of a fresh ext4 (with journal, mkfs defaults) loop-mounted for
-#              the run
+#   -J         write everything of the run (podhost's root and log dirs, the peers'
+#              bundles, state and storage) on a fresh ext4 with a journal (mkfs
+#              defaults, an 8 GiB image loop-mounted for the run) instead of the host's
+#              filesystem under /tmp
 #
-# Where podhost's root and log dirs and the peers' bundles and storage live matters,
-# and the default puts all of them on the same fresh journaled ext4, as /var/lib is on
-# a real host. Without a journal (this dev VM's root filesystem) ext4 checks, for every
-# inode it allocates, each free inode nearby that was deleted in the last minutes
-# (recently_deleted()): a run that creates and deletes thousands of files (the churn
-# makes ~40 a pod) pays more for each new one the longer it runs. perf on a 200-pod
-# churn there: ~28 % of the pods' CPU in that scan, none on the journaled image.
+# Where the run writes matters on the dev VM, whose root filesystem is ext4 without a
+# journal: there ext4 checks, for every inode it allocates, each free inode nearby that
+# was deleted in the last minutes (recently_deleted()), so a run that creates and
+# deletes thousands of files (the churn makes ~40 a pod) pays more for each new one the
+# longer it runs (perf on a 200-pod churn: ~28 % of the pods' CPU in that scan). On the
+# loop-mounted journaled image that scan is gone, but each fsync becomes a journal
+# commit plus an fsync of the image file by the loop device: the figures move both
+# ways (README, Benchmarks, ninth round).
 #
 # Installs the peers from Debian (runc, crun, podman, conmon, umoci, jq) with the
 # project's install-deps.sh. podhost runs as a release build with --pod-network none
@@ -32,15 +34,15 @@ PODS=100
 IDLE=250
 PULL=1
 PEERS=1
-HOST_FS=
-while getopts "n:p:i:PLH" o; do
+JOURNALED=
+while getopts "n:p:i:PLJ" o; do
   case $o in
     n) RUNS=$OPTARG ;;
     p) PODS=$OPTARG ;;
     i) IDLE=$OPTARG ;;
     P) PULL= ;;
     L) PEERS= ;;
-    H) HOST_FS=1 ;;
+    J) JOURNALED=1 ;;
     *) sed -n '2,30p' "$0"; exit 2 ;;
   esac
 done
@@ -58,7 +60,7 @@ echo "results: $RESULTS (load before: $(cut -d' ' -f1-3 /proc/loadavg))"
 
 base=$(mktemp -d /tmp/podhost-bench.XXXXXX)
 image=
-if [ -z "$HOST_FS" ]; then
+if [ -n "$JOURNALED" ]; then
   # Allocated up front: a sparse backing file would make the run pay for growing it.
   image=$base.img
   fallocate -l 8G "$image"
@@ -68,9 +70,9 @@ fi
 work=$base/run
 mkdir -p "$work"
 if [ -n "$image" ]; then
-  echo "a fresh journaled ext4 (loop)" >"$RESULTS/filesystem.txt"
+  echo "a fresh journaled ext4 (loop, -J)" >"$RESULTS/filesystem.txt"
 else
-  echo "the host's filesystem ($(df --output=fstype "$base" | tail -1), -H)" >"$RESULTS/filesystem.txt"
+  echo "the host's filesystem ($(df --output=fstype "$base" | tail -1))" >"$RESULTS/filesystem.txt"
 fi
 echo "filesystem: $(cat "$RESULTS/filesystem.txt")"
 node=bench$$
