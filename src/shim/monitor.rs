@@ -8,7 +8,9 @@
 //! pages are shared between all monitors, and it dirties few of its own: that is the
 //! per-container cost that stays for the container's whole life. After the exit is
 //! reported, the monitor releases the container itself (runtime::lost::release_container:
-//! cgroup, rootfs, libcontainer's state dir).
+//! cgroup, rootfs, libcontainer's state dir). A container that is over within the shim's
+//! short grace (`SHORT_CONTAINER_GRACE` in process.rs) is watched by the shim itself,
+//! with this module's [`watch`]: the monitor's exec would buy nothing.
 //!
 //! argv of the monitor: `podhost-monitor shim CONFIG STATE_JSON` — `shim` and the config
 //! path where the daemon and tools look for them (`runtime::shim_client::is_our_shim`).
