@@ -17,7 +17,13 @@ use serde_json::Value;
 const STOP_ENV: (&str, &str) = ("PODHOST_TEST_MONITOR_STOP_AFTER_REPORT", "1");
 
 fn spawn_stopping_daemon(d: &mut TestDaemon) {
-    d.spawn_daemon_with_env(&[STOP_ENV]);
+    spawn_daemon_with(d, STOP_ENV);
+}
+
+/// Starts the daemon with one test switch in its environment (inherited by its shims)
+/// and waits for its API.
+fn spawn_daemon_with(d: &mut TestDaemon, env: (&str, &str)) {
+    d.spawn_daemon_with_env(&[env]);
     wait_until(Duration::from_secs(10), "daemon socket", || {
         d.cli(&["get", "pods", "-o", "json"])
             .status
@@ -188,14 +194,7 @@ fn a_daemon_killed_before_the_exit_is_recorded_finds_it_recorded() {
 fn a_container_over_before_the_monitor_is_recorded_and_released_by_the_shim() {
     assert!(require_root(), "this test needs root");
     let mut d = TestDaemon::prepare_with(&[]);
-    d.spawn_daemon_with_env(&[("PODHOST_TEST_SHIM_AWAIT_EXIT", "1")]);
-    wait_until(Duration::from_secs(10), "daemon socket", || {
-        d.cli(&["get", "pods", "-o", "json"])
-            .status
-            .success()
-            .then_some(())
-    })
-    .expect("the daemon's API answers");
+    spawn_daemon_with(&mut d, ("PODHOST_TEST_SHIM_AWAIT_EXIT", "1"));
     d.write_manifest(
         "quick.yaml",
         &busybox_pod(

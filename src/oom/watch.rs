@@ -348,19 +348,24 @@ impl Pump {
 mod tests {
     use super::*;
 
+    /// A pump's settings in `dir`, on boot "b1" (the records are fed by hand).
+    fn pump_config(dir: &std::path::Path) -> WatchConfig {
+        let boot_id_path = dir.join("boot_id");
+        std::fs::write(&boot_id_path, "b1\n").unwrap();
+        WatchConfig {
+            kmsg_path: dir.join("unused"),
+            cursor_file: dir.join("cursor.json"),
+            boot_id_path,
+            hold_grace: Duration::from_millis(100),
+        }
+    }
+
     /// The cursor never passes a kill that is held back and not sent yet: a crash then
     /// re-reads it instead of losing it.
     #[tokio::test]
     async fn cursor_stays_below_the_held_event() {
         let dir = tempfile::tempdir().unwrap();
-        let boot_id_path = dir.path().join("boot_id");
-        std::fs::write(&boot_id_path, "b1\n").unwrap();
-        let cfg = WatchConfig {
-            kmsg_path: dir.path().join("unused"),
-            cursor_file: dir.path().join("cursor.json"),
-            boot_id_path,
-            hold_grace: Duration::from_millis(100),
-        };
+        let cfg = pump_config(dir.path());
         let (tx, mut rx) = tokio::sync::mpsc::channel(4);
         let mut pump = Pump::new(&cfg, tx);
         for line in super::super::fixture_tests::KEY_LINES.lines() {
@@ -384,14 +389,7 @@ mod tests {
     #[tokio::test]
     async fn quiet_records_are_not_saved_at_every_batch() {
         let dir = tempfile::tempdir().unwrap();
-        let boot_id_path = dir.path().join("boot_id");
-        std::fs::write(&boot_id_path, "b1\n").unwrap();
-        let cfg = WatchConfig {
-            kmsg_path: dir.path().join("unused"),
-            cursor_file: dir.path().join("cursor.json"),
-            boot_id_path,
-            hold_grace: Duration::from_millis(100),
-        };
+        let cfg = pump_config(dir.path());
         let (tx, mut rx) = tokio::sync::mpsc::channel(4);
         let mut pump = Pump::new(&cfg, tx);
         let saved = || KmsgCursor::load(&cfg.cursor_file).unwrap().unwrap().seq;
