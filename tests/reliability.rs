@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::*;
@@ -232,10 +233,32 @@ fn shim_kill9_while_daemon_down_is_reaped_by_the_next_daemon() {
     assert!(container_pids(&marker).is_empty());
 }
 
+/// Where in its start a caught shim must be.
+#[derive(Clone, Copy, PartialEq)]
+enum Window {
+    /// Anywhere between its pid record and `started.json`.
+    Starting,
+    /// Past the daemon's config-durable byte as well: such a shim goes on to start its
+    /// container whatever becomes of the daemon. Before that byte a shim whose daemon
+    /// died gives up (its config may not survive a power loss) and the next daemon
+    /// uses the attempt's number again with a new shim.
+    PastDurableConfig,
+}
+
+/// Whether the shim `pid` has read the daemon's byte: it then puts /dev/null on its
+/// stdin, the daemon's pipe before.
+fn read_durable_byte(pid: i32) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/fd/0")).is_ok_and(|p| p == Path::new("/dev/null"))
+}
+
 /// Stops (SIGSTOP) the first shim of this test's root that has not written
-/// `started.json` yet: the window between the daemon spawning a shim and the shim's
-/// record. Returns its pid and bundle, or None if every start was too quick to catch.
-fn catch_starting_shim(d: &TestDaemon, timeout: Duration) -> Option<(i32, std::path::PathBuf)> {
+/// `started.json` yet and is in `window`. Returns its pid and bundle, or None if every
+/// start was too quick to catch.
+fn catch_starting_shim(
+    d: &TestDaemon,
+    timeout: Duration,
+    window: Window,
+) -> Option<(i32, std::path::PathBuf)> {
     let needle = d.root.display().to_string();
     let until = std::time::Instant::now() + timeout;
     while std::time::Instant::now() < until {
@@ -262,8 +285,12 @@ fn catch_starting_shim(d: &TestDaemon, timeout: Duration) -> Option<(i32, std::p
             );
             let bundle = std::path::Path::new(cfg).parent().unwrap().to_path_buf();
             // Caught too late (started) or too early (not yet settled: a shim that did
-            // not record its pid is treated as never started, and killed).
-            if bundle.join("started.json").exists() || !bundle.join("shim.pid").exists() {
+            // not record its pid is treated as never started, and killed; or not yet
+            // in the window asked for).
+            if bundle.join("started.json").exists()
+                || !bundle.join("shim.pid").exists()
+                || (window == Window::PastDurableConfig && !read_durable_byte(pid))
+            {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
                     nix::sys::signal::Signal::SIGCONT,
@@ -278,14 +305,18 @@ fn catch_starting_shim(d: &TestDaemon, timeout: Duration) -> Option<(i32, std::p
 
 /// Starts pods until one shim is caught before its `started.json` (each try is a new
 /// pod; the ones not caught just run).
-fn start_and_catch(d: &TestDaemon, marker: &str) -> (String, i32, std::path::PathBuf) {
+fn start_and_catch(
+    d: &TestDaemon,
+    marker: &str,
+    window: Window,
+) -> (String, i32, std::path::PathBuf) {
     for i in 0..20 {
         let name = format!("w{i}");
         d.write_manifest(
             &format!("{name}.yaml"),
             &marked_sleeper(&name, &format!("{marker}-{name}")),
         );
-        if let Some((pid, bundle)) = catch_starting_shim(d, Duration::from_secs(15)) {
+        if let Some((pid, bundle)) = catch_starting_shim(d, Duration::from_secs(15), window) {
             return (name, pid, bundle);
         }
     }
@@ -297,7 +328,7 @@ fn daemon_killed_before_the_start_record_does_not_start_the_container_twice() {
     assert!(nix::unistd::geteuid().is_root(), "this test needs root");
     let mut d = TestDaemon::start();
     let marker = format!("window-{}", d.node);
-    let (name, shim, bundle) = start_and_catch(&d, &marker);
+    let (name, shim, bundle) = start_and_catch(&d, &marker, Window::PastDurableConfig);
     d.kill9();
     d.spawn_daemon();
     // The new daemon sees a live shim without a start record; it must wait for it.
@@ -336,7 +367,7 @@ fn shim_killed_while_creating_with_daemon_down_is_started_once() {
     assert!(nix::unistd::geteuid().is_root(), "this test needs root");
     let mut d = TestDaemon::start();
     let marker = format!("creating-{}", d.node);
-    let (name, shim, bundle) = start_and_catch(&d, &marker);
+    let (name, shim, bundle) = start_and_catch(&d, &marker, Window::Starting);
     d.kill9();
     kill9(shim);
     std::thread::sleep(Duration::from_millis(300));
