@@ -22,6 +22,9 @@ pub(super) struct RecordWatch {
     by_path: HashMap<PathBuf, WatchDescriptor>,
     /// Records without a watch, with their identity when last looked at.
     unwatched: HashMap<PathBuf, Option<Stamp>>,
+    /// A watch was lost (its record removed or moved, or inotify itself) since the last
+    /// [`RecordWatch::follow`]: the next one must look at every path again.
+    lost_watch: bool,
 }
 
 /// What tells a rewritten record without inotify: the shim rewrites it in place, so its
@@ -66,13 +69,22 @@ impl RecordWatch {
             by_wd: HashMap::new(),
             by_path: HashMap::new(),
             unwatched: HashMap::new(),
+            lost_watch: false,
         }
+    }
+
+    /// Whether a [`RecordWatch::follow`] with the paths of the last one would do
+    /// nothing: every record has its watch and none was lost since. The caller then
+    /// need not build the paths again.
+    pub(super) fn at_rest(&self) -> bool {
+        !self.lost_watch && self.unwatched.is_empty()
     }
 
     /// Brings the watched set to `paths` (the current containers' records) and returns
     /// those to read now: the newly watched ones (their content so far), and unwatched
     /// ones that are new or changed since the last look.
     pub(super) fn follow(&mut self, paths: &[PathBuf]) -> Vec<Change> {
+        self.lost_watch = false;
         let wanted: std::collections::HashSet<&PathBuf> = paths.iter().collect();
         let gone: Vec<PathBuf> = self
             .by_path
@@ -160,6 +172,7 @@ impl RecordWatch {
         {
             if let Some(path) = self.by_wd.remove(&event.wd) {
                 self.by_path.remove(&path);
+                self.lost_watch = true;
             }
             return Vec::new();
         }
@@ -175,6 +188,7 @@ impl RecordWatch {
     /// all are read once now.
     fn lose_inotify(&mut self) -> Vec<Change> {
         self.inotify = None;
+        self.lost_watch = true;
         self.by_wd.clear();
         self.by_path
             .drain()
@@ -228,6 +242,11 @@ mod tests {
         file.write_all_at(b"{ }", 0).unwrap();
         assert_eq!(next_change(&mut w).await, std::slice::from_ref(&record));
 
+        assert!(
+            w.at_rest(),
+            "every record watched: a check has nothing to do"
+        );
+
         // Removed: its watch goes; created again, it is watched and read again.
         drop(file);
         std::fs::remove_file(&record).unwrap();
@@ -236,12 +255,19 @@ mod tests {
                 break;
             }
         }
+        assert!(!w.at_rest(), "a lost watch wants the next check");
         assert!(w.follow(std::slice::from_ref(&record)).is_empty());
+        assert!(
+            !w.at_rest(),
+            "a record not there yet is looked at every check"
+        );
         std::fs::write(&record, b"{}").unwrap();
         assert_eq!(
             paths(w.follow(std::slice::from_ref(&record))),
             std::slice::from_ref(&record)
         );
+
+        assert!(w.at_rest());
 
         // No longer a current container's: unwatched and forgotten.
         assert!(w.follow(&[]).is_empty());
@@ -257,6 +283,7 @@ mod tests {
             by_wd: HashMap::new(),
             by_path: HashMap::new(),
             unwatched: HashMap::new(),
+            lost_watch: false,
         };
         std::fs::write(&record, b"{}").unwrap();
         assert_eq!(
