@@ -58,42 +58,6 @@ fn a_burst_of_changes_made_during_one_write_costs_one_more_write() {
 }
 
 #[test]
-fn changes_within_the_gathering_time_are_one_write_and_a_flush_ends_the_wait() {
-    let (_dir, layout, store) = store();
-    store.admit(&pod("a"));
-    store.flush();
-    let before = store.writer_stats().writes;
-    // Far longer than the test: only the flush can end the batch.
-    store
-        .shared_for_tests()
-        .set_gather_for_tests(std::time::Duration::from_secs(3600));
-    for n in 0..3 {
-        set_message(&store, "a", n);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(
-        store.writer_stats().writes,
-        before,
-        "nothing written while the batch gathers"
-    );
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    let flusher = store.clone();
-    std::thread::spawn(move || {
-        flusher.flush();
-        let _ = done_tx.send(());
-    });
-    done_rx
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .expect("the flush ended the gathering");
-    assert_eq!(
-        store.writer_stats().writes - before,
-        1,
-        "one write for the changes"
-    );
-    assert_eq!(on_disk_message(&layout, "a").as_deref(), Some("2"));
-}
-
-#[test]
 fn a_pod_admitted_with_its_first_status_is_written_once() {
     let (_dir, layout, store) = store();
     store.admit_with(&pod("a"), |s| s.qos_class = Some("BestEffort".into()));

@@ -11,7 +11,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
 use super::store::{Inner, PodRecord};
 use crate::disk::Layout;
@@ -19,14 +18,6 @@ use crate::disk::write_json_atomic;
 
 /// The pod's record file in its pod dir.
 pub(super) const STATUS_FILE: &str = "status.json";
-
-/// How long the writer gathers changes after the first one of a batch before it
-/// writes, unless a flush is asked for. A pod's record changes several times within a
-/// few milliseconds as it starts and ends (ContainerCreating, Running, its events,
-/// Succeeded, the deletion), and each write is a new file and two fsyncs: gathered,
-/// a short pod's record is written about half as often. Nothing waits on a write but a
-/// flush, which ends the wait; the API serves the records from memory.
-const GATHER: Duration = Duration::from_millis(10);
 
 /// State shared by the store (readers and mutators) and the writer thread.
 #[derive(Debug)]
@@ -37,8 +28,6 @@ pub(super) struct Shared {
     gate: Mutex<()>,
     /// What the writer did, for tests and the log.
     stats: Mutex<WriterStats>,
-    /// [`GATHER`]; tests make it long, to see the batching without timing.
-    gather: Mutex<Duration>,
 }
 
 /// Counters of the writer's work.
@@ -69,18 +58,7 @@ impl Shared {
             inner: Mutex::new(inner),
             gate: Mutex::new(()),
             stats: Mutex::new(WriterStats::default()),
-            gather: Mutex::new(GATHER),
         }
-    }
-
-    fn gather(&self) -> Duration {
-        *self.gather.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Sets how long the writer gathers changes (tests).
-    #[cfg(test)]
-    pub(super) fn set_gather_for_tests(&self, gather: Duration) {
-        *self.gather.lock().unwrap_or_else(|p| p.into_inner()) = gather;
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -162,27 +140,17 @@ fn run(shared: &Shared, rx: Receiver<Job>) {
     let health =
         crate::metrics::health().on_demand("status writer", crate::metrics::health::BUSY_LIMIT);
     while let Ok(first) = rx.recv() {
+        health.busy();
         let mut dirty = BTreeSet::new();
         let mut flushes = Vec::new();
-        let until = Instant::now() + shared.gather();
-        let mut next = Some(first);
-        while let Some(job) = next {
+        for job in std::iter::once(first).chain(rx.try_iter()) {
             match job {
                 Job::Dirty(uid) => {
                     dirty.insert(uid);
                 }
                 Job::Flush(ack) => flushes.push(ack),
             }
-            // Once a flush waits, only what is queued already joins the batch.
-            next = if flushes.is_empty() {
-                // Timed out, or every sender is gone (the store is dropped): write now.
-                rx.recv_timeout(until.saturating_duration_since(Instant::now()))
-                    .ok()
-            } else {
-                rx.try_recv().ok()
-            };
         }
-        health.busy();
         for uid in &dirty {
             shared.write_one(uid, &mut written);
             health.beat();
