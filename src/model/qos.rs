@@ -60,7 +60,11 @@ impl ContainerResources {
 
 /// All containers of a pod (init containers included) as the QoS computation sees them.
 pub fn pod_resources(pod: &Pod) -> Vec<ContainerResources> {
-    let spec = pod.spec.clone().unwrap_or_default();
+    // Borrowed, not copied: the statistics' housekeeping asks for every pod's QoS
+    // every 10 s.
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
     spec.init_containers
         .iter()
         .flatten()

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use k8s_openapi::api::core::v1::{ContainerStatus, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStateRunning, ContainerStatus, PodStatus};
 
 use super::cgroup::{CgroupReader, CgroupSample};
 use super::cpu_readings::CpuReadings;
@@ -56,16 +56,22 @@ struct RunningContainer {
     attempt: u32,
 }
 
-fn running_containers(status: &PodStatus) -> Vec<RunningContainer> {
-    let all = status
+/// The statuses of the pod's running containers (init, regular and ephemeral).
+fn running_statuses(
+    status: &PodStatus,
+) -> impl Iterator<Item = (&ContainerStatus, &ContainerStateRunning)> {
+    status
         .init_container_statuses
         .iter()
         .chain(&status.container_statuses)
         .chain(&status.ephemeral_container_statuses)
-        .flatten();
-    all.filter_map(|c: &ContainerStatus| {
-        let running = c.state.as_ref()?.running.as_ref()?;
-        Some(RunningContainer {
+        .flatten()
+        .filter_map(|c| Some((c, c.state.as_ref()?.running.as_ref()?)))
+}
+
+fn running_containers(status: &PodStatus) -> Vec<RunningContainer> {
+    running_statuses(status)
+        .map(|(c, running)| RunningContainer {
             name: c.name.clone(),
             started: running
                 .started_at
@@ -80,8 +86,7 @@ fn running_containers(status: &PodStatus) -> Vec<RunningContainer> {
                 .unwrap_or_default(),
             attempt: crate::model::convert::non_negative_u32(c.restart_count),
         })
-    })
-    .collect()
+        .collect()
 }
 
 impl Sampler {
@@ -115,7 +120,8 @@ impl Sampler {
             let uid = rec.uid();
             let qos = qos_class(&pod_resources(&rec.admitted));
             cgroups.push(self.cgroups.pod_path(qos, uid));
-            for c in running_containers(&rec.status) {
+            // Only the names: this runs every 10 s for every pod.
+            for (c, _) in running_statuses(&rec.status) {
                 cgroups.push(self.cgroups.container_path(qos, uid, &c.name));
             }
         });
