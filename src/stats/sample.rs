@@ -420,22 +420,13 @@ fn with_numbers(s: &CgroupSample, labels: CgroupSeries) -> CgroupSeries {
 mod tests {
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::{ContainerState, ContainerStateRunning, ContainerStatus, Pod};
+    use k8s_openapi::api::core::v1::{ContainerState, ContainerStateRunning, ContainerStatus};
 
     use super::*;
     use crate::runtime::cgroup_root::CgroupMode;
     use crate::runtime::sys::LinuxKernel;
     use crate::stats::CgroupLayout;
-
-    fn pod(uid: &str) -> Arc<Pod> {
-        Arc::new(
-            serde_json::from_value(serde_json::json!({
-                "metadata": {"name": format!("p-{uid}"), "namespace": "default", "uid": uid},
-                "spec": {"containers": [{"name": "main", "image": "busybox"}]}
-            }))
-            .unwrap(),
-        )
-    }
+    use crate::status::tests::pod;
 
     fn running(store: &StatusStore, uid: &str) {
         store.update_status(uid, |s| {

@@ -10,7 +10,7 @@ mod store;
 mod writer;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use error::StatusError;
 pub use events::{Event, EventKind};

@@ -9,7 +9,8 @@ use super::StatusStore;
 use super::writer::STATUS_FILE;
 use crate::disk::Layout;
 
-fn pod(uid: &str) -> Arc<Pod> {
+/// A one-container pod `p-<uid>` (also for other modules' tests of the store).
+pub(crate) fn pod(uid: &str) -> Arc<Pod> {
     Arc::new(
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": format!("p-{uid}"), "namespace": "default", "uid": uid},
