@@ -48,8 +48,7 @@ pub fn start(store: Arc<StatusStore>, layout: Layout) -> tokio::task::JoinHandle
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // Every change of a pod's record bumps it: restart counts (and so the records'
         // paths) only move with one.
-        let mut pod_changes = store.subscribe();
-        let mut pods_changed = true;
+        let mut pod_changes = store.follow_changes();
         loop {
             let to_read = tokio::select! {
                 _ = ticker.tick() => None,
@@ -58,14 +57,9 @@ pub fn start(store: Arc<StatusStore>, layout: Layout) -> tokio::task::JoinHandle
             let to_read = match to_read {
                 Some(changes) => changes,
                 None => {
-                    pods_changed |= pod_changes.has_changed().unwrap_or(true);
-                    if !pods_changed && watch.at_rest() {
+                    if !pod_changes.take() && watch.at_rest() {
                         continue;
                     }
-                    // Seen before the store is read: a change made while it is read is
-                    // looked at again next time.
-                    pod_changes.borrow_and_update();
-                    pods_changed = false;
                     current = current_containers(&store, &layout);
                     seen.retain(|path, _| current.contains_key(path));
                     let paths: Vec<PathBuf> = current.keys().cloned().collect();

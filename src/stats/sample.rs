@@ -56,8 +56,8 @@ pub struct Sampler {
 /// all of it CPU, none disk), so the idle daemon's periodic work touches little.
 #[derive(Debug)]
 struct CpuCgroups {
-    /// Bumped by the store at every change of a pod's record.
-    changes: tokio::sync::watch::Receiver<u64>,
+    /// Whether a pod's record changed since the list was built.
+    changes: crate::status::PodChanges,
     /// `None` until built.
     paths: Option<Vec<String>>,
 }
@@ -120,7 +120,7 @@ impl Sampler {
             epoch: Instant::now(),
             cpu_readings: Mutex::new(CpuReadings::default()),
             cpu_cgroups: Mutex::new(CpuCgroups {
-                changes: store.subscribe(),
+                changes: store.follow_changes(),
                 paths: None,
             }),
             store,
@@ -135,10 +135,7 @@ impl Sampler {
     /// (the background housekeeping: the rates of a later full sample need them).
     pub fn sample_cpu(&self) {
         let mut cached = self.cpu_cgroups.lock().unwrap_or_else(|p| p.into_inner());
-        if cached.paths.is_none() || cached.changes.has_changed().unwrap_or(true) {
-            // Marked seen before the store is read: a change made meanwhile is taken at
-            // the next pass.
-            cached.changes.borrow_and_update();
+        if cached.changes.take() || cached.paths.is_none() {
             cached.paths = Some(self.cpu_cgroup_paths());
         }
         let mut readings = self.cpu_readings.lock().unwrap_or_else(|p| p.into_inner());

@@ -4,6 +4,7 @@
 //! the API and the CLI only read. One writer thread rewrites
 //! `<root>/pods/<uid>/status.json` (temp, fsync, rename), batched, newest state wins.
 
+mod changes;
 mod error;
 mod events;
 mod store;
@@ -12,6 +13,7 @@ mod writer;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use changes::PodChanges;
 pub use error::StatusError;
 pub use events::{Event, EventKind};
 pub use store::{PodRecord, StatusStore, k8s_time};

@@ -227,6 +227,12 @@ impl StatusStore {
         self.changes.subscribe()
     }
 
+    /// For a periodic loop: tells at each look whether a pod's record changed since
+    /// the last one.
+    pub fn follow_changes(&self) -> super::PodChanges {
+        super::PodChanges::new(self.changes.subscribe())
+    }
+
     /// Blocks until every change made before the call is on disk (or failed, logged).
     /// For the daemon's stop and for tests; not needed for crash safety.
     pub fn flush(&self) {
