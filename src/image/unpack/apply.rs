@@ -17,6 +17,7 @@ use xattr::FileExt;
 
 use super::super::error::ImageError;
 use super::super::tarmeta::{Meta, read_meta};
+use super::file_copy::FileCopier;
 use super::policy::{clean, is_whiteout_device, quoted, xattr_allowed};
 use super::rooted::{At, AtError, RootedDir, same_inode};
 use super::{SkippedEntry, UnpackStats};
@@ -48,6 +49,8 @@ pub(super) struct Unpacker<'a> {
     /// The last entry seen, to name where a broken stream broke.
     last_entry: String,
     last_report: Instant,
+    /// Writes regular files' data (see file_copy.rs).
+    copier: FileCopier,
 }
 
 impl<'a> Unpacker<'a> {
@@ -65,6 +68,7 @@ impl<'a> Unpacker<'a> {
             ),
             last_entry: String::new(),
             last_report: Instant::now(),
+            copier: FileCopier::default(),
         }
     }
 
@@ -178,9 +182,11 @@ impl<'a> Unpacker<'a> {
                 self.pend_dir(rel, meta, name);
             }
             EntryType::Regular | EntryType::Continuous | EntryType::GNUSparse => {
-                self.clear(&at, false, &name)?;
-                let mut file = at.create_file().map_err(self.io_err(&name))?;
-                let n = io::copy(entry, &mut file).map_err(self.io_err(&name))?;
+                let mut file = self.create_replacing(&at, &name, || at.create_file())?;
+                let n = self
+                    .copier
+                    .copy(entry, &mut file)
+                    .map_err(self.io_err(&name))?;
                 if kind != EntryType::GNUSparse && n != entry.size() {
                     let short = io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -197,9 +203,8 @@ impl<'a> Unpacker<'a> {
                 let target = target
                     .filter(|t| !t.is_empty() && !t.contains(&0))
                     .ok_or_else(|| self.refuse(&name, "symlink without a valid target"))?;
-                self.clear(&at, false, &name)?;
-                at.symlink(OsStr::from_bytes(&target))
-                    .map_err(self.io_err(&name))?;
+                let target = OsStr::from_bytes(&target);
+                self.create_replacing(&at, &name, || at.symlink(target))?;
                 self.at_meta(&at, &meta, true, &name)?;
             }
             EntryType::Link => {
@@ -214,9 +219,7 @@ impl<'a> Unpacker<'a> {
                 self.make_whiteout(&at, &name)?;
             }
             EntryType::Fifo => {
-                self.clear(&at, false, &name)?;
-                at.mknod(SFlag::S_IFIFO, 0o600, 0)
-                    .map_err(self.io_err(&name))?;
+                self.create_replacing(&at, &name, || at.mknod(SFlag::S_IFIFO, 0o600, 0))?;
                 self.at_meta(&at, &meta, false, &name)?;
             }
             other => self.skip(&name, format!("unsupported entry type {other:?}")),
@@ -338,6 +341,24 @@ impl<'a> Unpacker<'a> {
             AtError::BadName => self.refuse(name, "the name is empty, \".\" or \"..\""),
             AtError::Io(err) => (self.io_err(name))(err),
         })
+    }
+
+    /// Creates a non-directory with `create`, first removing what is there if
+    /// something is (a later entry for the same path wins, as with tar). Trying
+    /// first spares the common case, a new name, an `lstat` per entry.
+    fn create_replacing<T>(
+        &self,
+        at: &At,
+        name: &str,
+        create: impl Fn() -> io::Result<T>,
+    ) -> Result<T, ImageError> {
+        match create() {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                self.clear(at, false, name)?;
+                create().map_err(self.io_err(name))
+            }
+            made => made.map_err(self.io_err(name)),
+        }
     }
 
     /// Removes what is at `at` unless both it and the new entry are directories

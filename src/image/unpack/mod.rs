@@ -28,6 +28,7 @@
 
 mod apply;
 mod budget;
+mod file_copy;
 mod lower;
 mod policy;
 mod read_ahead;

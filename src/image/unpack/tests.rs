@@ -1,5 +1,5 @@
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 
 use tar::{EntryType, Header};
 
@@ -73,6 +73,22 @@ fn later_entries_replace_earlier_ones() {
         ("a", EntryType::Regular, "now a file"),
         ("b", EntryType::Symlink, "a"),
         ("b", EntryType::Regular, "not through the symlink"),
+        // Each kind replacing another (the create is tried first, and the old
+        // entry removed only when it is in the way).
+        ("c", EntryType::Regular, "a file first"),
+        ("c", EntryType::Symlink, "then a link"),
+        ("d", EntryType::Symlink, "first/target"),
+        ("d", EntryType::Symlink, "second/target"),
+        ("e", EntryType::Symlink, "/dangling"),
+        (
+            "e",
+            EntryType::Regular,
+            "not into the dangling link's target",
+        ),
+        ("f", EntryType::Regular, "a file"),
+        ("f", EntryType::Fifo, ""),
+        ("g", EntryType::Regular, "old"),
+        ("g", EntryType::Regular, "new"),
     ]);
     let (tmp, r) = unpack(&data);
     r.unwrap();
@@ -82,6 +98,26 @@ fn later_entries_replace_earlier_ones() {
         fs::read(snap.join("b")).unwrap(),
         b"not through the symlink"
     );
+    assert_eq!(
+        fs::read_link(snap.join("c")).unwrap(),
+        Path::new("then a link")
+    );
+    assert_eq!(
+        fs::read_link(snap.join("d")).unwrap(),
+        Path::new("second/target")
+    );
+    assert_eq!(
+        fs::read(snap.join("e")).unwrap(),
+        b"not into the dangling link's target"
+    );
+    assert!(fs::symlink_metadata(snap.join("e")).unwrap().is_file());
+    assert!(
+        fs::symlink_metadata(snap.join("f"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert_eq!(fs::read(snap.join("g")).unwrap(), b"new");
 }
 
 #[test]
