@@ -463,3 +463,32 @@ fn a_layer_ending_right_after_the_last_data_is_complete() {
         assert!(matches!(err, ImageError::Unpack { .. }), "{short}: {err}");
     }
 }
+
+/// A file larger than the copy's writes and the read-ahead's chunks, from a gzip
+/// layer (the decompressor's reads end anywhere): on disk whole and in order, and the
+/// files after it too.
+#[test]
+fn a_large_file_from_a_gzip_layer_is_written_whole() {
+    use std::io::Write;
+    let big: Vec<u8> = (0..3 * 256 * 1024 + 7777u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0])
+        .collect();
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, data) in [("big.bin", &big[..]), ("after", b"after\n".as_slice())] {
+        let mut h = Header::new_gnu();
+        h.set_path(path).unwrap();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append(&h, data).unwrap();
+    }
+    let tar = b.into_inner().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar).unwrap();
+    let (tmp, r) = unpack(&gz.finish().unwrap());
+    let stats = r.unwrap();
+    assert_eq!(stats.bytes, big.len() as u64 + 6);
+    assert_eq!(stats.diff_id, super::super::digest::sha256_of(&tar));
+    assert!(fs::read(tmp.path().join("snap/big.bin")).unwrap() == big);
+    assert_eq!(fs::read(tmp.path().join("snap/after")).unwrap(), b"after\n");
+}
