@@ -9,6 +9,7 @@
 //! | module    | what it is                                          | may use                                                        |
 //! |-----------|-----------------------------------------------------|----------------------------------------------------------------|
 //! | `model`   | pure types and functions (no I/O, no clock)         | nothing of the crate                                           |
+//! | `rooted`  | root's only way into container-writable dirs: fd-relative, no symlinks | nothing of the crate                                   |
 //! | `metrics` | the Prometheus registry and the health registry     | model                                                          |
 //! | `disk`    | on-disk layout, shim records, the atomic-write helper | model                                                        |
 //! | `logs`    | CRI log files: write, rotate, read                  | model, disk                                                    |
@@ -16,13 +17,13 @@
 //! | `source`  | manifests → validated pods                          | model, metrics, disk                                                    |
 //! | `configdir` | ConfigMap/Secret objects from `--config-dir`      | model, disk                                                    |
 //! | `status`  | pod status and the pods' and node's Events          | model, metrics, disk                                                    |
-//! | `runtime` | the kernel: rootfs, spec, namespaces, cgroups, shims | model, disk, logs                                             |
+//! | `runtime` | the kernel: rootfs, spec, namespaces, cgroups, shims | model, rooted, disk, logs                                            |
 //! | `oom`     | kernel OOM reports from /dev/kmsg, recent victims   | model, disk, runtime (its fd registration)                     |
-//! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, content (configMap…), release | model, disk, runtime (its spec's mount type) |
-//! | `shim`    | the per-container process                           | model, disk, logs, runtime                                     |
+//! | `volume`  | pod volumes: plan, emptyDir/hostPath/tmpfs, subPath, content (configMap…), release | model, rooted, disk, runtime (its spec's mount type) |
+//! | `shim`    | the per-container process                           | model, rooted, disk, logs, runtime                                    |
 //! | `probe`   | probe and hook handlers, the per-container prober   | model, metrics, disk, runtime                                           |
 //! | `network` | pod networks: built-in bridge + IPAM + nftables, CNI | model, disk, runtime                                          |
-//! | `worker`  | one task per pod: observe, decide, act              | model, metrics, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
+//! | `worker`  | one task per pod: observe, decide, act              | model, rooted, metrics, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
 //! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, metrics, disk, logs, image, status, runtime             |
 //! | `stats`   | node/pod/container statistics: cgroups, /proc, netns, du | model, disk, runtime, status, volume (its emptyDir dir name) |
 //! | `api`     | the unix-socket HTTP API and its client; the read-only TCP endpoint | model, metrics, disk, logs, image, status, runtime, stats |
@@ -48,6 +49,7 @@ pub mod model;
 pub mod network;
 pub mod oom;
 pub mod probe;
+pub mod rooted;
 pub mod runtime;
 pub mod shim;
 pub mod source;

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 /// A module missing from this table is an error too: a new module states its place.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("model", &[]),
+    ("rooted", &[]),
     ("metrics", &["model"]),
     ("disk", &["model"]),
     ("logs", &["model", "disk"]),
@@ -25,16 +26,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("source", &["model", "metrics", "disk"]),
     ("status", &["model", "metrics", "disk"]),
     ("configdir", &["model", "disk"]),
-    ("runtime", &["model", "disk", "logs"]),
+    ("runtime", &["model", "rooted", "disk", "logs"]),
     ("oom", &["model", "disk", "runtime"]),
-    ("shim", &["model", "disk", "logs", "runtime"]),
-    ("volume", &["model", "disk", "runtime"]),
+    ("shim", &["model", "rooted", "disk", "logs", "runtime"]),
+    ("volume", &["model", "rooted", "disk", "runtime"]),
     ("probe", &["model", "metrics", "disk", "runtime"]),
     ("network", &["model", "disk", "runtime"]),
     (
         "worker",
         &[
             "model",
+            "rooted",
             "metrics",
             "disk",
             "logs",

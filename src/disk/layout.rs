@@ -43,6 +43,12 @@ impl Layout {
         self.pod_dir(uid).join("volumes")
     }
 
+    /// What podhost last wrote into the content volume `volume` (its payload's digest
+    /// and dir): root-only, beside the volumes, never inside one a container mounts.
+    pub fn content_payload_record(&self, uid: &str, volume: &str) -> PathBuf {
+        self.pod_dir(uid).join("content-payloads").join(volume)
+    }
+
     pub fn container_dir(&self, uid: &str, container: &str) -> PathBuf {
         self.pod_dir(uid).join("containers").join(container)
     }

@@ -26,7 +26,7 @@ mod usage;
 use std::path::{Path, PathBuf};
 
 pub use mounts::container_mounts;
-pub use setup::setup_pod_volumes;
+pub use setup::{PodVolumesState, setup_pod_volumes};
 pub use teardown::{sweep_orphan_volumes, teardown_pod_volumes};
 pub use usage::{TreeUsage, empty_dir_usage_exceeded, tree_usage, usage_exceeded_message};
 
@@ -69,6 +69,9 @@ pub enum VolumeError {
     /// A mount stayed busy through every retry: its directory is left in place.
     #[error("{} is still mounted (busy) after {tries} unmount attempts; the pod's volumes dir is kept: find what holds it (fuser -m) and run the daemon again", path.display())]
     StillMounted { path: PathBuf, tries: u32 },
+    /// A call into a volume dir refused or failed (a symlink planted there, mostly).
+    #[error(transparent)]
+    Rooted(#[from] crate::rooted::RootedError),
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
         action: &'static str,

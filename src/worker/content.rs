@@ -37,6 +37,7 @@ fn content_volumes(ctx: &Ctx, pod: &PodInfo) -> Vec<ContentVolume> {
         .filter_map(|v| {
             let volume = specs.iter().find(|s| s.name == v.name)?.clone();
             Some(ContentVolume {
+                record: ctx.layout.content_payload_record(&pod.uid, &v.name),
                 volume,
                 dir: v.host_path.clone(),
             })

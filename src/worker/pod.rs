@@ -16,6 +16,7 @@ use crate::model::resources::pod_cgroup_config;
 use crate::runtime::sandbox::{self, SandboxPaths};
 use crate::status::EventKind;
 use crate::status::k8s_time;
+use crate::volume::PodVolumesState;
 
 /// The manager's handle on a pod worker.
 #[derive(Debug)]
@@ -460,13 +461,25 @@ fn dns_files(
 /// container's CreateContainerConfigError.
 async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
     let dir = ctx.layout.pod_volumes_dir(&pod.uid);
+    let containers = ctx.layout.pod_dir(&pod.uid).join("containers");
     let spec = pod.pod.clone();
-    let made =
-        tokio::task::spawn_blocking(move || match crate::volume::plan::plan_pod(&spec, &dir) {
-            Ok(plan) => crate::volume::setup_pod_volumes(&plan),
+    let made = tokio::task::spawn_blocking(move || {
+        // A container of the pod has an attempt dir from its first start on.
+        let ran = std::fs::read_dir(&containers).is_ok_and(|dirs| {
+            dirs.flatten()
+                .any(|c| !crate::disk::layout::attempts(&c.path()).is_empty())
+        });
+        let state = if ran {
+            PodVolumesState::ContainersRan
+        } else {
+            PodVolumesState::BeforeContainers
+        };
+        match crate::volume::plan::plan_pod(&spec, &dir) {
+            Ok(plan) => crate::volume::setup_pod_volumes(&plan, state),
             Err(_) => Ok(()),
-        })
-        .await;
+        }
+    })
+    .await;
     match made {
         Ok(result) => result.map_err(|source| WorkerError::Volumes {
             pod: pod.name.clone(),

@@ -5,27 +5,34 @@
 //! fixes the top-level links and removes the old payload. A reader that resolves a
 //! path sees the old or the new file, complete.
 //!
-//! The writer works only inside `dir`: it never follows a symlink it did not make
-//! (payload files are created with O_EXCL|O_NOFOLLOW in a dir it just created, `..data`
-//! must point at a `..` sibling, removal does not follow links), and entries that are
-//! not its own make it stop with an error instead of being overwritten.
+//! The writer works only inside `dir`, through the rooted layer: every call is made
+//! relative to a handle of `dir` (or of a payload dir it just made), never following a
+//! symlink, so a container that swaps a payload dir or any entry for a link gets the
+//! call refused, never a host file written or chmodded. Whether the payload changed is
+//! decided by a digest of what podhost itself last wrote, kept in a root-only record
+//! outside the volume: nothing a container wrote is ever read back. Entries that are not
+//! the writer's make it stop with an error instead of being overwritten.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsStr;
-use std::fs;
-use std::io::Write as _;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use nix::errno::Errno;
+use sha2::{Digest, Sha256};
+
 use super::{ContentError, FileSet, ProjectedFile};
+use crate::rooted::{EntryKind, GroupBits, RootedDir, set_group_tree};
 
 const DATA: &str = "..data";
 const DATA_TMP: &str = "..data_tmp";
 /// The kubelet's limits on a payload path and each of its names.
 const MAX_PATH: usize = 4096;
 const MAX_NAME: usize = 255;
+/// fsGroup on a read-only volume: group read, and search plus setgid on dirs.
+const GROUP_READ: GroupBits = GroupBits {
+    dir: 0o2000 | 0o440 | 0o110,
+    file: 0o440,
+};
 
 /// A payload path is relative, has no `.`/`..` or empty element, and no element
 /// starting with `..` (those names are the writer's own). What is wrong, if anything.
@@ -54,27 +61,79 @@ pub(super) fn path_problem(path: &str) -> Option<String> {
     })
 }
 
-fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ContentError {
-    let path = path.to_path_buf();
-    move |source| ContentError::Io { op, path, source }
+fn foreign(dir: &RootedDir, entry: &str, what: &'static str) -> ContentError {
+    ContentError::Foreign {
+        dir: dir.path().to_path_buf(),
+        entry: entry.to_string(),
+        what,
+    }
+}
+
+/// What podhost last wrote into a volume: the digest of its payload (files, modes,
+/// group) and the payload dir holding it. Kept in a root-only file outside the volume.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PayloadRecord {
+    digest: String,
+    payload: String,
+}
+
+impl PayloadRecord {
+    fn read(path: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let (digest, payload) = text.trim_end().split_once(' ')?;
+        Some(Self {
+            digest: digest.to_string(),
+            payload: payload.to_string(),
+        })
+    }
+
+    fn write(&self, path: &Path) -> Result<(), ContentError> {
+        crate::disk::atomic::write_atomic(
+            path,
+            format!("{} {}\n", self.digest, self.payload).as_bytes(),
+        )
+        .map_err(|e| ContentError::Io {
+            op: "record the payload in",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e),
+        })
+    }
+}
+
+/// The digest of a payload as it will be written: paths, modes, data and the group.
+fn digest_of(files: &FileSet, fs_group: Option<u32>) -> String {
+    let mut h = Sha256::new();
+    h.update(format!("group {fs_group:?}\n"));
+    for (path, f) in files {
+        h.update(format!("{path}\0{:o}\0{}\0", f.mode, f.data.len()));
+        h.update(&f.data);
+    }
+    hex::encode(h.finalize())
 }
 
 /// Makes `dir` hold exactly `files` (see the module comment), with the group
 /// `fs_group` and group read access when given (the kubelet's fsGroup ownership for a
-/// read-only volume). Returns false when the payload was already there (no swap).
+/// read-only volume). `record`: where what was written is remembered (a root-only
+/// place, never inside `dir`). Returns false when the payload was already there (no
+/// swap).
 pub fn write_atomically(
     dir: &Path,
     files: &FileSet,
     fs_group: Option<u32>,
+    record: &Path,
 ) -> Result<bool, ContentError> {
-    let meta = fs::symlink_metadata(dir).map_err(io_err("inspect", dir))?;
-    if !meta.is_dir() {
-        return Err(ContentError::Foreign {
-            dir: dir.to_path_buf(),
-            entry: dir.display().to_string(),
-            what: "not a directory",
-        });
-    }
+    write_through(&crate::rooted::sys::LINUX, dir, files, fs_group, record)
+}
+
+/// [`write_atomically`] through `kernel` (the tests' adversary).
+fn write_through(
+    kernel: &'static dyn crate::rooted::sys::DirKernel,
+    dir: &Path,
+    files: &FileSet,
+    fs_group: Option<u32>,
+    record: &Path,
+) -> Result<bool, ContentError> {
+    let root = RootedDir::open_with(kernel, dir)?;
     let unsafe_path = |path: &str, reason: String| ContentError::UnsafePath {
         dir: dir.to_path_buf(),
         path: path.into(),
@@ -102,7 +161,7 @@ pub fn write_atomically(
         .iter()
         .map(|(p, f)| {
             let mode = if fs_group.is_some() {
-                f.mode | 0o440
+                f.mode | GROUP_READ.file
             } else {
                 f.mode
             };
@@ -115,228 +174,121 @@ pub fn write_atomically(
             )
         })
         .collect();
-    let current = current_payload(dir)?;
+    let digest = digest_of(&wanted, fs_group);
+    let current = current_payload(&root)?;
     let top: BTreeSet<&str> = files
         .keys()
         .map(|p| p.split('/').next().unwrap_or(p))
         .collect();
-    let unchanged = current
-        .as_ref()
-        .is_some_and(|name| read_payload(&dir.join(name)).is_some_and(|p| p == wanted));
+    let unchanged = current.as_ref().is_some_and(|name| {
+        PayloadRecord::read(record).is_some_and(|r| r.digest == digest && &r.payload == name)
+    });
     if unchanged {
         // Repair the links a crash may have left half-done; the payload stays.
-        link_top_level(dir, &top)?;
-        remove_stale(dir, &top, current.as_deref())?;
+        link_top_level(&root, &top)?;
+        remove_stale(&root, &top, current.as_deref())?;
         return Ok(false);
     }
-    let payload_name = new_payload_dir(dir)?;
-    let payload = dir.join(&payload_name);
+    let payload_name = new_payload_dir(&root)?;
+    let payload = root.open_dir(&payload_name)?;
     for (path, file) in &wanted {
         write_file(&payload, path, file)?;
     }
     if let Some(gid) = fs_group {
-        set_group(dir, gid, true)?;
-        set_group_tree(&payload, gid)?;
+        root.add_group(gid, GROUP_READ.dir)?;
+        set_group_tree(&payload, gid, GROUP_READ)?;
     }
     // The swap: ..data_tmp -> new payload, renamed over ..data.
-    let tmp = dir.join(DATA_TMP);
-    match fs::symlink_metadata(&tmp) {
-        Ok(m) if m.file_type().is_symlink() => {
-            fs::remove_file(&tmp).map_err(io_err("remove", &tmp))?
-        }
-        Ok(_) => {
-            return Err(ContentError::Foreign {
-                dir: dir.to_path_buf(),
-                entry: DATA_TMP.into(),
-                what: "not a symlink",
-            });
-        }
-        Err(_) => {}
+    match root.kind(DATA_TMP)? {
+        Some(EntryKind::Symlink) => root.remove_file(DATA_TMP)?,
+        Some(_) => return Err(foreign(&root, DATA_TMP, "not a symlink")),
+        None => {}
     }
-    std::os::unix::fs::symlink(&payload_name, &tmp).map_err(io_err("create symlink", &tmp))?;
-    fs::rename(&tmp, dir.join(DATA)).map_err(io_err("rename ..data_tmp over ..data in", dir))?;
-    link_top_level(dir, &top)?;
-    remove_stale(dir, &top, Some(&payload_name))?;
+    root.symlink(&payload_name, DATA_TMP)?;
+    root.rename(DATA_TMP, DATA)?;
+    PayloadRecord {
+        digest,
+        payload: payload_name.clone(),
+    }
+    .write(record)?;
+    link_top_level(&root, &top)?;
+    remove_stale(&root, &top, Some(&payload_name))?;
     Ok(true)
 }
 
+/// A payload dir name: `..` and no `/`, and not one of the writer's link names.
+fn is_payload_name(name: &str) -> bool {
+    name.starts_with("..") && !name.contains('/') && name != ".." && name != DATA
+}
+
 /// The payload dir `..data` points at, if it is a `..` sibling dir.
-fn current_payload(dir: &Path) -> Result<Option<String>, ContentError> {
-    let link = dir.join(DATA);
-    let target = match fs::read_link(&link) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(_) => {
-            return Err(ContentError::Foreign {
-                dir: dir.to_path_buf(),
-                entry: DATA.into(),
-                what: "not a symlink",
-            });
+fn current_payload(root: &RootedDir) -> Result<Option<String>, ContentError> {
+    let target = match root.read_link(DATA) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
+        Err(e) if e.errno() == Some(Errno::EINVAL) => {
+            return Err(foreign(root, DATA, "not a symlink"));
         }
+        Err(e) => return Err(e.into()),
     };
-    let name = target.as_os_str().as_bytes();
-    let ours = name.starts_with(b"..")
-        && !name.contains(&b'/')
-        && name != b".."
-        && name != DATA.as_bytes();
-    if !ours {
-        return Err(ContentError::Foreign {
-            dir: dir.to_path_buf(),
-            entry: DATA.into(),
-            what: "a link that does not point at a payload dir beside it",
-        });
-    }
-    let name = String::from_utf8_lossy(name).into_owned();
-    let is_dir = fs::symlink_metadata(dir.join(&name)).is_ok_and(|m| m.is_dir());
-    Ok(is_dir.then_some(name))
+    let Some(name) = target.to_str().filter(|n| is_payload_name(n)) else {
+        return Err(foreign(
+            root,
+            DATA,
+            "a link that does not point at a payload dir beside it",
+        ));
+    };
+    let is_dir = root.kind(name)? == Some(EntryKind::Dir);
+    Ok(is_dir.then(|| name.to_string()))
 }
 
-/// The files under `root` with their modes, or None when anything there is not a
-/// plain file or dir (then the payload is rewritten rather than trusted).
-fn read_payload(root: &Path) -> Option<FileSet> {
-    fn walk(root: &Path, rel: &str, out: &mut FileSet) -> Option<()> {
-        let here = if rel.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(rel)
-        };
-        for entry in fs::read_dir(&here).ok()? {
-            let entry = entry.ok()?;
-            let name = entry.file_name().into_string().ok()?;
-            let path = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            let meta = fs::symlink_metadata(entry.path()).ok()?;
-            if meta.is_dir() {
-                walk(root, &path, out)?;
-            } else if meta.is_file() {
-                let data = fs::read(entry.path()).ok()?;
-                out.insert(
-                    path,
-                    ProjectedFile {
-                        data,
-                        mode: meta.permissions().mode() & 0o777,
-                    },
-                );
-            } else {
-                return None;
-            }
-        }
-        Some(())
-    }
-    let mut out = BTreeMap::new();
-    walk(root, "", &mut out)?;
-    Some(out)
-}
-
-/// Creates a fresh `..<UTC time>.<n>` dir in `dir`, mode 0755 whatever the umask.
-fn new_payload_dir(dir: &Path) -> Result<String, ContentError> {
+/// Creates a fresh `..<UTC time>.<n>` dir in `root`, mode 0755 whatever the umask.
+fn new_payload_dir(root: &RootedDir) -> Result<String, ContentError> {
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let stamp = chrono::Utc::now().format("%Y_%m_%d_%H_%M_%S");
     loop {
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
         let name = format!("..{stamp}.{}{n:06}", std::process::id());
-        let path = dir.join(&name);
-        match fs::create_dir(&path) {
-            Ok(()) => {
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o755))
-                    .map_err(io_err("chmod", &path))?;
-                return Ok(name);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io_err("create directory", &path)(e)),
+        // Something already there (a name a container guessed) is never reused.
+        if let (_, true) = root.make_dir_created(&name, 0o755)? {
+            return Ok(name);
         }
     }
 }
 
 /// Writes one file below the fresh payload dir, creating its parent dirs (0755).
-fn write_file(payload: &Path, rel: &str, file: &ProjectedFile) -> Result<(), ContentError> {
-    let mut parent = payload.to_path_buf();
-    let elements: Vec<&str> = rel.split('/').collect();
-    for element in &elements[..elements.len() - 1] {
-        parent.push(element);
-        match fs::create_dir(&parent) {
-            Ok(()) => fs::set_permissions(&parent, fs::Permissions::from_mode(0o755))
-                .map_err(io_err("chmod", &parent))?,
-            // Made for an earlier file of this payload; a symlink would not be a dir here.
-            Err(_) if fs::symlink_metadata(&parent).is_ok_and(|m| m.is_dir()) => {}
-            Err(e) => return Err(io_err("create directory", &parent)(e)),
-        }
-    }
-    let path = payload.join(rel);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(file.mode)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)
-        .map_err(io_err("create", &path))?;
-    f.write_all(&file.data).map_err(io_err("write", &path))?;
-    // The umask must not narrow the mode the pod asked for.
-    f.set_permissions(fs::Permissions::from_mode(file.mode))
-        .map_err(io_err("chmod", &path))?;
-    Ok(())
-}
-
-/// fsGroup on a read-only volume: group `gid`, group read (and search on dirs, with
-/// setgid so new entries inherit the group), as the kubelet's SetVolumeOwnership.
-fn set_group(path: &Path, gid: u32, is_dir: bool) -> Result<(), ContentError> {
-    std::os::unix::fs::lchown(path, None, Some(gid)).map_err(io_err("chown", path))?;
-    let mode = fs::symlink_metadata(path)
-        .map_err(io_err("inspect", path))?
-        .permissions()
-        .mode()
-        & 0o7777;
-    let add = if is_dir {
-        0o2000 | 0o440 | 0o110
-    } else {
-        0o440
+fn write_file(payload: &RootedDir, rel: &str, file: &ProjectedFile) -> Result<(), ContentError> {
+    let dir = match rel.rsplit_once('/') {
+        Some((parent, _)) => payload.make_dir_all(parent, 0o755)?,
+        None => payload.clone(),
     };
-    fs::set_permissions(path, fs::Permissions::from_mode(mode | add)).map_err(io_err("chmod", path))
-}
-
-fn set_group_tree(root: &Path, gid: u32) -> Result<(), ContentError> {
-    set_group(root, gid, true)?;
-    for entry in fs::read_dir(root).map_err(io_err("read", root))? {
-        let path = entry.map_err(io_err("read", root))?.path();
-        let meta = fs::symlink_metadata(&path).map_err(io_err("inspect", &path))?;
-        if meta.is_dir() {
-            set_group_tree(&path, gid)?;
-        } else {
-            set_group(&path, gid, false)?;
-        }
-    }
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    dir.create_file(name, &file.data, file.mode, None)?;
     Ok(())
 }
 
 /// Each top-level name as `name -> ..data/name`.
-fn link_top_level(dir: &Path, top: &BTreeSet<&str>) -> Result<(), ContentError> {
+fn link_top_level(root: &RootedDir, top: &BTreeSet<&str>) -> Result<(), ContentError> {
     for name in top {
-        let link = dir.join(name);
-        let target = PathBuf::from(DATA).join(name);
-        match fs::read_link(&link) {
-            Ok(t) if t == target => continue,
-            Ok(_) => {
+        let target = format!("{DATA}/{name}");
+        match root.read_link(name) {
+            Ok(Some(t)) if t == target.as_str() => continue,
+            Ok(Some(_)) => {
                 // Ours from an older layout or a torn run: replace atomically.
-                let tmp = dir.join(format!("{DATA_TMP}.{name}"));
-                let _ = fs::remove_file(&tmp);
-                std::os::unix::fs::symlink(&target, &tmp)
-                    .map_err(io_err("create symlink", &tmp))?;
-                fs::rename(&tmp, &link).map_err(io_err("replace", &link))?;
+                let tmp = format!("{DATA_TMP}.{name}");
+                root.remove_file(&tmp)?;
+                root.symlink(&target, &tmp)?;
+                root.rename(&tmp, name)?;
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::os::unix::fs::symlink(&target, &link)
-                    .map_err(io_err("create symlink", &link))?;
+            Ok(None) => root.symlink(&target, name)?,
+            Err(e) if e.errno() == Some(Errno::EINVAL) => {
+                return Err(foreign(
+                    root,
+                    name,
+                    "a file or directory where the payload's link belongs",
+                ));
             }
-            Err(_) => {
-                return Err(ContentError::Foreign {
-                    dir: dir.to_path_buf(),
-                    entry: (*name).to_string(),
-                    what: "a file or directory where the payload's link belongs",
-                });
-            }
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
@@ -344,37 +296,38 @@ fn link_top_level(dir: &Path, top: &BTreeSet<&str>) -> Result<(), ContentError> 
 
 /// Removes links to names no longer in the payload and every payload dir but `keep`.
 /// Entries that are not the writer's are left alone.
-fn remove_stale(dir: &Path, top: &BTreeSet<&str>, keep: Option<&str>) -> Result<(), ContentError> {
-    for entry in fs::read_dir(dir).map_err(io_err("read", dir))? {
-        let entry = entry.map_err(io_err("read", dir))?;
-        let name = entry.file_name();
-        let bytes = name.as_bytes();
-        let path = entry.path();
-        let Ok(meta) = fs::symlink_metadata(&path) else {
+fn remove_stale(
+    root: &RootedDir,
+    top: &BTreeSet<&str>,
+    keep: Option<&str>,
+) -> Result<(), ContentError> {
+    for name in root.entries()? {
+        let Some(name) = name.to_str() else {
+            tracing::warn!(dir = %root.path().display(), entry = %name.to_string_lossy(), "a content volume holds an entry that is not podhost's; left in place");
             continue;
         };
-        if bytes.starts_with(b"..") {
-            let special = name == OsStr::new(DATA)
-                || name == OsStr::new(DATA_TMP)
-                || Some(name.as_os_str()) == keep.map(OsStr::new);
-            if !special && meta.is_dir() {
-                // Does not follow symlinks inside (std's remove_dir_all).
-                fs::remove_dir_all(&path).map_err(io_err("remove old payload", &path))?;
-            } else if !special
-                && meta.file_type().is_symlink()
-                && bytes.starts_with(DATA_TMP.as_bytes())
-            {
-                fs::remove_file(&path).map_err(io_err("remove", &path))?;
+        let Some(kind) = root.kind(name)? else {
+            continue;
+        };
+        if name.starts_with("..") {
+            let special = name == DATA || name == DATA_TMP || Some(name) == keep;
+            if !special && kind == EntryKind::Dir {
+                // Through handles: links inside are removed, never followed.
+                root.remove_tree(name)?;
+            } else if !special && kind == EntryKind::Symlink && name.starts_with(DATA_TMP) {
+                root.remove_file(name)?;
             }
             continue;
         }
-        let still_wanted = name.to_str().is_some_and(|n| top.contains(n));
-        let ours = meta.file_type().is_symlink()
-            && fs::read_link(&path).is_ok_and(|t| t.starts_with(DATA));
+        let still_wanted = top.contains(name);
+        let ours = kind == EntryKind::Symlink
+            && root
+                .read_link(name)?
+                .is_some_and(|t| t.to_str().is_some_and(|t| t.starts_with(DATA)));
         if !still_wanted && ours {
-            fs::remove_file(&path).map_err(io_err("remove", &path))?;
+            root.remove_file(name)?;
         } else if !still_wanted {
-            tracing::warn!(dir = %dir.display(), entry = %name.to_string_lossy(), "a content volume holds an entry that is not podhost's; left in place");
+            tracing::warn!(dir = %root.path().display(), entry = %name, "a content volume holds an entry that is not podhost's; left in place");
         }
     }
     Ok(())

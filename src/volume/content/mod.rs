@@ -112,6 +112,9 @@ pub enum ContentError {
         entry: String,
         what: &'static str,
     },
+    /// A call into the volume dir refused or failed (a symlink planted there, mostly).
+    #[error(transparent)]
+    Rooted(#[from] crate::rooted::RootedError),
     #[error("cannot {op} {path}: {source}")]
     Io {
         op: &'static str,

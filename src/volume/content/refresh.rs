@@ -19,6 +19,8 @@ use crate::model::env::ConfigLookup;
 pub struct ContentVolume {
     pub volume: Volume,
     pub dir: PathBuf,
+    /// Where what podhost wrote into `dir` is recorded (root-only, outside `dir`).
+    pub record: PathBuf,
 }
 
 /// Builds `target`'s files and writes them atomically; true when they changed.
@@ -30,7 +32,7 @@ pub fn refresh_volume(
     fs_group: Option<u32>,
 ) -> Result<bool, ContentError> {
     let files = volume_files(&target.volume, pod, objects, inputs)?;
-    write_atomically(&target.dir, &files, fs_group)
+    write_atomically(&target.dir, &files, fs_group, &target.record)
 }
 
 /// Refreshes `volumes` whenever `objects` changes and every `period`, until the
@@ -127,6 +129,7 @@ mod tests {
     #[tokio::test]
     async fn store_changes_reach_the_volume_and_errors_keep_the_last_payload() {
         let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
         let volume: Volume = serde_json::from_value(serde_json::json!({
             "name": "cfg", "configMap": {"name": "app"}
         }))
@@ -142,6 +145,7 @@ mod tests {
             vec![ContentVolume {
                 volume,
                 dir: dir.path().to_path_buf(),
+                record: state.path().join("cfg"),
             }],
             pod,
             DownwardInputs::default(),

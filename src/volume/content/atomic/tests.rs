@@ -1,5 +1,8 @@
 use super::*;
+use std::fs;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -18,6 +21,29 @@ fn set(files: &[(&str, &[u8], u32)]) -> FileSet {
         .collect()
 }
 
+/// A volume dir and, outside it, the writer's record (as the pod dir holds it).
+struct Vol {
+    dir: tempfile::TempDir,
+    state: tempfile::TempDir,
+}
+
+impl Vol {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, files: &FileSet, group: Option<u32>) -> Result<bool, ContentError> {
+        write_atomically(self.path(), files, group, &self.state.path().join("record"))
+    }
+}
+
 fn data_target(dir: &Path) -> PathBuf {
     fs::read_link(dir.join(DATA)).unwrap()
 }
@@ -31,9 +57,9 @@ fn names(dir: &Path) -> BTreeSet<String> {
 
 #[test]
 fn the_first_write_lays_out_payload_data_link_and_user_links() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Vol::new();
     let files = set(&[("a", b"A", 0o644), ("conf/b.txt", b"B", 0o600)]);
-    assert!(write_atomically(dir.path(), &files, None).unwrap());
+    assert!(dir.write(&files, None).unwrap());
     let payload = data_target(dir.path());
     assert!(payload.to_str().unwrap().starts_with(".."), "{payload:?}");
     assert_eq!(
@@ -64,18 +90,18 @@ fn the_first_write_lays_out_payload_data_link_and_user_links() {
 
 #[test]
 fn an_unchanged_payload_is_not_swapped_and_a_changed_one_is() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Vol::new();
     let files = set(&[("a", b"A", 0o644)]);
-    assert!(write_atomically(dir.path(), &files, None).unwrap());
+    assert!(dir.write(&files, None).unwrap());
     let first = data_target(dir.path());
-    assert!(!write_atomically(dir.path(), &files, None).unwrap());
+    assert!(!dir.write(&files, None).unwrap());
     assert_eq!(
         data_target(dir.path()),
         first,
         "no swap for the same payload"
     );
     // A mode change is a change.
-    assert!(write_atomically(dir.path(), &set(&[("a", b"A", 0o600)]), None).unwrap());
+    assert!(dir.write(&set(&[("a", b"A", 0o600)]), None).unwrap());
     let second = data_target(dir.path());
     assert_ne!(second, first);
     assert!(
@@ -86,14 +112,10 @@ fn an_unchanged_payload_is_not_swapped_and_a_changed_one_is() {
 
 #[test]
 fn removed_keys_disappear_and_new_ones_appear() {
-    let dir = tempfile::tempdir().unwrap();
-    write_atomically(
-        dir.path(),
-        &set(&[("a", b"1", 0o644), ("d/x", b"2", 0o644)]),
-        None,
-    )
-    .unwrap();
-    write_atomically(dir.path(), &set(&[("b", b"3", 0o644)]), None).unwrap();
+    let dir = Vol::new();
+    dir.write(&set(&[("a", b"1", 0o644), ("d/x", b"2", 0o644)]), None)
+        .unwrap();
+    dir.write(&set(&[("b", b"3", 0o644)]), None).unwrap();
     let visible: BTreeSet<String> = names(dir.path())
         .into_iter()
         .filter(|n| !n.starts_with(".."))
@@ -106,13 +128,13 @@ fn removed_keys_disappear_and_new_ones_appear() {
         names(dir.path())
     );
     // An empty payload (an optional object that is missing) empties the volume.
-    assert!(write_atomically(dir.path(), &FileSet::new(), None).unwrap());
+    assert!(dir.write(&FileSet::new(), None).unwrap());
     assert!(!dir.path().join("b").exists());
 }
 
 #[test]
 fn escaping_and_reserved_paths_are_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Vol::new();
     for bad in [
         "../x",
         "/etc/passwd",
@@ -124,18 +146,15 @@ fn escaping_and_reserved_paths_are_refused() {
         "a//b",
         "./a",
     ] {
-        let err = write_atomically(dir.path(), &set(&[(bad, b"x", 0o644)]), None).unwrap_err();
+        let err = dir.write(&set(&[(bad, b"x", 0o644)]), None).unwrap_err();
         assert!(
             matches!(err, ContentError::UnsafePath { .. }),
             "{bad:?}: {err}"
         );
     }
-    let err = write_atomically(
-        dir.path(),
-        &set(&[("a", b"x", 0o644), ("a/b", b"y", 0o644)]),
-        None,
-    )
-    .unwrap_err();
+    let err = dir
+        .write(&set(&[("a", b"x", 0o644), ("a/b", b"y", 0o644)]), None)
+        .unwrap_err();
     assert!(matches!(err, ContentError::UnsafePath { .. }), "{err}");
     assert!(
         names(dir.path()).is_empty(),
@@ -148,34 +167,50 @@ fn escaping_and_reserved_paths_are_refused() {
 fn links_that_point_out_of_the_dir_are_never_followed() {
     let outside = tempfile::tempdir().unwrap();
     fs::write(outside.path().join("keep"), b"precious").unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Vol::new();
     // ..data planted to point outside: refused, the outside untouched.
     std::os::unix::fs::symlink(outside.path(), dir.path().join(DATA)).unwrap();
-    let err = write_atomically(dir.path(), &set(&[("keep", b"x", 0o644)]), None).unwrap_err();
+    let err = dir.write(&set(&[("keep", b"x", 0o644)]), None).unwrap_err();
     assert!(matches!(err, ContentError::Foreign { .. }), "{err}");
     assert_eq!(fs::read(outside.path().join("keep")).unwrap(), b"precious");
     fs::remove_file(dir.path().join(DATA)).unwrap();
 
-    // A link planted inside the current payload: the payload is rewritten, and removing
-    // the old one removes the link, not what it points at.
-    write_atomically(dir.path(), &set(&[("a", b"A", 0o644)]), None).unwrap();
+    // A link planted inside the current payload: never read (the writer compares with
+    // its own record, not with what is in the volume), and removing that payload once
+    // a new one is written removes the link, not what it points at.
+    dir.write(&set(&[("a", b"A", 0o644)]), None).unwrap();
     let payload = dir.path().join(data_target(dir.path()));
     std::os::unix::fs::symlink(outside.path(), payload.join("evil")).unwrap();
-    assert!(write_atomically(dir.path(), &set(&[("a", b"A", 0o644)]), None).unwrap());
+    std::os::unix::fs::symlink(outside.path().join("keep"), payload.join("a2")).unwrap();
+    assert!(!dir.write(&set(&[("a", b"A", 0o644)]), None).unwrap());
+    assert!(dir.write(&set(&[("a", b"A2", 0o644)]), None).unwrap());
     assert!(!payload.exists());
+    assert_eq!(fs::read(outside.path().join("keep")).unwrap(), b"precious");
+
+    // The current payload dir swapped for a link to the outside: rewritten (the record
+    // names a dir that is no longer there), the outside untouched.
+    let current = dir.path().join(data_target(dir.path()));
+    let before = fs::metadata(outside.path().join("keep")).unwrap();
+    fs::rename(&current, dir.path().join("..aside")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &current).unwrap();
+    assert!(dir.write(&set(&[("a", b"A3", 0o600)]), Some(4321)).unwrap());
+    assert_eq!(fs::read(dir.path().join("a")).unwrap(), b"A3");
+    let keep = fs::metadata(outside.path().join("keep")).unwrap();
+    assert_eq!((keep.gid(), keep.mode()), (before.gid(), before.mode()));
     assert_eq!(fs::read(outside.path().join("keep")).unwrap(), b"precious");
 
     // A plain file where a user-visible link belongs is not overwritten.
     fs::write(dir.path().join("b"), b"foreign").unwrap();
-    let err = write_atomically(dir.path(), &set(&[("b", b"B", 0o644)]), None).unwrap_err();
+    let err = dir.write(&set(&[("b", b"B", 0o644)]), None).unwrap_err();
     assert!(matches!(err, ContentError::Foreign { .. }), "{err}");
     assert_eq!(fs::read(dir.path().join("b")).unwrap(), b"foreign");
 }
 
 #[test]
 fn fs_group_owns_the_payload_with_group_read() {
-    let dir = tempfile::tempdir().unwrap();
-    write_atomically(dir.path(), &set(&[("s/key", b"k", 0o600)]), Some(4321)).unwrap();
+    let dir = Vol::new();
+    dir.write(&set(&[("s/key", b"k", 0o600)]), Some(4321))
+        .unwrap();
     let file = fs::metadata(dir.path().join("s/key")).unwrap();
     assert_eq!(file.gid(), 4321);
     assert_eq!(file.mode() & 0o7777, 0o640);
@@ -183,7 +218,10 @@ fn fs_group_owns_the_payload_with_group_read() {
     assert_eq!(sub.gid(), 4321);
     assert_eq!(sub.mode() & 0o7777, 0o2755);
     // Same payload and group: no rewrite.
-    assert!(!write_atomically(dir.path(), &set(&[("s/key", b"k", 0o600)]), Some(4321)).unwrap());
+    assert!(
+        !dir.write(&set(&[("s/key", b"k", 0o600)]), Some(4321))
+            .unwrap()
+    );
 }
 
 /// A reader never sees a torn file, a file missing without a swap, or a mix of two
@@ -192,14 +230,14 @@ fn fs_group_owns_the_payload_with_group_read() {
 fn readers_see_whole_payloads_while_the_writer_swaps() {
     const SIZE: usize = 256 * 1024;
     const ROUNDS: u8 = 200;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Vol::new();
     let payload = |round: u8| {
         set(&[
             ("a", &vec![round; SIZE], 0o644),
             ("sub/b", &vec![round; SIZE], 0o644),
         ])
     };
-    write_atomically(dir.path(), &payload(0), None).unwrap();
+    dir.write(&payload(0), None).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let reader = {
         let (dir, done) = (dir.path().to_path_buf(), done.clone());
@@ -243,11 +281,43 @@ fn readers_see_whole_payloads_while_the_writer_swaps() {
         })
     };
     for round in 1..=ROUNDS {
-        assert!(write_atomically(dir.path(), &payload(round), None).unwrap());
+        assert!(dir.write(&payload(round), None).unwrap());
     }
     done.store(true, Ordering::Relaxed);
     let reads = reader.join().expect("reader saw a broken payload");
     assert!(reads > 0);
     assert_eq!(fs::read(dir.path().join("sub/b")).unwrap()[0], ROUNDS);
     assert_eq!(names(dir.path()).len(), 4, "..data, one payload, a, sub");
+}
+
+/// A container that can write the volume (a privileged one that remounts it, say)
+/// swaps payload dirs and files for links out of it between any two of the writer's
+/// calls: the write may fail, the outside is never touched.
+#[test]
+fn a_swap_between_any_two_calls_never_reaches_outside() {
+    use crate::rooted::adversary::{Adversary, Outside, Swap};
+    let v1 = set(&[("a", b"1", 0o644), ("d/b", b"2", 0o600)]);
+    let v2 = set(&[
+        ("a", b"3", 0o644),
+        ("d/b", b"4", 0o600),
+        ("e/c", b"5", 0o644),
+    ]);
+    let run = |what: Swap, at: usize| {
+        let vol = Vol::new();
+        vol.write(&v1, Some(4321)).unwrap();
+        let outside = Outside::new();
+        let k = Adversary::new(vol.path(), outside.path(), what, at);
+        let record = vol.state.path().join("record");
+        let _ = write_through(k, vol.path(), &v2, Some(4321), &record);
+        outside.assert_untouched(&format!("{what:?} swapped before call {at}"));
+        (k.calls(), k.swapped())
+    };
+    let (clean, _) = run(Swap::All, 0);
+    assert!(clean > 20, "{clean} calls");
+    for what in [Swap::Dirs, Swap::Files, Swap::All] {
+        for at in 1..=clean {
+            let (_, swapped) = run(what, at);
+            assert!(swapped, "call {at} of {clean} never came");
+        }
+    }
 }
