@@ -447,6 +447,41 @@ fn an_unknown_node_wide_sysctl_allowance_stops_the_daemon() {
     );
 }
 
+#[test]
+fn a_malformed_sysctl_allowance_stops_the_daemon_from_a_flag_or_the_config_file() {
+    assert!(require_root());
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nallowedUnsafeSysctls: [\"net..*\"]\n",
+    )
+    .unwrap();
+    for (args, pattern) in [
+        (
+            vec!["daemon", "--allowed-unsafe-sysctls=net.ipv4/../../kernel.*"],
+            "net.ipv4/../../kernel.*",
+        ),
+        (
+            vec!["daemon", "--config", config.to_str().unwrap()],
+            "net..*",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_podhost"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "--allowed-unsafe-sysctls (allowedUnsafeSysctls): {pattern:?} must have at most 253 characters and match regex"
+            )),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 /// shareProcessNamespace: the containers see each other's processes; PID 1 is
 /// `podhost pause`, which goes away with the pod.
 #[test]

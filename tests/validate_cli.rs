@@ -135,6 +135,32 @@ fn a_users_mistakes_are_each_named_with_their_field_and_fail_the_run() {
 }
 
 #[test]
+fn a_sysctl_name_that_is_a_path_is_an_error_with_its_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sysctl.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sysctl\nspec:\n  securityContext:\n    sysctls:\n    - {name: net.ipv4/../../kernel.core_pattern, value: core}\n    - {name: net.core.somaxconn, value: \"1\\nkernel.x=1\"}\n  containers:\n  - name: main\n    image: busybox\n",
+    )
+    .unwrap();
+    let (code, verdicts) = json(&[file.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        verdicts[0]["errors"],
+        serde_json::json!([
+            {
+                "field": "spec.securityContext.sysctls[0].name",
+                "message": "invalid value \"net.ipv4/../../kernel.core_pattern\": must have at most 253 characters and match regex ([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+            },
+            {
+                "field": "spec.securityContext.sysctls[1].value",
+                "message": "invalid value \"1\\nkernel.x=1\": must not contain a newline, carriage return or NUL character"
+            }
+        ])
+    );
+}
+
+#[test]
 fn a_directory_is_read_as_the_daemon_reads_it_and_one_bad_file_fails_it() {
     let dir = tempfile::tempdir().unwrap();
     let etcd = std::fs::read_to_string(fixtures().join("etcd.yaml")).unwrap();

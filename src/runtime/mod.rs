@@ -34,6 +34,7 @@ pub mod shim_log;
 mod shim_log_watch;
 pub mod signals;
 pub mod spec;
+pub mod spec_sysctl;
 pub mod sys;
 pub mod terminal_fd;
 pub mod userns;

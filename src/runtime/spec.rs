@@ -248,6 +248,7 @@ pub fn build_spec(input: &ContainerSpecInput) -> Result<Spec, RuntimeError> {
         )
     };
     if !conf.sysctls.is_empty() {
+        super::spec_sysctl::check_spec_sysctls(&conf.sysctls).map_err(|e| spec_err(input, e))?;
         linux = linux.sysctl(conf.sysctls.clone());
     }
     if !conf.devices.is_empty() {
@@ -563,6 +564,24 @@ mod tests {
             .unwrap();
         assert_eq!(shm.source().as_deref(), Some(Path::new("/p/ns/shm")));
         assert_eq!(spec.root().as_ref().unwrap().readonly(), Some(false));
+    }
+
+    #[test]
+    fn sysctls_are_written_only_when_well_formed() {
+        let mut i = input(false);
+        i.confinement.sysctls = HashMap::from([("net.core.somaxconn".into(), "1024".into())]);
+        let spec = build_spec(&i).unwrap();
+        assert_eq!(
+            spec.linux().as_ref().unwrap().sysctl().as_ref().unwrap()["net.core.somaxconn"],
+            "1024"
+        );
+        i.confinement.sysctls =
+            HashMap::from([("net.ipv4/../../kernel.core_pattern".into(), "x".into())]);
+        let err = build_spec(&i).unwrap_err().to_string();
+        assert!(
+            err.starts_with("container web: cannot build the OCI spec: spec.securityContext.sysctls: invalid value \"net.ipv4/../../kernel.core_pattern\""),
+            "{err}"
+        );
     }
 
     #[test]

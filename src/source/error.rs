@@ -592,6 +592,12 @@ pub enum ValueError {
         /// The limit as written.
         limit: String,
     },
+    /// A sysctl name the API server would refuse (`IsValidSysctlName`).
+    #[error("{}", crate::model::sysctl::NAME_RULE)]
+    SysctlName,
+    /// A sysctl value with a line break or a NUL.
+    #[error("{}", crate::model::sysctl::VALUE_RULE)]
+    SysctlValue,
     /// A port number out of range.
     #[error("must be between {min} and 65535, inclusive")]
     PortRange {

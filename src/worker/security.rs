@@ -13,7 +13,7 @@ use super::context::PodInfo;
 use super::error::ConfigError;
 use crate::image::ImageUser;
 use crate::model::security::{ContainerSecurity, GroupsPolicy, ProfileChoice, container_security};
-use crate::model::sysctl::{FORBIDDEN_REASON, SysctlAllowlist, normalize};
+use crate::model::sysctl::{FORBIDDEN_REASON, SysctlAllowlist, check_sysctl, normalize};
 use crate::runtime::spec::Confinement;
 
 /// The node's security settings (daemon flags and host facts).
@@ -79,17 +79,28 @@ pub struct Rejection {
 /// change isolation silently).
 pub fn admit(node: &NodeSecurity, pod: &PodInfo) -> Result<(), Rejection> {
     let spec = pod.pod.spec.clone().unwrap_or_default();
-    let sysctls: Vec<String> = spec
+    let sysctls = spec
         .security_context
         .as_ref()
         .and_then(|s| s.sysctls.clone())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| s.name)
-        .collect();
+        .unwrap_or_default();
+    // The API server's syntax first, for every source: a static manifest was checked
+    // when it was loaded, but a pod from the API server (or one admitted by an older
+    // podhost) meets it only here.
+    for (i, sysctl) in sysctls.iter().enumerate() {
+        check_sysctl(&sysctl.name, &sysctl.value).map_err(|e| Rejection {
+            reason: FORBIDDEN_REASON.into(),
+            message: format!(
+                "forbidden sysctl in pod {}/{}: spec.securityContext.sysctls[{i}].{}: {e}",
+                pod.namespace,
+                pod.name,
+                e.field().unwrap_or("name")
+            ),
+        })?;
+    }
     node.sysctls
         .admit(
-            sysctls.iter().map(String::as_str),
+            sysctls.iter().map(|s| s.name.as_str()),
             pod.host_network,
             pod.host_ipc,
         )
@@ -256,3 +267,7 @@ fn seccomp_filter(
     let caps = capabilities.iter().copied().collect();
     Ok(linux_seccomp(&profile, &caps, &node.seccomp_dir)?)
 }
+
+#[cfg(test)]
+#[path = "security_tests.rs"]
+mod tests;

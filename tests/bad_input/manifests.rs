@@ -7,6 +7,43 @@ use std::time::Duration;
 use super::common::*;
 use super::{HEALTHY_FILE, Healthy, Outcome, print_outcomes};
 
+/// A sysctl name that climbs from the (namespaced) net tree to a node-wide sysctl: with
+/// `--allowed-unsafe-sysctls 'net.*'` a prefix match lets it through, and the runtime's
+/// `/proc/sys/` + name would reach the host's core_pattern.
+const SYSCTL_TRAVERSAL: &str = "net.ipv4/../../kernel.core_pattern";
+
+/// What the traversal would write: a plain file name (never a pipe), harmless if a
+/// regression lets it through; the guard below puts the host's value back.
+const CORE_PATTERN_PROBE: &str = "core.podhost-corpus";
+
+const CORE_PATTERN: &str = "/proc/sys/kernel/core_pattern";
+
+/// The host's core_pattern as the test found it, written back on drop if a corpus
+/// entry changed it (so a failing run does not leave the machine altered).
+struct HostCorePattern(String);
+
+impl HostCorePattern {
+    fn record() -> Self {
+        Self(std::fs::read_to_string(CORE_PATTERN).unwrap())
+    }
+
+    fn assert_unchanged(&self) {
+        let now = std::fs::read_to_string(CORE_PATTERN).unwrap();
+        assert_eq!(
+            now, self.0,
+            "the host's {CORE_PATTERN} changed: a pod's sysctl name reached it"
+        );
+    }
+}
+
+impl Drop for HostCorePattern {
+    fn drop(&mut self) {
+        if std::fs::read_to_string(CORE_PATTERN).is_ok_and(|now| now != self.0) {
+            let _ = std::fs::write(CORE_PATTERN, self.0.trim_end());
+        }
+    }
+}
+
 /// How a corpus entry is put into the manifest directory.
 enum Entry {
     Text(String),
@@ -425,6 +462,32 @@ fn cases() -> Vec<Case> {
             &["invalid YAML", "recursion limit exceeded"],
         ),
         c(
+            "sysctl name climbing out of /proc/sys/net",
+            "sysctl-traversal.yaml",
+            Text(pod(
+                "sysctltraversal",
+                &format!(
+                    "  securityContext:\n    sysctls:\n    - {{name: {SYSCTL_TRAVERSAL}, value: {CORE_PATTERN_PROBE}}}\n"
+                ),
+                "",
+            )),
+            &[
+                "spec.securityContext.sysctls[0].name: invalid value \"net.ipv4/../../kernel.core_pattern\": must have at most 253 characters and match regex",
+            ],
+        ),
+        c(
+            "sysctl value with a newline",
+            "sysctl-newline.yaml",
+            Text(pod(
+                "sysctlnewline",
+                "  securityContext:\n    sysctls:\n    - {name: net.core.somaxconn, value: \"1\\nkernel.core_pattern=x\"}\n",
+                "",
+            )),
+            &[
+                "spec.securityContext.sysctls[0].value: invalid value \"1\\nkernel.core_pattern=x\": must not contain a newline, carriage return or NUL character",
+            ],
+        ),
+        c(
             "same pod as another file",
             "zz-healthy-again.yaml",
             Text(busybox_pod("healthy", "", "", "sleep 1")),
@@ -460,7 +523,10 @@ fn put(dir: &Path, case: &Case) {
 #[test]
 fn bad_manifests_are_reported_by_file_and_field_and_disturb_nothing() {
     require_root();
-    let d = TestDaemon::start();
+    let core_pattern = HostCorePattern::record();
+    assert_ne!(core_pattern.0.trim(), CORE_PATTERN_PROBE);
+    // `net.*` allowed: the traversal must be refused for its syntax, not its prefix.
+    let d = TestDaemon::start_with(&["--allowed-unsafe-sysctls=net.*"]);
     let healthy = Healthy::start(&d);
     let cases = cases();
     for case in &cases {
@@ -483,8 +549,9 @@ fn bad_manifests_are_reported_by_file_and_field_and_disturb_nothing() {
             .iter()
             .all(Option::is_some)
             .then(|| found.into_iter().flatten().collect::<Vec<_>>())
-    })
-    .unwrap_or_else(|| {
+    });
+    core_pattern.assert_unchanged();
+    let messages = messages.unwrap_or_else(|| {
         panic!(
             "not every bad manifest was reported; events: {:#?}\ndaemon log:\n{}",
             d.node_events(),
@@ -516,5 +583,6 @@ fn bad_manifests_are_reported_by_file_and_field_and_disturb_nothing() {
     assert!(wrong.is_empty(), "unclear messages:\n{}", wrong.join("\n"));
     // A rescan later, still the same: nothing was started, nothing restarted.
     std::thread::sleep(Duration::from_secs(3));
+    core_pattern.assert_unchanged();
     healthy.assert_undisturbed(&d, &["localhost/busybox:latest"]);
 }

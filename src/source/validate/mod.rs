@@ -6,7 +6,8 @@
 //!
 //! One file per concern: `pod` (metadata and pod-level fields), `container` (each
 //! container and its env), `resources`, `ports`, `probes` (probes and lifecycle
-//! handlers), `volumes` (volumes and mounts), `downward` (downward API references).
+//! handlers), `volumes` (volumes and mounts), `downward` (downward API references),
+//! `sysctls` (the pod's sysctls).
 
 mod container;
 mod dns;
@@ -16,6 +17,7 @@ mod pod;
 mod ports;
 mod probes;
 mod resources;
+mod sysctls;
 mod volumes;
 
 #[cfg(test)]

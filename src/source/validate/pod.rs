@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 
 use super::container::{self, Kind};
 use super::names::{dns1123_label, dns1123_subdomain, label_value, qualified_name};
-use super::{Errs, dns, volumes};
+use super::{Errs, dns, sysctls, volumes};
 use crate::source::error::ValueError;
 
 /// The API server's limit on the total size of a pod's annotations (keys and values).
@@ -26,6 +26,7 @@ pub(super) fn validate(pod: &Pod, errs: &mut Errs) {
     };
     pod_fields(spec, errs);
     dns::validate(spec, errs);
+    sysctls::validate(spec, errs);
     let volumes = volumes::validate(spec, errs);
     let host_network = spec.host_network == Some(true);
     let lists: [(&str, &[Container], Kind); 2] = [

@@ -221,6 +221,21 @@ fn each_rule_reports_its_field_and_reason() {
                 "spec.containers[0].securityContext.capabilities.add: unknown capability \"NET_FLY\"",
             ],
         ),
+        // sysctls
+        (
+            "  securityContext:\n    sysctls:\n    - {name: net.ipv4/../../kernel.core_pattern, value: x}\n    - {name: /net.ipv4.x, value: \"1\"}\n    - {name: Net.x, value: \"1\"}\n    - {name: \"\", value: \"1\"}\n    - {name: net.core.somaxconn, value: \"1\\nkernel.x=1\"}\n    - {name: net/core/somaxconn, value: \"1\"}\n    - {name: net.core.somaxconn, value: \"2\"}\n    - {name: \"net.x\\ny\", value: \"1\"}\n",
+            "",
+            &[
+                "spec.securityContext.sysctls[0].name: invalid value \"net.ipv4/../../kernel.core_pattern\": must have at most 253 characters and match regex ([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?",
+                "spec.securityContext.sysctls[1].name: invalid value \"/net.ipv4.x\": must have at most 253 characters and match regex ([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?",
+                "spec.securityContext.sysctls[2].name: invalid value \"Net.x\": must have at most 253 characters and match regex ([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?",
+                "spec.securityContext.sysctls[3].name: field is required; name the sysctl, e.g. net.ipv4.ip_local_port_range",
+                "spec.securityContext.sysctls[4].value: invalid value \"1\\nkernel.x=1\": must not contain a newline, carriage return or NUL character",
+                "spec.securityContext.sysctls[5].name: duplicate sysctl name \"net/core/somaxconn\" (also used by spec.securityContext.sysctls[4]); give every sysctl a unique name",
+                "spec.securityContext.sysctls[6].name: duplicate sysctl name \"net.core.somaxconn\" (also used by spec.securityContext.sysctls[4]); give every sysctl a unique name",
+                "spec.securityContext.sysctls[7].name: invalid value \"net.x\\ny\": must have at most 253 characters and match regex ([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?",
+            ],
+        ),
         // resources
         (
             "",
