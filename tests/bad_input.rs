@@ -4,12 +4,15 @@
 //! running (same container, same process, no restart), the daemon stays up within a
 //! sane memory footprint, and its state on disk stays consistent.
 //!
-//! Fixtures are generated here; nothing big is committed.
+//! Fixtures are generated here; nothing big is committed. Network input (bad_input/
+//! network.rs): the read-only port probed with only `--address`, a zlib bomb in a SPDY
+//! header block on the kubelet API.
 
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod common_spdy;
 
 #[path = "bad_input/api.rs"]
 mod api;
@@ -17,6 +20,8 @@ mod api;
 mod images;
 #[path = "bad_input/manifests.rs"]
 mod manifests;
+#[path = "bad_input/network.rs"]
+mod network;
 
 use std::path::Path;
 

@@ -1,7 +1,8 @@
 //! The read-only HTTP endpoint (`--read-only-port`/`--address`) of a real daemon:
 //! `/healthz`, `/pods` as a `v1.PodList`, `/metrics` as Prometheus text whose counters
 //! move as pods start, restart, are probed and pull images; debug paths and writes
-//! refused; nothing listening without the flags; a really stuck status writer makes
+//! refused; nothing listening without `--read-only-port` (`--address` alone included);
+//! a warning when the endpoint is not on loopback; a really stuck status writer makes
 //! `/healthz` fail with its name.
 
 // Test code: a failed unwrap/expect is the test failing, with its message.
@@ -326,6 +327,11 @@ fn the_endpoint_serves_health_pods_and_metrics_that_move() {
 fn debug_paths_writes_and_unknown_paths_are_refused() {
     common::require_root();
     let (d, addr) = daemon_with_endpoint(false, &[]);
+    let log = d.daemon_log();
+    assert!(
+        !log.contains(NOT_LOOPBACK),
+        "on 127.0.0.1, no warning:\n{log}"
+    );
     for path in [
         "/exec/default/web/app?command=ls",
         "/run/default/web/app",
@@ -364,25 +370,52 @@ fn debug_paths_writes_and_unknown_paths_are_refused() {
     assert_eq!(get(&d, addr, "/stats/container").status, 404);
 }
 
-#[test]
-fn nothing_listens_without_the_flags_and_address_alone_means_10255() {
-    common::require_root();
-    let d = TestDaemon::start();
-    let port_10255 = SocketAddr::from(([127, 0, 0, 1], 10255));
-    let connect = move || TcpStream::connect(port_10255).map(|_| ());
-    let refused = match &d.netns {
-        Some(ns) => ns.run(connect),
-        None => connect(),
-    };
-    assert_eq!(
-        refused.map_err(|e| e.kind()),
-        Err(std::io::ErrorKind::ConnectionRefused)
-    );
-    drop(d);
+/// What the daemon logs when the endpoint reaches beyond this host.
+const NOT_LOOPBACK: &str = "the read-only HTTP endpoint is not on a loopback address: it \
+                            serves every pod's spec (env values included)";
 
-    let d = TestDaemon::start_with(&["--address=127.0.0.1"]);
-    let reply = get(&d, port_10255, "/healthz");
+#[test]
+fn nothing_listens_without_the_port_not_even_with_address() {
+    common::require_root();
+    // No flag, then --address alone (the kubelet API's address in cluster mode): the
+    // kubelet's read-only port stays closed either way.
+    for extra in [&[][..], &["--address=127.0.0.1"][..]] {
+        let d = TestDaemon::start_with(extra);
+        let port_10255 = SocketAddr::from(([127, 0, 0, 1], 10255));
+        let connect = move || TcpStream::connect(port_10255).map(|_| ());
+        let refused = match &d.netns {
+            Some(ns) => ns.run(connect),
+            None => connect(),
+        };
+        assert_eq!(
+            refused.map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::ConnectionRefused),
+            "with {extra:?}"
+        );
+    }
+}
+
+#[test]
+fn an_endpoint_on_every_address_serves_and_is_warned_about() {
+    common::require_root();
+    // 0.0.0.0 in the daemon's own network namespace (or, under the shared-network
+    // setting, on a throwaway VM): every address, loopback included.
+    let (d, addr) = daemon_with_endpoint(false, &["--address=0.0.0.0"]);
+    let reply = get(&d, addr, "/healthz");
     assert_eq!((reply.status, reply.body.as_str()), (200, "ok"));
+    // Logged right after the bind, which the answer above may have overtaken.
+    let warning = wait_until(Duration::from_secs(5), "the warning about 0.0.0.0", || {
+        d.daemon_log()
+            .lines()
+            .find(|l| l.contains(NOT_LOOPBACK))
+            .map(String::from)
+    })
+    .unwrap_or_else(|| panic!("no warning about 0.0.0.0:\n{}", d.daemon_log()));
+    assert!(warning.contains("WARN"), "{warning}");
+    assert!(
+        warning.contains(&format!("0.0.0.0:{}", addr.port())),
+        "{warning}"
+    );
 }
 
 #[test]

@@ -59,7 +59,10 @@ pub struct DaemonFlags {
     #[arg(long)]
     pub node_name: Option<String>,
     /// A group (name or GID) whose members may use the API socket besides root; the
-    /// socket is then 0660 root:GROUP instead of 0600 root:root.
+    /// socket is then 0660 root:GROUP instead of 0600 root:root. This is
+    /// root-equivalent access: the API execs in any container, starts debug containers
+    /// and loads image archives from any host path as root. Name only a group whose
+    /// members could be root anyway.
     #[arg(long)]
     pub socket_group: Option<String>,
     /// Parent cgroup for every cgroup podhost creates (default: the daemon's own; the
@@ -167,11 +170,13 @@ pub struct DaemonFlags {
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Serve the read-only HTTP endpoints (/healthz /pods /metrics /metrics/cadvisor
-    /// /stats/summary) on this port; off unless this or --address is given (then 10255).
+    /// /stats/summary) on this port (the kubelet's is 10255); off unless given, 0 = off.
+    /// No authentication: every pod's spec, env values included, to whoever reaches it.
     #[arg(long)]
     pub read_only_port: Option<u16>,
-    /// The address of the read-only HTTP endpoints (default 127.0.0.1) and, in cluster
-    /// mode, of the kubelet API on --port (default: every address).
+    /// In cluster mode, the address of the kubelet API on --port (default: every
+    /// address); with --read-only-port, also that endpoint's (default 127.0.0.1). It
+    /// never opens the read-only endpoint by itself.
     #[arg(long)]
     pub address: Option<std::net::IpAddr>,
     /// Log line format on stderr: `text` (journald-friendly, no colours when not a tty)
@@ -270,6 +275,28 @@ impl DaemonFlags {
             .runonce
             .then(|| secs(self.runonce_timeout, "runonce-timeout"))
             .transpose()?;
+        let read_only = crate::api::readonly::read_only_addr(self.address, self.read_only_port);
+        let cluster = self
+            .cluster
+            .into_config(&self.root_dir)?
+            .map(|mut cluster| {
+                if let Some(address) = self.address {
+                    cluster.address = address;
+                }
+                cluster
+            });
+        if let Some(address) = self.address
+            && read_only.is_none()
+            && cluster.is_none()
+        {
+            // Not an error (a shared config file may carry it), but not silent either.
+            tracing::warn!(
+                %address,
+                "--address has no effect: it is the kubelet API's address (cluster mode, \
+                 --kubeconfig) and the read-only endpoint's (--read-only-port), and neither \
+                 is on"
+            );
+        }
         Ok(DaemonConfig {
             manifest_url,
             runonce,
@@ -343,18 +370,10 @@ impl DaemonFlags {
                     "eviction-monitoring-period",
                 )?,
             )?,
-            read_only: crate::api::readonly::read_only_addr(self.address, self.read_only_port),
+            read_only,
             max_open_files: u64::try_from(self.max_open_files).unwrap_or(1),
             config_file: None,
-            cluster: self
-                .cluster
-                .into_config(&self.root_dir)?
-                .map(|mut cluster| {
-                    if let Some(address) = self.address {
-                        cluster.address = address;
-                    }
-                    cluster
-                }),
+            cluster,
         })
     }
 }
@@ -540,5 +559,37 @@ mod tests {
         );
         let err = config(&["--default-rlimits=nofile"]).unwrap_err();
         assert!(err.to_string().starts_with("--default-rlimits: "), "{err}");
+    }
+
+    #[test]
+    fn address_is_the_kubelet_apis_and_only_the_port_opens_the_read_only_endpoint() {
+        assert_eq!(config(&[]).unwrap().read_only, None);
+        assert_eq!(config(&["--address=0.0.0.0"]).unwrap().read_only, None);
+        assert_eq!(
+            config(&["--address=0.0.0.0", "--read-only-port=0"])
+                .unwrap()
+                .read_only,
+            None
+        );
+        assert_eq!(
+            config(&["--read-only-port=10255"]).unwrap().read_only,
+            Some("127.0.0.1:10255".parse().unwrap())
+        );
+        assert_eq!(
+            config(&["--address=192.0.2.7", "--read-only-port=10255"])
+                .unwrap()
+                .read_only,
+            Some("192.0.2.7:10255".parse().unwrap())
+        );
+        let cfg = config(&["--kubeconfig=/etc/kubelet.conf", "--address=192.0.2.7"]).unwrap();
+        assert_eq!(
+            cfg.read_only, None,
+            "the kubelet API's address opens nothing else"
+        );
+        let cluster = cfg.cluster.unwrap();
+        assert_eq!(
+            std::net::SocketAddr::new(cluster.address, cluster.port),
+            "192.0.2.7:10250".parse().unwrap()
+        );
     }
 }

@@ -412,7 +412,7 @@ pub async fn replay(addr: SocketAddr, pki: &Pki, rec: &Recorded, target: &str) -
 /// A daemon running the static pod `manifest` (named `name`), and the kubelet API over
 /// its state.
 pub struct Setup {
-    _daemon: TestDaemon,
+    pub daemon: TestDaemon,
     pub namespace: String,
     pub pod: String,
     pub addr: SocketAddr,
@@ -433,6 +433,12 @@ pub async fn setup(name: &str, manifest: &str) -> Setup {
     assert!(require_root());
     let d = TestDaemon::start_on_machine_network(&[]);
     d.write_manifest(&format!("{name}.yaml"), manifest);
+    serve_kubelet_api(d, name).await
+}
+
+/// The kubelet API over `d`'s state once its static pod `name` runs (`d` on the
+/// machine's network, as [`setup`] starts it).
+pub async fn serve_kubelet_api(d: TestDaemon, name: &str) -> Setup {
     let pod = d.wait_pod(name, "the pod Running", 60, |p| {
         (phase(p) == "Running").then(|| p.clone())
     });
@@ -475,7 +481,7 @@ pub async fn setup(name: &str, manifest: &str) -> Setup {
         },
     );
     Setup {
-        _daemon: d,
+        daemon: d,
         namespace,
         pod: name,
         addr,

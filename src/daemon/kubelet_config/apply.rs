@@ -227,10 +227,10 @@ pub fn apply(
     Ok(())
 }
 
-/// `readOnlyPort` (0 = off, the kubelet's default) and `address`. In the kubelet
-/// `address` is the secure server's; here it binds the read-only port, so it only
-/// counts when that port is on: a kubeadm-style `address: 0.0.0.0` alone must not
-/// open the read-only endpoints to the network.
+/// `readOnlyPort` (0 = off, the kubelet's default) and `address`. As in the kubelet,
+/// `address` is the kubelet API's (cluster mode) and, when `readOnlyPort` is on, the
+/// read-only endpoint's too; alone it opens nothing (see `read_only_addr`), so a
+/// kubeadm-style `address: 0.0.0.0` does not publish the read-only endpoint.
 fn apply_read_only_server(a: &Applier, flags: &mut DaemonFlags) -> Result<(), KubeletConfigError> {
     let f = &a.file.fields;
     if let Some(port) = f.read_only_port
@@ -249,7 +249,6 @@ fn apply_read_only_server(a: &Applier, flags: &mut DaemonFlags) -> Result<(), Ku
     }
     if let Some(address) = &f.address
         && a.take("address")
-        && flags.read_only_port.is_some()
     {
         flags.address = Some(
             address

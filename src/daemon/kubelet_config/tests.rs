@@ -163,11 +163,12 @@ address: 0.0.0.0
     );
     assert_eq!(f.cluster_domain, "cluster.local");
     assert_eq!(f.read_only_port, None, "readOnlyPort 0 is off");
+    assert_eq!(f.address, Some("0.0.0.0".parse().unwrap()));
+    let cfg = f.into_config("/run/x.sock".into()).unwrap();
     assert_eq!(
-        f.address, None,
+        cfg.read_only, None,
         "address alone must not open the read-only port"
     );
-    let cfg = f.into_config("/run/x.sock".into()).unwrap();
     assert_eq!(cfg.max_open_files, 4096);
     assert_eq!(cfg.log_rotation.max_files, 3);
 }
@@ -188,6 +189,13 @@ fn json_works_as_yaml_does_and_the_read_only_server_takes_the_address() {
     apply(&file, &mut f, &BTreeSet::new()).unwrap();
     assert_eq!(f.read_only_port, Some(10255));
     assert_eq!(f.address, Some("127.0.0.2".parse().unwrap()));
+    assert_eq!(
+        f.clone()
+            .into_config("/run/x.sock".into())
+            .unwrap()
+            .read_only,
+        Some("127.0.0.2:10255".parse().unwrap())
+    );
     assert_eq!(f.manifest_url.as_deref(), Some("http://10.0.0.1/pods"));
     assert_eq!(f.http_check_frequency, 5.0);
     assert_eq!(f.manifest_url_header, ["X-Token:a", "X-Token:b"]);

@@ -30,6 +30,11 @@ pub const SETTINGS_INITIAL_WINDOW_SIZE: u32 = 7;
 /// RST_STREAM status codes used here.
 pub const RST_PROTOCOL_ERROR: u32 = 1;
 pub const RST_CANCEL: u32 = 5;
+/// The stream's frame could not be taken whole (its header block too large).
+pub const RST_FRAME_TOO_LARGE: u32 = 11;
+
+/// GOAWAY status of a session ended by something the peer sent.
+pub const GOAWAY_PROTOCOL_ERROR: u32 = 1;
 
 /// One frame, borrowed from the bytes it was parsed from.
 #[derive(Debug, Clone, PartialEq, Eq)]

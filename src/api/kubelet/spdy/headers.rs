@@ -18,7 +18,24 @@ pub enum HeaderError {
     Deflate(String),
     #[error("SPDY header block is malformed: {0}")]
     Malformed(&'static str),
+    #[error(
+        "SPDY header block inflates past {limit} bytes (a real client's are under 8 KiB): \
+         refused as a protocol error"
+    )]
+    TooLarge { limit: usize },
 }
+
+/// The most one header block may inflate to. kubectl's blocks (streamtype, port,
+/// requestid) are around a hundred bytes and no client sends more than a few KiB, but
+/// zlib inflates up to ~1000x: one 16 MiB frame could ask for 16 GiB. 256 KiB is far
+/// above any real block and small enough that a connection's bomb costs the daemon
+/// nothing it would notice; past it the connection's zlib stream is abandoned (its
+/// state no longer matches the peer's), so the whole session ends.
+pub const MAX_INFLATED_BLOCK: usize = 256 * 1024;
+
+/// How much is inflated per zlib call: the block grows by at most this past the cap
+/// before the cap is checked.
+const INFLATE_CHUNK: usize = 16 * 1024;
 
 /// The words of the SPDY/3 draft's dictionary, each stored length-prefixed.
 const DICTIONARY_WORDS: [&str; 71] = [
@@ -183,27 +200,32 @@ impl Default for Inflater {
 }
 
 impl Inflater {
-    /// The headers of one compressed block.
+    /// The headers of one compressed block, refused once it inflates past
+    /// [`MAX_INFLATED_BLOCK`].
     pub fn inflate(&mut self, compressed: &[u8]) -> Result<Headers, HeaderError> {
-        let mut out = Vec::with_capacity(compressed.len() * 4 + 64);
+        let mut block = Vec::new();
+        let mut chunk = vec![0u8; INFLATE_CHUNK];
         let mut input = compressed;
         loop {
-            if out.capacity() - out.len() < 256 {
-                out.reserve(out.capacity().max(1024));
-            }
             let before_in = self.zlib.total_in();
             let before_out = self.zlib.total_out();
             let result = self
                 .zlib
-                .decompress_vec(input, &mut out, FlushDecompress::Sync);
+                .decompress(input, &mut chunk, FlushDecompress::Sync);
             let used = usize::try_from(self.zlib.total_in() - before_in).unwrap_or(input.len());
+            let made = usize::try_from(self.zlib.total_out() - before_out).unwrap_or(chunk.len());
             input = &input[used.min(input.len())..];
+            block.extend_from_slice(&chunk[..made.min(chunk.len())]);
+            if block.len() > MAX_INFLATED_BLOCK {
+                return Err(HeaderError::TooLarge {
+                    limit: MAX_INFLATED_BLOCK,
+                });
+            }
             match result {
                 Ok(Status::StreamEnd) => break,
                 Ok(_) => {
-                    let progressed = used > 0 || self.zlib.total_out() != before_out;
                     // Everything read and room left over: the sync flush is complete.
-                    if (input.is_empty() && out.len() < out.capacity()) || !progressed {
+                    if (input.is_empty() && made < chunk.len()) || (used == 0 && made == 0) {
                         break;
                     }
                 }
@@ -215,7 +237,7 @@ impl Inflater {
                 Err(e) => return Err(HeaderError::Inflate(e.to_string())),
             }
         }
-        decode_block(&out)
+        decode_block(&block)
     }
 }
 
@@ -258,6 +280,42 @@ impl Deflater {
             }
         }
         Ok(out)
+    }
+
+    /// A block of one header `x-bomb` whose value is `value_len` bytes of `a`, the next
+    /// in this stream, compressed without ever holding the value whole: a zlib bomb
+    /// (1 MiB inflated from about 1 KiB).
+    #[cfg(test)]
+    pub(crate) fn deflate_bomb(&mut self, value_len: usize) -> Vec<u8> {
+        let mut head = encode_block(&[("x-bomb", "")]);
+        head.truncate(head.len() - 4);
+        head.extend_from_slice(&u32::try_from(value_len).unwrap_or(u32::MAX).to_be_bytes());
+        let run = vec![b'a'; 1 << 20];
+        let mut out = Vec::new();
+        let mut feed = |bytes: &[u8], flush: FlushCompress| {
+            let mut input = bytes;
+            loop {
+                out.reserve(64 * 1024);
+                let before = self.zlib.total_in();
+                if let Err(e) = self.zlib.compress_vec(input, &mut out, flush) {
+                    panic!("deflating a bomb: {e}");
+                }
+                let used = usize::try_from(self.zlib.total_in() - before).unwrap_or(0);
+                input = &input[used..];
+                if input.is_empty() && out.len() < out.capacity() {
+                    break;
+                }
+            }
+        };
+        feed(&head, FlushCompress::None);
+        let mut left = value_len;
+        while left > 0 {
+            let n = left.min(run.len());
+            feed(&run[..n], FlushCompress::None);
+            left -= n;
+        }
+        feed(&[], FlushCompress::Sync);
+        out
     }
 }
 
@@ -303,6 +361,37 @@ mod tests {
         let _first = deflater.deflate(&[("a", "b")]).unwrap();
         let second = deflater.deflate(&[("c", "d")]).unwrap();
         assert!(Inflater::default().inflate(&second).is_err());
+    }
+
+    #[test]
+    fn a_zlib_bomb_is_refused_at_the_cap_and_a_block_under_it_inflates() {
+        let compressed = Deflater::default().deflate_bomb(64 << 20);
+        assert!(
+            compressed.len() < 128 * 1024,
+            "a bomb: {} bytes compressed for 64 MiB",
+            compressed.len()
+        );
+        let err = Inflater::default().inflate(&compressed).unwrap_err();
+        assert!(
+            matches!(err, HeaderError::TooLarge { limit } if limit == MAX_INFLATED_BLOCK),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("inflates past 262144 bytes"),
+            "{err}"
+        );
+
+        // The largest value that fits under the cap with its framing still inflates.
+        let fits = MAX_INFLATED_BLOCK - encode_block(&[("x-bomb", "")]).len();
+        let headers = Inflater::default()
+            .inflate(&Deflater::default().deflate_bomb(fits))
+            .unwrap();
+        assert_eq!(headers.len(), 1);
+        assert_eq!(headers[0].1.len(), fits);
+        assert!(matches!(
+            Inflater::default().inflate(&Deflater::default().deflate_bomb(fits + 1)),
+            Err(HeaderError::TooLarge { .. })
+        ));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::SpdyError;
 use super::frame::{self, Frame};
-use super::headers::{Deflater, Headers, Inflater};
+use super::headers::{Deflater, HeaderError, Headers, Inflater};
 use super::window::SendWindows;
 
 /// The largest DATA payload written at once.
@@ -149,14 +149,21 @@ async fn read_loop<R: AsyncRead + Unpin>(
     let mut chunk = vec![0u8; 16 * 1024];
     // The peer does flow control of its own: it hears about what we consumed.
     let mut peer_counts_windows = false;
+    // The last stream accepted, for a GOAWAY.
+    let mut last_good_stream = 0;
     'read: loop {
         loop {
             let (event, used) = match frame::parse(&buf) {
                 Ok(Some((parsed, used))) => {
+                    let opening = match &parsed {
+                        Frame::SynStream { stream, .. } => Some(*stream),
+                        _ => None,
+                    };
                     let event = match handle(parsed, &mut inflater, &windows, &out).await {
                         Ok(event) => event,
+                        Err(SpdyError::WriterGone) => break 'read,
                         Err(e) => {
-                            tracing::debug!(error = %e, "SPDY: ending the connection");
+                            end_with_protocol_error(&out, last_good_stream, opening, &e);
                             break 'read;
                         }
                     };
@@ -164,11 +171,14 @@ async fn read_loop<R: AsyncRead + Unpin>(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::debug!(error = %e, "SPDY: not a SPDY/3 frame; ending the connection");
+                    end_with_protocol_error(&out, last_good_stream, None, &e.into());
                     break 'read;
                 }
             };
             buf.drain(..used);
+            if let Some(Event::Opened { stream, .. }) = &event {
+                last_good_stream = *stream;
+            }
             if let Some(event) = event {
                 if let Event::Data { stream, data, .. } = &event
                     && peer_counts_windows
@@ -193,6 +203,34 @@ async fn read_loop<R: AsyncRead + Unpin>(
     }
     windows.close();
     let _ = events.send(Event::Closed).await;
+}
+
+/// Ends the session as SPDY/3 asks on a session error (the peer's frame cannot be read,
+/// or its header block left this side's zlib stream out of step): GOAWAY with
+/// PROTOCOL_ERROR naming the last stream accepted, then the connection closes. A stream
+/// whose header block was refused for its size is also reset with FRAME_TOO_LARGE, so
+/// the client learns which stream and why. Queued without waiting: a peer that does not
+/// read is not waited for, the connection just ends.
+fn end_with_protocol_error(
+    out: &mpsc::Sender<Outgoing>,
+    last_good_stream: u32,
+    refused_stream: Option<u32>,
+    error: &SpdyError,
+) {
+    tracing::warn!(
+        %error,
+        last_good_stream,
+        "SPDY: protocol error from the client; ending the session with GOAWAY PROTOCOL_ERROR"
+    );
+    if let (Some(stream), SpdyError::Headers(HeaderError::TooLarge { .. })) =
+        (refused_stream, error)
+    {
+        let reset = frame::rst_stream(stream, frame::RST_FRAME_TOO_LARGE);
+        let _ = out.try_send(Outgoing::Frame(reset));
+    }
+    let go_away = frame::goaway(last_good_stream, frame::GOAWAY_PROTOCOL_ERROR);
+    let _ = out.try_send(Outgoing::Frame(go_away));
+    let _ = out.try_send(Outgoing::Shutdown);
 }
 
 /// One frame's effect; `Err` ends the connection.
@@ -255,4 +293,98 @@ async fn handle(
             None
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::kubelet::spdy::headers::{self, Deflater, MAX_INFLATED_BLOCK};
+
+    /// Every frame the server sent until it closed the connection.
+    async fn frames_until_closed(mut client: tokio::io::DuplexStream) -> Vec<Vec<u8>> {
+        let mut bytes = Vec::new();
+        let read = client.read_to_end(&mut bytes);
+        tokio::time::timeout(std::time::Duration::from_secs(10), read)
+            .await
+            .expect("the server closes the connection")
+            .unwrap();
+        let mut frames = Vec::new();
+        let mut rest = bytes.as_slice();
+        while let Some((_, used)) = frame::parse(rest).unwrap() {
+            frames.push(rest[..used].to_vec());
+            rest = &rest[used..];
+        }
+        assert!(rest.is_empty(), "a partial frame at the end");
+        frames
+    }
+
+    #[tokio::test]
+    async fn a_header_bomb_resets_its_stream_and_ends_the_session_with_goaway() {
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        let (_sender, mut events) = start(server);
+        let mut deflater = Deflater::default();
+        let good = deflater.deflate(&[("streamtype", "error")]).unwrap();
+        client
+            .write_all(&frame::syn_stream(1, false, &good))
+            .await
+            .unwrap();
+        // 64 MiB from about 64 KiB, in the same compression stream as the first block.
+        let bomb = deflater.deflate_bomb(64 << 20);
+        assert!(bomb.len() < MAX_INFLATED_BLOCK, "{} bytes", bomb.len());
+        client
+            .write_all(&frame::syn_stream(3, false, &bomb))
+            .await
+            .unwrap();
+
+        let frames = frames_until_closed(client).await;
+        let parsed: Vec<Frame<'_>> = frames
+            .iter()
+            .map(|f| frame::parse(f).unwrap().unwrap().0)
+            .collect();
+        assert!(
+            matches!(parsed[0], Frame::SynReply { stream: 1, .. }),
+            "{parsed:?}"
+        );
+        assert_eq!(
+            parsed[1..],
+            [
+                Frame::RstStream {
+                    stream: 3,
+                    status: frame::RST_FRAME_TOO_LARGE
+                },
+                Frame::GoAway {
+                    last_good_stream: 1,
+                    status: frame::GOAWAY_PROTOCOL_ERROR
+                }
+            ]
+        );
+        match events.recv().await {
+            Some(Event::Opened {
+                stream: 1, headers, ..
+            }) => assert_eq!(headers::get(&headers, "streamtype"), Some("error")),
+            other => panic!("expected stream 1 opened, got {other:?}"),
+        }
+        assert!(matches!(events.recv().await, Some(Event::Closed)));
+    }
+
+    #[tokio::test]
+    async fn bytes_that_are_not_spdy_end_the_session_with_goaway() {
+        let (mut client, server) = tokio::io::duplex(1 << 16);
+        let (_sender, mut events) = start(server);
+        // A control frame of SPDY version 2.
+        client
+            .write_all(&[0x80, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00])
+            .await
+            .unwrap();
+        let frames = frames_until_closed(client).await;
+        assert_eq!(
+            frame::parse(&frames[0]).unwrap().unwrap().0,
+            Frame::GoAway {
+                last_good_stream: 0,
+                status: frame::GOAWAY_PROTOCOL_ERROR
+            }
+        );
+        assert_eq!(frames.len(), 1);
+        assert!(matches!(events.recv().await, Some(Event::Closed)));
+    }
 }
