@@ -123,6 +123,53 @@ impl RootedDir {
             .map_err(|e| self.err("open", rel, e))
     }
 
+    /// Opens `rel` letting the kernel follow symlinks that stay beneath this handle
+    /// (`RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`): an absolute link or one that climbs
+    /// out is refused. Only for subPath, whose in-volume links the kubelet follows; the
+    /// fd is what gets used, so nothing can be swapped between this and its use.
+    pub fn open_following_inner_links(
+        &self,
+        rel: &str,
+        flags: OFlag,
+    ) -> Result<OwnedFd, RootedError> {
+        let resolve = ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS;
+        self.kernel
+            .openat2(self.fd(), rel, flags, Mode::empty(), resolve)
+            .map_err(|e| self.err("open", rel, e))
+    }
+
+    /// Makes the missing directories of `rel` (mode `mode`), each component opened with
+    /// [`open_following_inner_links`](Self::open_following_inner_links) from its parent's
+    /// handle; returns the last one's handle.
+    pub fn make_dirs_following_inner_links(
+        &self,
+        rel: &str,
+        mode: u32,
+    ) -> Result<RootedDir, RootedError> {
+        let mut dir = self.clone();
+        for part in rel.split('/').filter(|p| !p.is_empty() && *p != ".") {
+            match self
+                .kernel
+                .mkdirat(dir.fd(), part, Mode::from_bits_truncate(mode))
+            {
+                Ok(()) | Err(Errno::EEXIST) => {}
+                Err(e) => return Err(dir.err("create directory", part, e)),
+            }
+            let fd = dir.open_following_inner_links(part, OFlag::O_PATH | OFlag::O_DIRECTORY)?;
+            dir = RootedDir {
+                fd: Arc::new(fd),
+                path: dir.shown(part),
+                kernel: self.kernel,
+            };
+        }
+        Ok(dir)
+    }
+
+    /// A new fd of the same directory (for a caller that must own one).
+    pub fn duplicate_fd(&self) -> Result<OwnedFd, RootedError> {
+        nix::unistd::dup(self.fd()).map_err(|e| self.err("duplicate", "", e))
+    }
+
     /// A handle of the directory `rel` below this one.
     pub fn open_dir(&self, rel: &str) -> Result<RootedDir, RootedError> {
         let fd = self.open_at(rel, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty())?;

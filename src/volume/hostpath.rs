@@ -1,11 +1,72 @@
 //! hostPath `type` checks, with the kubelet's messages (its `checkTypeInternal`).
+//!
+//! The path is the administrator's (a host path in the pod spec), so the check follows
+//! symlinks that exist, as the kubelet's stat does. What `…OrCreate` makes is made
+//! through the rooted layer from the deepest directory that exists: a component that
+//! appears as a symlink meanwhile (another pod's hostPath volume may expose the parent
+//! to a container) is refused, never followed.
 
-use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Component, Path, PathBuf};
 
 use super::VolumeError;
 use super::plan::HostPathType;
+use crate::rooted::{EntryKind, RootedDir};
+
+/// The deepest existing directory of `path` and the missing components below it.
+fn existing_base(path: &Path) -> (PathBuf, Vec<String>) {
+    let mut base = path.to_path_buf();
+    let mut missing = Vec::new();
+    while !base.is_dir() {
+        match (base.file_name(), base.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name.to_string_lossy().into_owned());
+                base = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    missing.reverse();
+    (base, missing)
+}
+
+/// `mkdir -p` of `path` (0755), the missing part through the rooted layer.
+fn create_dir_all(path: &Path) -> Result<(), VolumeError> {
+    if path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(VolumeError::io(
+            "create the hostPath directory",
+            path,
+            std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        ));
+    }
+    let (base, missing) = existing_base(path);
+    RootedDir::open(&base)?.make_dir_all(&missing.join("/"), 0o755)?;
+    Ok(())
+}
+
+/// Creates the empty file `path` (0644) in its existing parent, never through a link.
+fn create_file(path: &Path) -> Result<(), VolumeError> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return Err(VolumeError::io(
+            "create the hostPath file",
+            path,
+            std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        ));
+    };
+    let dir = RootedDir::open(parent)
+        .map_err(|e| VolumeError::io("create the hostPath file", path, e.into()))?;
+    match dir.create_file(name, b"", 0o644, None) {
+        Ok(_) => Ok(()),
+        // Made by someone else meanwhile: a file is what was asked for.
+        Err(e) if e.errno() == Some(nix::errno::Errno::EEXIST)
+            && dir.kind(name)? == Some(EntryKind::File) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
 
 /// Checks (and for the `…OrCreate` types, makes) what the hostPath volume `volume`
 /// needs at `path`. Symlinks are followed, as the kubelet's stat does.
@@ -20,11 +81,7 @@ pub fn check_host_path(volume: &str, path: &Path, check: HostPathType) -> Result
     match check {
         HostPathType::Unchecked => Ok(()),
         HostPathType::DirectoryOrCreate => match ft {
-            None => DirBuilder::new()
-                .recursive(true)
-                .mode(0o755)
-                .create(path)
-                .map_err(|e| VolumeError::io("create the hostPath directory", path, e)),
+            None => create_dir_all(path),
             Some(ft) if ft.is_dir() => Ok(()),
             Some(_) => Err(fail("a directory")),
         },
@@ -34,14 +91,7 @@ pub fn check_host_path(volume: &str, path: &Path, check: HostPathType) -> Result
         },
         HostPathType::FileOrCreate => match ft {
             // The parent must exist, as with the kubelet (no mkdir -p here).
-            None => OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o644)
-                .open(path)
-                .map(drop)
-                .map_err(|e| VolumeError::io("create the hostPath file", path, e)),
+            None => create_file(path),
             Some(ft) if ft.is_file() => Ok(()),
             Some(_) => Err(fail("a file")),
         },

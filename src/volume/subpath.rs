@@ -8,12 +8,13 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{OFlag, OpenHow, ResolveFlag, open, openat2};
+use nix::fcntl::OFlag;
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
-use nix::sys::stat::{Mode, SFlag, fstat, mkdirat};
+use nix::sys::stat::{SFlag, fstat};
 
 use super::VolumeError;
 use super::mountinfo;
+use crate::rooted::{EntryKind, RootedDir, RootedError};
 
 /// What is being resolved, for error messages.
 pub struct SubPathRequest<'a> {
@@ -23,50 +24,34 @@ pub struct SubPathRequest<'a> {
     pub sub_path: &'a str,
 }
 
-fn beneath(dir: &OwnedFd, path: &str, extra: OFlag) -> Result<OwnedFd, Errno> {
-    let how = OpenHow::new()
-        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC | extra)
-        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
-    openat2(dir, path, how)
-}
-
 /// Opens `sub_path` beneath the volume's root, making the missing directories (as the
-/// kubelet does) without ever leaving the root.
+/// kubelet does) without ever leaving the root. Links inside the volume that stay in it
+/// are followed, as the kubelet follows them; one that leaves is refused.
 pub fn open_beneath(req: &SubPathRequest) -> Result<OwnedFd, VolumeError> {
-    let root = open(
-        req.volume_path,
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| VolumeError::errno("open the volume", req.volume_path, e))?;
+    let root = RootedDir::open(req.volume_path)?;
     let escapes = || VolumeError::SubPathEscapes {
         volume: req.volume.to_string(),
         container: req.container.to_string(),
         sub_path: req.sub_path.to_string(),
         volume_path: req.volume_path.to_path_buf(),
     };
-    let target = req.volume_path.join(req.sub_path);
-    match beneath(&root, req.sub_path, OFlag::empty()) {
+    let refused = |e: RootedError| {
+        if e.is_escape() {
+            escapes()
+        } else {
+            VolumeError::Rooted(e)
+        }
+    };
+    match root.open_following_inner_links(req.sub_path, OFlag::O_PATH) {
         Ok(fd) => return Ok(fd),
-        Err(Errno::EXDEV | Errno::ELOOP) => return Err(escapes()),
-        Err(Errno::ENOENT) => {}
-        Err(e) => return Err(VolumeError::errno("open the subPath", &target, e)),
+        Err(e) if e.errno() == Some(Errno::ENOENT) => {}
+        Err(e) => return Err(refused(e)),
     }
     // Missing: made one component at a time, each in a directory opened beneath the root.
-    let mut dir = root;
-    for part in Path::new(req.sub_path).iter() {
-        let name = part.to_str().unwrap_or_default();
-        match mkdirat(&dir, part, Mode::from_bits_truncate(0o755)) {
-            Ok(()) | Err(Errno::EEXIST) => {}
-            Err(e) => return Err(VolumeError::errno("create the subPath", &target, e)),
-        }
-        dir = match beneath(&dir, name, OFlag::O_DIRECTORY) {
-            Ok(fd) => fd,
-            Err(Errno::EXDEV | Errno::ELOOP) => return Err(escapes()),
-            Err(e) => return Err(VolumeError::errno("open the subPath", &target, e)),
-        };
-    }
-    Ok(dir)
+    let dir = root
+        .make_dirs_following_inner_links(req.sub_path, 0o755)
+        .map_err(refused)?;
+    Ok(dir.duplicate_fd()?)
 }
 
 /// Resolves the subPath and binds it at `mount_point` (an existing bind there is
@@ -83,18 +68,29 @@ pub fn bind_sub_path(req: &SubPathRequest, mount_point: &Path) -> Result<PathBuf
         umount2(mount_point, MntFlags::empty())
             .map_err(|e| VolumeError::errno("unmount the old subPath bind", mount_point, e))?;
     }
-    if let Some(parent) = mount_point.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| VolumeError::io("create", parent, e))?;
+    // The mount point sits in podhost's own `volumes/subpaths/<container>/`; it is made
+    // through the rooted layer all the same, of the target's kind.
+    let (Some(parent), Some(name)) = (
+        mount_point.parent(),
+        mount_point.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return Err(VolumeError::io(
+            "create the subPath mount point",
+            mount_point,
+            std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        ));
+    };
+    std::fs::create_dir_all(parent).map_err(|e| VolumeError::io("create", parent, e))?;
+    let points = RootedDir::open(parent)?;
+    match points.kind(name)? {
+        Some(EntryKind::Dir) if is_dir => {}
+        Some(EntryKind::File) if !is_dir => {}
+        Some(_) => {
+            points.remove_tree(name)?;
+            make_mount_point(&points, name, is_dir)?;
+        }
+        None => make_mount_point(&points, name, is_dir)?,
     }
-    // The mount point must be of the target's kind: a dir for a dir, a file otherwise.
-    let _ = std::fs::remove_dir(mount_point);
-    let _ = std::fs::remove_file(mount_point);
-    if is_dir {
-        std::fs::create_dir(mount_point)
-    } else {
-        std::fs::File::create(mount_point).map(drop)
-    }
-    .map_err(|e| VolumeError::io("create the subPath mount point", mount_point, e))?;
     let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
     mount(
         Some(source.as_str()),
@@ -105,6 +101,16 @@ pub fn bind_sub_path(req: &SubPathRequest, mount_point: &Path) -> Result<PathBuf
     )
     .map_err(|e| VolumeError::errno("bind the subPath at", mount_point, e))?;
     Ok(mount_point.to_path_buf())
+}
+
+/// A mount point of the target's kind: a dir for a dir, a file otherwise.
+fn make_mount_point(points: &RootedDir, name: &str, is_dir: bool) -> Result<(), VolumeError> {
+    if is_dir {
+        points.make_dir(name, 0o755)?;
+    } else {
+        points.create_file(name, b"", 0o644, None)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

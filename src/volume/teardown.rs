@@ -3,7 +3,6 @@
 //! without following a symlink or crossing into another filesystem. A hostPath is only
 //! ever unmounted (its subPath binds): nothing inside one is deleted.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use nix::mount::{MntFlags, umount2};
 use super::VolumeError;
 use super::mountinfo;
 use crate::disk::Layout;
+use crate::rooted::RootedDir;
 
 /// Unmount attempts for a busy mount, 100 ms apart.
 const UNMOUNT_TRIES: u32 = 20;
@@ -36,10 +36,15 @@ pub fn teardown_pod_volumes(layout: &Layout, uid: &str) -> Result<(), VolumeErro
             tries: UNMOUNT_TRIES,
         });
     }
-    let dev = std::fs::symlink_metadata(&dir)
-        .map_err(|e| VolumeError::io("stat", &dir, e))?
-        .dev();
-    remove_tree(&dir, dev)
+    // Through handles: what a container left in an emptyDir (links to host paths
+    // among it) is removed, never followed; another filesystem is not entered, and the
+    // directory it is mounted on fails the removal (busy).
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
+    else {
+        return Ok(());
+    };
+    RootedDir::open(parent)?.remove_tree(name)?;
+    Ok(())
 }
 
 fn unmount_retrying(point: &Path) -> Result<(), VolumeError> {
@@ -57,30 +62,6 @@ fn unmount_retrying(point: &Path) -> Result<(), VolumeError> {
         path: point.to_path_buf(),
         tries: UNMOUNT_TRIES,
     })
-}
-
-/// Removes `dir` and what is under it, refusing to enter a directory of another
-/// filesystem (a mount we did not expect); symlinks are removed, never followed.
-fn remove_tree(dir: &Path, dev: u64) -> Result<(), VolumeError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| VolumeError::io("list", dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| VolumeError::io("list", dir, e))?;
-        let path = entry.path();
-        let meta =
-            std::fs::symlink_metadata(&path).map_err(|e| VolumeError::io("stat", &path, e))?;
-        if meta.is_dir() {
-            if meta.dev() != dev {
-                return Err(VolumeError::StillMounted {
-                    path,
-                    tries: UNMOUNT_TRIES,
-                });
-            }
-            remove_tree(&path, dev)?;
-        } else {
-            std::fs::remove_file(&path).map_err(|e| VolumeError::io("remove", &path, e))?;
-        }
-    }
-    std::fs::remove_dir(dir).map_err(|e| VolumeError::io("remove", dir, e))
 }
 
 /// At daemon start: releases the volumes of pod dirs that no pod owns any more (no
