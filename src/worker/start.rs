@@ -149,6 +149,7 @@ async fn start_report(
             }
             let run = Running {
                 started: handle.started.clone(),
+                init: handle.init.clone(),
                 attempt,
                 container_id: id,
                 stop_signal: prepared.stop_signal,

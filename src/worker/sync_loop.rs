@@ -28,7 +28,7 @@ use crate::model::podsync::{
     SignalKind, sync_pod,
 };
 use crate::probe::{ContainerProbes, ProbeReport, ProbedInstance, run_prober};
-use crate::runtime::signals;
+use crate::runtime::process_handle::Delivery;
 use crate::status::EventKind;
 
 /// The pod worker's order: `Some(grace)` once the pod terminates.
@@ -279,7 +279,7 @@ impl Executor {
                     SignalKind::Stop { grace } => (run.stop_signal, Some(grace)),
                     SignalKind::Kill => (Signal::SIGKILL, None),
                 };
-                let pid = run.started.init_pid;
+                let pid = run.init.pid();
                 match grace {
                     Some(grace) => {
                         tracing::info!(container = %run.container_id, pid, signal = %sig, ?grace, "sending stop signal")
@@ -288,8 +288,14 @@ impl Executor {
                         tracing::info!(container = %run.container_id, pid, "grace period over, sending SIGKILL")
                     }
                 }
-                if let Err(e) = signals::send(pid, sig) {
-                    tracing::warn!(error = %e, pid, "signal failed");
+                // Through the handle opened at the start: a reaped init (its pid maybe
+                // another process's by now) is never signalled; its exit report follows.
+                match run.init.signal(sig) {
+                    Ok(Delivery::Sent) => {}
+                    Ok(Delivery::Gone) => {
+                        tracing::info!(container = %run.container_id, pid, "the container's init is gone already; nothing signalled")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "signal failed"),
                 }
             }
         }
