@@ -240,6 +240,20 @@ impl ProcessHandle {
         matches!(*self.target, Target::Gone)
     }
 
+    /// Whether the wanted process still exists (a zombie does).
+    pub fn is_alive(&self) -> bool {
+        self.is_alive_with(&LinuxKernel)
+    }
+
+    /// [`Self::is_alive`] through `kernel` (the one the handle was opened with).
+    pub fn is_alive_with(&self, kernel: &dyn Kernel) -> bool {
+        match &*self.target {
+            Target::Gone => false,
+            Target::Pinned(fd) => kernel.pidfd_send_signal(fd.as_fd(), None).is_ok(),
+            Target::Unpinned(is_it) => is_it(kernel, self.pid),
+        }
+    }
+
     /// Sends `signal` to the wanted process, if it still exists.
     pub fn signal(&self, signal: Signal) -> Result<Delivery, ProcessError> {
         self.signal_with(&LinuxKernel, signal)

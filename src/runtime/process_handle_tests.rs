@@ -84,10 +84,12 @@ fn a_process_reaped_after_the_open_is_gone_even_when_its_pid_is_reused() {
     let k = RecordingKernel::new();
     k.add_process(PID, START);
     let h = recorded(&k, START);
+    assert!(h.is_alive_with(&k));
     // Reaped, and the pid given to a new process with the same start tick: a number
     // and a start time alike would both name it; the pidfd does not.
     k.end_process(PID);
     k.add_process(PID, START);
+    assert!(!h.is_alive_with(&k));
     assert_eq!(h.signal_with(&k, Signal::SIGTERM), Ok(Delivery::Gone));
     assert_eq!(
         k.calls().last(),
