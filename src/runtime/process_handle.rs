@@ -14,7 +14,7 @@
 //! [`Delivery::Gone`], never another process.
 //!
 //! Kernels before 5.3 have no pidfd_open: the handle then repeats the check right
-//! before each kill(2), which leaves only the microseconds between the two open.
+//! before each kill(2), which leaves open only the microseconds between the two.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
