@@ -15,13 +15,9 @@
 //! rootfs, an upper dir, a volume or an image snapshot, whose files belong to workloads.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 use crate::disk::Layout;
-
-/// A writer that started this long after the temp's last change cannot be its writer
-/// (the pid was reused): the slack covers the boot-time clock's whole seconds.
-const START_SLACK: Duration = Duration::from_secs(2);
+use crate::disk::proc_start::{changed_at, writer_may_live};
 
 /// How one name is recognised, and who owns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +99,9 @@ fn sweep_dir(dir: &Path, applies: impl Fn(&str) -> bool, report: &mut SweepRepor
         };
         let stale = match owner {
             Owner::DaemonOnly => true,
-            Owner::Pid(pid) => !writer_may_live(pid, meta.modified().ok()),
+            // A process that started after the temp's last change is not its writer
+            // but a later owner of the pid (the ctime, which no writer can set back).
+            Owner::Pid(pid) => !writer_may_live(pid, changed_at(&meta)),
         };
         if !stale {
             report.kept.push(path);
@@ -147,48 +145,6 @@ fn temp_owner(name: &str) -> Option<Owner> {
         .flatten()
 }
 
-/// Whether process `pid` may still be writing a temp last changed at `modified`: it
-/// runs, and it started before that change.
-fn writer_may_live(pid: i32, modified: Option<SystemTime>) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    if pid == std::process::id() as i32 {
-        return true;
-    }
-    if let Err(nix::Error::ESRCH) = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        return false;
-    }
-    match (process_start(pid), modified) {
-        (Some(start), Some(modified)) => start <= modified + START_SLACK,
-        // Unknown: keep it, a temp is cheap.
-        _ => true,
-    }
-}
-
-/// When process `pid` started (/proc/<pid>/stat's starttime after the boot time).
-fn process_start(pid: i32) -> Option<SystemTime> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command's closing parenthesis; starttime is field 22 overall.
-    let ticks: u64 = stat
-        .rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()?;
-    let hz = u64::try_from(nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??).ok()?;
-    let boot: u64 = std::fs::read_to_string("/proc/stat")
-        .ok()?
-        .lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()?;
-    let since_boot = Duration::from_millis(ticks * 1000 / hz.max(1));
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(boot) + since_boot)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,18 +173,6 @@ mod tests {
         ] {
             assert_eq!(temp_owner(keep), None, "{keep}");
         }
-    }
-
-    #[test]
-    fn the_live_writer_own_and_foreign_are_told_apart() {
-        let me = std::process::id() as i32;
-        assert!(writer_may_live(me, Some(SystemTime::now())));
-        // pid 1 started at boot, before any file written now.
-        assert!(writer_may_live(1, Some(SystemTime::now())));
-        // A temp last changed before pid 1 started cannot be pid 1's: the pid was reused.
-        assert!(!writer_may_live(1, Some(SystemTime::UNIX_EPOCH)));
-        let dead = dead_pid();
-        assert!(!writer_may_live(dead, Some(SystemTime::now())));
     }
 
     /// The pid of a child that has exited and been reaped.

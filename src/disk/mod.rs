@@ -8,6 +8,7 @@
 pub mod atomic;
 pub mod dir_watch;
 pub mod layout;
+pub mod proc_start;
 pub mod records;
 
 use std::path::PathBuf;

@@ -11,6 +11,13 @@ pub struct StartedRecord {
     pub shim_pid: i32,
     pub init_pid: i32,
     pub started_at: DateTime<Utc>,
+    /// The init's start in clock ticks after boot (`/proc/<init_pid>/stat` field 22;
+    /// see [`super::proc_start`]), read by the shim while the init could not have been
+    /// reaped yet. With the record boot-scoped, it tells the init from any later process
+    /// given its pid. `None` in records of shims older than the field: only
+    /// `started_at` then rules out later processes (a weaker check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_start_ticks: Option<u64>,
 }
 
 /// Written atomically by the shim when the container's init process has exited.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::mounts::detach_all_under;
 use super::{DeadContainer, GcError};
+use crate::disk::proc_start::{changed_at, writer_may_live};
 
 /// Prefix of an attempt dir being deleted (never a number, so never an attempt).
 pub(crate) const TRASH_PREFIX: &str = ".gc-";
@@ -67,14 +68,14 @@ pub(crate) fn sweep_trash(dir: &Path) {
         let Some(pid) = trash_owner(&name) else {
             continue;
         };
-        let gone = pid > 0
-            && pid != std::process::id() as i32
-            && matches!(
-                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-                Err(nix::Error::ESRCH)
-            );
+        let path = e.path();
+        // The remover is gone when no process has its pid, or the one that has it
+        // started after the trash last changed (a later owner of the number).
+        let changed = std::fs::symlink_metadata(&path)
+            .ok()
+            .and_then(|m| changed_at(&m));
+        let gone = pid > 0 && changed.is_some() && !writer_may_live(pid, changed);
         if gone {
-            let path = e.path();
             let removed = detach_all_under(&path).and_then(|()| {
                 std::fs::remove_dir_all(&path).map_err(|e| GcError::io("delete", &path, e))
             });

@@ -6,11 +6,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use nix::errno::Errno;
-use nix::sys::signal::kill;
-use nix::unistd::Pid;
-
 use super::error::{ImageError, IoContext};
+use crate::disk::proc_start::{changed_at, writer_may_live};
 
 /// Prefix of every temp file and directory the store creates.
 pub(crate) const TEMP_PREFIX: &str = "tmp-";
@@ -55,14 +52,8 @@ fn temp_owner(name: &str) -> Option<i32> {
         .ok()
 }
 
-fn pid_alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    !matches!(kill(Pid::from_raw(pid), None), Err(Errno::ESRCH))
-}
-
-/// Removes every `tmp-<pid>-…` entry of `dir` whose writer is no longer running.
+/// Removes every `tmp-<pid>-…` entry of `dir` whose writer is no longer running (no
+/// process has its pid, or the one that has it started after the entry last changed).
 /// Temps of live processes (a concurrent `podhost load`) are left alone.
 /// Returns the paths removed.
 pub(crate) fn remove_stale_temps(dir: &Path) -> Result<Vec<PathBuf>, ImageError> {
@@ -79,11 +70,18 @@ pub(crate) fn remove_stale_temps(dir: &Path) -> Result<Vec<PathBuf>, ImageError>
         let Some(pid) = temp_owner(name) else {
             continue;
         };
-        if pid_alive(pid) {
+        let path = entry.path();
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(ImageError::io("stat", &path, e)),
+        };
+        // A process at the pid that started after the temp last changed is a later
+        // owner of the number, not the writer.
+        if writer_may_live(pid, changed_at(&meta)) {
             continue;
         }
-        let path = entry.path();
-        let is_dir = entry.file_type().ctx("stat", &path)?.is_dir();
+        let is_dir = meta.is_dir();
         if is_dir {
             fs::remove_dir_all(&path).ctx("remove stale temp directory", &path)?;
         } else {

@@ -6,12 +6,12 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use super::{HandlerTarget, ProbeError};
 use crate::model::probe::Outcome;
 use crate::runtime::exec_deadline::{TIMED_OUT_EXIT, TIMED_OUT_MARKER};
+use crate::runtime::process_handle::ProcessHandle;
 
 /// How long past its deadline the helper may take to kill and reap before the daemon
 /// gives up on it (and SIGKILLs it).
@@ -20,12 +20,14 @@ const HELPER_SLACK: Duration = Duration::from_secs(5);
 const MAX_OUTPUT: usize = 10 * 1024;
 
 /// Sends SIGTERM to the helper if the probe is dropped before the helper was reaped.
-struct CancelOnDrop(Option<Pid>);
+/// Through a pidfd: a dropped tokio child is reaped in the background, after which its
+/// pid may be another process's.
+struct CancelOnDrop(Option<ProcessHandle>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            let _ = kill(pid, Signal::SIGTERM);
+        if let Some(helper) = self.0.take() {
+            let _ = helper.signal(Signal::SIGTERM);
         }
     }
 }
@@ -64,13 +66,14 @@ pub async fn run(target: &HandlerTarget, command: &[String], timeout: Option<Dur
             );
         }
     };
+    // Not waited for yet, the child keeps its pid: the process there is the helper.
     let mut cancel = CancelOnDrop(
         child
             .id()
             .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
+            .and_then(|pid| ProcessHandle::open_if(pid, "the exec helper", |_, _| true).ok()),
     );
-    let pid = cancel.0;
+    let helper = cancel.0.clone();
     let waited = match timeout {
         Some(t) => tokio::time::timeout(t + HELPER_SLACK, child.wait_with_output()).await,
         None => Ok(child.wait_with_output().await),
@@ -88,8 +91,8 @@ pub async fn run(target: &HandlerTarget, command: &[String], timeout: Option<Dur
             // The helper did not end past its own deadline: kill it (the drop guard
             // asked it nicely first would be too late now).
             cancel.0 = None;
-            if let Some(pid) = pid {
-                let _ = kill(pid, Signal::SIGKILL);
+            if let Some(helper) = helper {
+                let _ = helper.signal(Signal::SIGKILL);
             }
             return timed_out(command);
         }

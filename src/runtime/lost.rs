@@ -6,16 +6,22 @@
 //! The cgroup is the only handle that is sure to hold every process of the container:
 //! the init pid alone misses a container that shares the pod's pid namespace (its
 //! processes survive the init), and after the shim's death nothing else tracks them.
-//! Everything here is plain file writes, kill(2) and umount(2), so it may run in the
+//! Everything here is plain file writes, signals and umount(2), so it may run in the
 //! daemon (off the async threads); libcontainer is not called.
+//!
+//! A pid read from `cgroup.procs` or /proc names whatever process has it by the time
+//! it is signalled: a process killed a moment ago may have been reaped by the host's
+//! init and its number given to a host process. Every signal here goes through a
+//! pidfd opened before the process is checked (still listed in the cgroup, still
+//! naming the bundle), so it reaches the process that was checked or nobody.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use super::overlay;
+use super::process_handle::{Delivery, ProcessHandle};
 use super::shim_config::ShimConfig;
 use crate::disk::read_json;
 use crate::disk::records::SHIM_CONFIG_FILE;
@@ -141,15 +147,36 @@ fn kill_cgroup(dirs: &[PathBuf]) -> usize {
         return found;
     }
     let frozen = freeze(dirs, true);
-    for pid in procs(dirs) {
-        if let Err(e) = kill(Pid::from_raw(pid), Signal::SIGKILL) {
-            tracing::warn!(pid, error = %e, "cannot kill a process of a lost container");
-        }
-    }
+    kill_listed(dirs);
     if frozen {
         freeze(dirs, false);
     }
     found
+}
+
+/// SIGKILLs each process listed in the cgroups: a pidfd is opened on every listed pid
+/// first, then the lists are read again, and only a pid still listed then is killed
+/// through its pidfd (its process was in the cgroup while the pidfd named it). Returns
+/// how many were killed.
+fn kill_listed(dirs: &[PathBuf]) -> usize {
+    let opened: Vec<ProcessHandle> = procs(dirs)
+        .into_iter()
+        .filter_map(|pid| {
+            ProcessHandle::open_if(pid, "a process of a lost container", |_, _| true)
+                .map_err(|e| tracing::warn!(pid, error = %e, "cannot open a process of a lost container"))
+                .ok()
+        })
+        .collect();
+    let still = procs(dirs);
+    let mut killed = 0;
+    for handle in opened.iter().filter(|h| still.contains(&h.pid())) {
+        match handle.signal(Signal::SIGKILL) {
+            Ok(Delivery::Sent) => killed += 1,
+            Ok(Delivery::Gone) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot kill a process of a lost container"),
+        }
+    }
+    killed
 }
 
 /// Freezes (or thaws) the cgroup through whichever freezer it has; true if it did.
@@ -211,10 +238,9 @@ fn wait_empty(dirs: &[PathBuf]) -> usize {
             tracing::warn!(pids = ?left, "processes of a lost container survive SIGKILL");
             return left.len();
         }
-        // A process may have forked between the listing and the kill: kill again.
-        for pid in &left {
-            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
-        }
+        // A process may have forked between the listing and the kill: kill again (the
+        // killed ones, being reaped by the host's init now, are not signalled by number).
+        kill_listed(dirs);
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -231,10 +257,10 @@ fn remove_cgroup_dir(dir: &Path) {
 }
 
 /// SIGKILLs every process whose command line names this bundle's shim config: called
-/// only once the shim itself is gone, so these are its libcontainer children.
+/// only once the shim itself is gone, so these are its libcontainer children. Each is
+/// checked again through a pidfd before it is killed.
 fn kill_shim_children(bundle: &Path) -> usize {
     let config = bundle.join(SHIM_CONFIG_FILE);
-    let wanted = config.as_os_str().as_encoded_bytes();
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -243,15 +269,68 @@ fn kill_shim_children(bundle: &Path) -> usize {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
     {
-        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        // The cheap look first: only a match is opened and looked at again.
+        if !names_config(pid, &config) {
             continue;
-        };
-        if cmdline.split(|b| *b == 0).any(|arg| arg == wanted)
-            && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
-        {
-            tracing::info!(pid, "killed a libcontainer child left by a dead shim");
-            killed += 1;
+        }
+        let wanted = config.clone();
+        let handle =
+            ProcessHandle::open_if(pid, "a libcontainer child of a dead shim", move |_, pid| {
+                names_config(pid, &wanted)
+            });
+        match handle.map(|h| h.signal(Signal::SIGKILL)) {
+            Ok(Ok(Delivery::Sent)) => {
+                tracing::info!(pid, "killed a libcontainer child left by a dead shim");
+                killed += 1;
+            }
+            Ok(Ok(Delivery::Gone)) => {}
+            Ok(Err(e)) | Err(e) => {
+                tracing::warn!(pid, error = %e, "cannot kill a libcontainer child left by a dead shim")
+            }
         }
     }
     killed
+}
+
+/// Whether the command line of the process at `pid` names `config`.
+fn names_config(pid: i32, config: &Path) -> bool {
+    let wanted = config.as_os_str().as_encoded_bytes();
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).any(|arg| arg == wanted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn sleeper() -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap()
+    }
+
+    /// Only the processes listed in the cgroup are killed, each once; a listed pid
+    /// that is gone is not counted (a plain dir stands in for the cgroup).
+    #[test]
+    fn only_listed_processes_are_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut listed, mut other) = (sleeper(), sleeper());
+        let mut reaped = std::process::Command::new("true").spawn().unwrap();
+        reaped.wait().unwrap();
+        std::fs::write(
+            dir.path().join("cgroup.procs"),
+            format!("{}\n{}\n", listed.id(), reaped.id()),
+        )
+        .unwrap();
+        let killed = kill_listed(&[dir.path().to_path_buf()]);
+        let listed_status = listed.wait().unwrap();
+        let other_running = other.try_wait().unwrap().is_none();
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert_eq!(killed, 1);
+        assert_eq!(listed_status.signal(), Some(libc::SIGKILL));
+        assert!(other_running, "a process not in the cgroup was killed");
+    }
 }

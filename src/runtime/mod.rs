@@ -24,6 +24,7 @@ pub mod overlay;
 pub mod pause;
 pub mod peer_cred;
 pub mod proc_tree;
+pub mod process_handle;
 pub mod readable_fd;
 pub mod rlimit_host;
 pub mod sandbox;

@@ -17,6 +17,7 @@ use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
 use super::RuntimeError;
+use super::process_handle::ProcessHandle;
 use super::sys::{Kernel, LinuxKernel};
 
 /// The pinned namespace, under the pod's ns dir.
@@ -101,9 +102,18 @@ fn running_pause(ns_dir: &Path) -> Option<Pid> {
         .trim()
         .parse()
         .ok()?;
-    let pinned = nix::sys::stat::stat(&pid_ns_path(ns_dir)).ok()?;
-    let theirs = nix::sys::stat::stat(format!("/proc/{pid}/ns/pid").as_str()).ok()?;
-    (pinned.st_ino == theirs.st_ino && pinned.st_dev == theirs.st_dev).then(|| Pid::from_raw(pid))
+    is_pause(ns_dir, pid).then(|| Pid::from_raw(pid))
+}
+
+/// Whether the process now at `pid` runs in the pinned pid namespace of `ns_dir`.
+fn is_pause(ns_dir: &Path, pid: i32) -> bool {
+    let (Ok(pinned), Ok(theirs)) = (
+        nix::sys::stat::stat(&pid_ns_path(ns_dir)),
+        nix::sys::stat::stat(format!("/proc/{pid}/ns/pid").as_str()),
+    ) else {
+        return false;
+    };
+    pinned.st_ino == theirs.st_ino && pinned.st_dev == theirs.st_dev
 }
 
 /// Stops the pause process (its namespace dies with it) and forgets it.
@@ -114,7 +124,21 @@ pub fn stop(ns_dir: &Path) {
 /// [`stop`] through `kernel`.
 pub fn stop_with(kernel: &dyn Kernel, ns_dir: &Path) {
     if let Some(pid) = running_pause(ns_dir) {
-        let _ = kernel.kill(pid, Some(Signal::SIGKILL));
+        // Checked again through a pidfd: between the look and the kill the pause may
+        // have died and its pid gone to another process.
+        let dir = ns_dir.to_path_buf();
+        let pause = ProcessHandle::open_if_with(
+            kernel,
+            pid.as_raw(),
+            "the pod's pause process",
+            move |_, pid| is_pause(&dir, pid),
+        );
+        match pause.map(|p| p.signal_with(kernel, Signal::SIGKILL)) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) | Err(e) => {
+                tracing::warn!(error = %e, "cannot stop the pod's pause process")
+            }
+        }
     }
     let _ = std::fs::remove_file(pid_file(ns_dir));
 }

@@ -1,7 +1,7 @@
 //! The daemon's side of a shim: spawn it, learn of the start, and await the exit without
 //! polling (the child's exit, or a pidfd for a shim adopted after a daemon restart).
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use tokio::io::unix::AsyncFd;
 
 use super::RuntimeError;
 use super::lost::reap_lost_container;
+use super::process_handle::ProcessHandle;
 use super::shim_config::{CONFIG_DURABLE, ShimConfig, ShimReady};
 use crate::disk::records::{
     EXIT_FILE, ExitRecord, SHIM_CONFIG_FILE, SHIM_PID_FILE, STARTED_FILE, StartedRecord,
@@ -32,6 +33,8 @@ const REPORT_BUFFER: usize = 512;
 #[derive(Debug)]
 pub struct ShimHandle {
     pub started: StartedRecord,
+    /// The container's init, to signal (never `started.init_pid` as a number).
+    pub init: ProcessHandle,
     pub bundle: PathBuf,
     waiter: Waiter,
     /// The shim's report pipe (only for a shim this daemon spawned).
@@ -155,6 +158,7 @@ pub async fn spawn(podhost_exe: &Path, cfg: &ShimConfig) -> Result<ShimHandle, R
     };
     match serde_json::from_str::<ShimReady>(line.trim()) {
         Ok(ShimReady::Started(started)) => Ok(ShimHandle {
+            init: init_handle(&started, &cfg.bundle),
             started,
             bundle: cfg.bundle.clone(),
             waiter: Waiter::Child(child),
@@ -422,6 +426,7 @@ pub async fn adopt(bundle: &Path) -> Adopted {
                     super::shim_log::ForwardFrom::Start,
                 );
                 return Adopted::Running(Box::new(ShimHandle {
+                    init: init_handle(&started, bundle),
                     started,
                     bundle: bundle.to_path_buf(),
                     waiter: Waiter::Pidfd(fd),
@@ -435,6 +440,16 @@ pub async fn adopt(bundle: &Path) -> Adopted {
             }
         }
     }
+}
+
+/// The handle on the init that `started` names, opened as soon as the daemon learns of
+/// it. One that cannot be opened is logged and never signalled.
+fn init_handle(started: &StartedRecord, bundle: &Path) -> ProcessHandle {
+    let what = format!("the init of the container in {}", bundle.display());
+    ProcessHandle::for_init(started, &what).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the container's init cannot be signalled");
+        ProcessHandle::gone(started.init_pid, &what)
+    })
 }
 
 fn never_started(bundle: &Path) -> Adopted {
@@ -504,20 +519,10 @@ pub fn is_our_shim(pid: i32, bundle: &Path) -> bool {
 }
 
 pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, RuntimeError> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory is
-    // passed to the kernel.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(RuntimeError::sys(
-            format!("pidfd_open({pid})"),
-            nix::Error::last(),
-        ));
-    }
-    // A syscall's fd is an int; the kernel never returns a wider one.
-    let fd = i32::try_from(fd)
-        .map_err(|_| RuntimeError::sys(format!("pidfd_open({pid})"), nix::Error::ERANGE))?;
-    // SAFETY: the syscall returned a fresh fd that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    use super::sys::Kernel;
+    super::sys::LinuxKernel
+        .pidfd_open(nix::unistd::Pid::from_raw(pid))
+        .map_err(|e| RuntimeError::sys(format!("pidfd_open({pid})"), e))
 }
 
 #[cfg(test)]

@@ -1,10 +1,8 @@
-//! Signals to container processes, sent from the daemon with plain kill(2), and this
-//! process's own SIGPIPE disposition.
+//! Signal names as images and specs write them, and this process's own SIGPIPE
+//! disposition. Signals to a container's processes go through
+//! [`super::process_handle::ProcessHandle`], never to a stored pid.
 
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
-
-use super::sys::{Kernel, LinuxKernel};
 
 /// Parses a stop signal as images and specs write it: "SIGTERM", "TERM", "15".
 pub fn parse_signal(text: &str) -> Option<Signal> {
@@ -19,24 +17,6 @@ pub fn parse_signal(text: &str) -> Option<Signal> {
         format!("SIG{upper}")
     };
     name.parse().ok()
-}
-
-/// Sends `signal` to `pid`; a process that is already gone is not an error.
-pub fn send(pid: i32, signal: Signal) -> Result<(), nix::Error> {
-    send_with(&LinuxKernel, pid, signal)
-}
-
-/// [`send`] through `kernel`.
-pub fn send_with(kernel: &dyn Kernel, pid: i32, signal: Signal) -> Result<(), nix::Error> {
-    match kernel.kill(Pid::from_raw(pid), Some(signal)) {
-        Err(nix::Error::ESRCH) => Ok(()),
-        other => other,
-    }
-}
-
-/// Whether a process with this pid exists.
-pub fn process_alive(pid: i32) -> bool {
-    LinuxKernel.kill(Pid::from_raw(pid), None).is_ok()
 }
 
 /// Restores SIGPIPE's default action (terminate) in this process, undoing the Rust
@@ -60,28 +40,5 @@ mod tests {
         assert_eq!(parse_signal("quit"), Some(Signal::SIGQUIT));
         assert_eq!(parse_signal("9"), Some(Signal::SIGKILL));
         assert_eq!(parse_signal("SIGNOPE"), None);
-    }
-
-    #[test]
-    fn a_process_already_gone_is_not_an_error_but_a_refusal_is() {
-        use crate::runtime::sys::recording::{Call, RecordingKernel};
-        let k = RecordingKernel::new();
-        k.fail_nth(1, nix::Error::ESRCH, |_| true);
-        send_with(&k, 41, Signal::SIGTERM).unwrap();
-        k.fail_nth(1, nix::Error::EPERM, |_| true);
-        assert_eq!(send_with(&k, 42, Signal::SIGKILL), Err(nix::Error::EPERM));
-        assert_eq!(
-            k.calls(),
-            vec![
-                Call::Kill {
-                    pid: 41,
-                    signal: Some(Signal::SIGTERM)
-                },
-                Call::Kill {
-                    pid: 42,
-                    signal: Some(Signal::SIGKILL)
-                },
-            ]
-        );
     }
 }

@@ -234,12 +234,20 @@ fn create_and_start_inner(
         tracing::error!(error = %e, "cannot record the settings not applied");
     }
     let oom_baseline = kernel::oom_baseline(cfg.cgroup_dir.as_deref());
+    // The init is this process's to reap (its subreaper) and is not reaped before the
+    // monitor waits, so the pid still names it here: its start time is what lets the
+    // daemon tell it from a later process given the same pid.
+    let init_start_ticks = crate::disk::proc_start::read_start_ticks(init_pid);
+    if init_start_ticks.is_none() {
+        tracing::warn!(container = %cfg.container_id, init_pid, "cannot read the init's start time; the daemon falls back to a weaker check before signalling it");
+    }
     container.start().map_err(ShimError::Start)?;
     Ok((
         StartedRecord {
             shim_pid: std::process::id() as i32,
             init_pid,
             started_at: Utc::now(),
+            init_start_ticks,
         },
         stdout_r,
         stderr_r,

@@ -121,6 +121,7 @@ async fn adopt_container(
                 c.on_started(last, handle.started.started_at, format!("podhost://{id}"));
                 let run = Running {
                     started: handle.started.clone(),
+                    init: handle.init.clone(),
                     attempt: last,
                     container_id: id,
                     stop_signal: stop_signal_of(&bundle),

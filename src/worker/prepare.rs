@@ -16,6 +16,7 @@ use crate::model::security::{
     ContainerSecurity, ImageUserId, container_security, pod_ref, verify_run_as_non_root,
 };
 use crate::runtime::RuntimeError;
+use crate::runtime::process_handle::ProcessHandle;
 use crate::runtime::sandbox::SandboxPaths;
 use crate::runtime::shim_config::ShimConfig;
 use crate::runtime::signals::parse_signal;
@@ -32,11 +33,20 @@ pub struct Prepared {
 }
 
 /// The pod's namespaces; an ephemeral container with a target joins the target's pid
-/// namespace, as `kubectl debug --target` does.
-fn sandbox_paths(ctx: &Ctx, pod: &PodInfo, target_pid: Option<i32>) -> SandboxPaths {
+/// namespace, as `kubectl debug --target` does, named by its init's pid while that init
+/// still exists: a reaped init's pid may be any host process's, and its namespace the
+/// host's. The shim opens `/proc/<pid>/ns/pid` a moment later; only that moment is
+/// left for the pid to change hands.
+fn sandbox_paths(ctx: &Ctx, pod: &PodInfo, target: Option<&ProcessHandle>) -> SandboxPaths {
     let mut paths = SandboxPaths::new(&ctx.layout.pod_ns_dir(&pod.uid), pod.sandbox_shape());
-    if let Some(pid) = target_pid {
-        paths.pid = Some(PathBuf::from(format!("/proc/{pid}/ns/pid")));
+    match target {
+        Some(init) if init.is_alive() => {
+            paths.pid = Some(PathBuf::from(format!("/proc/{}/ns/pid", init.pid())));
+        }
+        Some(init) => {
+            tracing::warn!(pod = %pod.name, pid = init.pid(), "the target container's init is gone; the ephemeral container gets the pod's pid namespace");
+        }
+        None => {}
     }
     paths
 }
@@ -140,7 +150,7 @@ pub fn prepare_attempt(
     c: &Container,
     image: &ResolvedImage,
     attempt: u32,
-    target_pid: Option<i32>,
+    target: Option<&ProcessHandle>,
 ) -> Result<Prepared, RuntimeError> {
     let bundle = ctx.layout.attempt_dir(&pod.uid, &c.name, attempt);
     std::fs::create_dir_all(&bundle)
@@ -245,7 +255,7 @@ pub fn prepare_attempt(
         env: env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         cwd,
         hostname,
-        sandbox: sandbox_paths(ctx, pod, target_pid),
+        sandbox: sandbox_paths(ctx, pod, target),
         rootfs: rootfs.clone(),
         cgroups_path: ctx.cgroups.container_path(pod.qos, &pod.uid, &c.name),
         bind_files: Vec::new(),

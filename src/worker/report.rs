@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use crate::disk::records::StartedRecord;
 use crate::model::podsync::{BlockKind, Termination};
+use crate::runtime::process_handle::ProcessHandle;
 use crate::runtime::shim_client::ShimExit;
 
 /// Resolves when the container's init has exited (then its record is durable and its
@@ -18,6 +19,8 @@ pub type ExitFuture = Pin<Box<dyn Future<Output = ShimExit> + Send>>;
 #[derive(Debug, Clone)]
 pub struct Running {
     pub started: StartedRecord,
+    /// The container's init: signals go through it, never to `started.init_pid`.
+    pub init: ProcessHandle,
     pub attempt: u32,
     /// libcontainer's id (`<uid>-<name>-<attempt>`), for exec hooks.
     pub container_id: String,

@@ -15,23 +15,24 @@ use crate::disk::records::{EXIT_FILE, ExitRecord};
 use crate::disk::write_json_atomic;
 use crate::image::ResolvedImage;
 use crate::model::podsync::{BlockKind, Termination};
+use crate::runtime::process_handle::ProcessHandle;
 use crate::runtime::shim_client;
 use crate::status::EventKind;
 
 /// The exit code a start that failed counts as (as containerd reports it).
 const START_FAILED_EXIT_CODE: i32 = 128;
 
-/// Starts attempt `attempt` of `c` and reports how it went; `target_pid` is the init of
+/// Starts attempt `attempt` of `c` and reports how it went; `target` is the init of
 /// the container whose pid namespace an ephemeral container joins.
 pub async fn start(
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
     c: Container,
     attempt: u32,
-    target_pid: Option<i32>,
+    target: Option<ProcessHandle>,
     reports: ReportSender,
 ) {
-    let _ = reports.send(start_report(&ctx, &pod, &c, attempt, target_pid).await);
+    let _ = reports.send(start_report(&ctx, &pod, &c, attempt, target).await);
 }
 
 async fn start_report(
@@ -39,7 +40,7 @@ async fn start_report(
     pod: &Arc<PodInfo>,
     c: &Container,
     attempt: u32,
-    target_pid: Option<i32>,
+    target: Option<ProcessHandle>,
 ) -> Report {
     let name = c.name.clone();
     let container_type = container_type(pod, &name);
@@ -86,7 +87,7 @@ async fn start_report(
     let prepared = {
         let (ctx, pod, c) = (ctx.clone(), pod.clone(), c.clone());
         tokio::task::spawn_blocking(move || {
-            prepare_attempt(&ctx, &pod, &c, &image, attempt, target_pid)
+            prepare_attempt(&ctx, &pod, &c, &image, attempt, target.as_ref())
         })
         .await
     };
@@ -149,6 +150,7 @@ async fn start_report(
             }
             let run = Running {
                 started: handle.started.clone(),
+                init: handle.init.clone(),
                 attempt,
                 container_id: id,
                 stop_signal: prepared.stop_signal,

@@ -28,7 +28,7 @@ use crate::model::podsync::{
     SignalKind, sync_pod,
 };
 use crate::probe::{ContainerProbes, ProbeReport, ProbedInstance, run_prober};
-use crate::runtime::signals;
+use crate::runtime::process_handle::{Delivery, ProcessHandle};
 use crate::status::EventKind;
 
 /// The pod worker's order: `Some(grace)` once the pod terminates.
@@ -245,7 +245,7 @@ impl Executor {
                 ..
             } => {
                 obs.on_start_begun(now, backoff_after);
-                let target_pid = self.target_pid(&name);
+                let target_init = self.target_init(&name);
                 let image = spec.image.clone().unwrap_or_default();
                 let ctx = self.ctx.clone();
                 self.leases
@@ -256,7 +256,7 @@ impl Executor {
                     self.pod.clone(),
                     spec,
                     attempt,
-                    target_pid,
+                    target_init,
                     self.reports_tx.clone(),
                 ));
             }
@@ -279,7 +279,7 @@ impl Executor {
                     SignalKind::Stop { grace } => (run.stop_signal, Some(grace)),
                     SignalKind::Kill => (Signal::SIGKILL, None),
                 };
-                let pid = run.started.init_pid;
+                let pid = run.init.pid();
                 match grace {
                     Some(grace) => {
                         tracing::info!(container = %run.container_id, pid, signal = %sig, ?grace, "sending stop signal")
@@ -288,8 +288,14 @@ impl Executor {
                         tracing::info!(container = %run.container_id, pid, "grace period over, sending SIGKILL")
                     }
                 }
-                if let Err(e) = signals::send(pid, sig) {
-                    tracing::warn!(error = %e, pid, "signal failed");
+                // Through the handle opened at the start: a reaped init (its pid maybe
+                // another process's by now) is never signalled; its exit report follows.
+                match run.init.signal(sig) {
+                    Ok(Delivery::Sent) => {}
+                    Ok(Delivery::Gone) => {
+                        tracing::info!(container = %run.container_id, pid, "the container's init is gone already; nothing signalled")
+                    }
+                    Err(e) => tracing::warn!(error = %e, "signal failed"),
                 }
             }
         }
@@ -333,15 +339,15 @@ impl Executor {
         Ok(())
     }
 
-    /// The init pid of the container whose pid namespace `container` (ephemeral) joins.
-    fn target_pid(&self, container: &str) -> Option<i32> {
+    /// The init of the container whose pid namespace `container` (ephemeral) joins.
+    fn target_init(&self, container: &str) -> Option<ProcessHandle> {
         let target = self
             .ephemeral
             .iter()
             .find(|e| e.name == container)?
             .target_container_name
             .as_ref()?;
-        self.running.get(target).map(|r| r.started.init_pid)
+        self.running.get(target).map(|r| r.init.clone())
     }
 
     fn spawn_hook(

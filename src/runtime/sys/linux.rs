@@ -1,7 +1,7 @@
 //! [`Kernel`] on the real kernel: the only place the seam's nix/libc calls are made.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
@@ -125,6 +125,39 @@ impl Kernel for LinuxKernel {
 
     fn kill(&self, pid: Pid, signal: Option<Signal>) -> nix::Result<()> {
         nix::sys::signal::kill(pid, signal)
+    }
+
+    fn pidfd_open(&self, pid: Pid) -> nix::Result<OwnedFd> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1; no memory
+        // is passed to the kernel.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+        if fd < 0 {
+            return Err(nix::Error::last());
+        }
+        // A syscall's fd is an int; the kernel never returns a wider one.
+        let fd = i32::try_from(fd).map_err(|_| nix::Error::ERANGE)?;
+        // SAFETY: the syscall returned a fresh fd that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    fn pidfd_send_signal(&self, pidfd: BorrowedFd<'_>, signal: Option<Signal>) -> nix::Result<()> {
+        let number = signal.map_or(0, |s| s as libc::c_int);
+        // SAFETY: the fd is borrowed, so it stays open for the call; a null siginfo
+        // asks the kernel to fill in what kill(2) would, and flags must be 0. No other
+        // memory is passed.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                pidfd.as_raw_fd(),
+                number,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(nix::Error::last());
+        }
+        Ok(())
     }
 
     fn getrlimit(&self, resource: Resource) -> nix::Result<(u64, u64)> {

@@ -10,7 +10,7 @@
 //! Deliberately narrow: libcontainer keeps making its own calls in the shim, and plain
 //! files of podhost's own directories (the pod's ns dir, pid files) stay std::fs; only
 //! what the kernel interprets goes through here: mounts, namespaces, identity,
-//! processes and signals, rlimits, and cgroupfs files.
+//! processes, pidfds and signals, rlimits, and cgroupfs and /proc files.
 
 mod linux;
 #[cfg(test)]
@@ -18,7 +18,7 @@ pub mod recording;
 
 use std::ffi::{CStr, CString};
 use std::fmt::Debug;
-use std::os::fd::OwnedFd;
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::mount::{MntFlags, MsFlags};
@@ -87,6 +87,14 @@ pub trait Kernel: Debug + Send + Sync {
 
     /// kill(2); `None` probes whether the process exists.
     fn kill(&self, pid: Pid, signal: Option<Signal>) -> nix::Result<()>;
+
+    /// pidfd_open(2): an fd that names the process now at `pid` for as long as it is
+    /// open, whatever process is given the number later.
+    fn pidfd_open(&self, pid: Pid) -> nix::Result<OwnedFd>;
+
+    /// pidfd_send_signal(2) to the process of `pidfd`; `None` (signal 0) probes whether
+    /// it still exists (a zombie does: it still holds its pid). ESRCH once it is reaped.
+    fn pidfd_send_signal(&self, pidfd: BorrowedFd<'_>, signal: Option<Signal>) -> nix::Result<()>;
 
     /// getrlimit(2): (soft, hard).
     fn getrlimit(&self, resource: Resource) -> nix::Result<(u64, u64)>;

@@ -1,6 +1,12 @@
 //! A [`Kernel`] for unit tests: records every call, keeps a small model of what the
-//! calls did (a mount table, a directory tree with interface files) so that logic
-//! reading back its own effects behaves as on a kernel, and fails the calls it is told to.
+//! calls did (a mount table, a directory tree with interface files, a process table)
+//! so that logic reading back its own effects behaves as on a kernel, and fails the
+//! calls it is told to.
+//!
+//! Of processes it models what pid reuse breaks: a process has a pid, a start time
+//! (its `/proc/<pid>/stat`) and an identity of its own; a pidfd names that identity,
+//! so a signal through it fails with ESRCH once the process is gone, even when a new
+//! process was given the same pid.
 //!
 //! Of cgroupfs it models what podhost's logic reads back: `cgroup.subtree_control`
 //! takes `+x`/`-x` lists, and a new directory's `cgroup.controllers` is its parent's
@@ -8,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -59,6 +65,12 @@ pub enum Call {
         pid: i32,
         signal: Option<Signal>,
     },
+    PidfdOpen(i32),
+    /// A signal through a pidfd, named by the pid it was opened on.
+    PidfdSignal {
+        pid: i32,
+        signal: Option<Signal>,
+    },
     GetRlimit(Resource),
     SetRlimit {
         resource: Resource,
@@ -87,6 +99,8 @@ impl Call {
                 | Call::Subdirs(_)
                 | Call::GetRlimit(_)
                 | Call::Kill { signal: None, .. }
+                | Call::PidfdOpen(_)
+                | Call::PidfdSignal { signal: None, .. }
         )
     }
 }
@@ -101,6 +115,17 @@ struct FailRule {
     times: Option<usize>,
 }
 
+/// "Once the `n`th call matching `matcher` has returned, the process at `pid` ends and
+/// a new one started at `start_ticks` is given its pid": a pid reused between two calls.
+struct ReuseRule {
+    matcher: Matcher,
+    skip: usize,
+    pid: i32,
+    start_ticks: u64,
+    armed: bool,
+    done: bool,
+}
+
 #[derive(Default)]
 struct State {
     calls: Vec<Call>,
@@ -111,6 +136,12 @@ struct State {
     rlimits: BTreeMap<String, (u64, u64)>,
     opened: Vec<(PathBuf, RawFd)>,
     spawned: i32,
+    reuses: Vec<ReuseRule>,
+    /// The live processes: pid -> the identity of the process that has it.
+    processes: BTreeMap<i32, u64>,
+    identities: u64,
+    /// Open pidfds: fd -> (pid, identity of the process it names).
+    pidfds: BTreeMap<RawFd, (i32, u64)>,
 }
 
 /// The recording fake. Starts with an empty mount table and no directories.
@@ -188,6 +219,56 @@ impl RecordingKernel {
             .insert(format!("{resource:?}"), (soft, hard));
     }
 
+    /// A live process at `pid` that started `start_ticks` after boot (its
+    /// `/proc/<pid>/stat`); one that had the pid before is gone.
+    pub fn add_process(&self, pid: i32, start_ticks: u64) {
+        self.lock().start_process(pid, start_ticks);
+    }
+
+    /// The process at `pid` exits and is reaped: its pid names nothing now.
+    pub fn end_process(&self, pid: i32) {
+        self.lock().end_process(pid);
+    }
+
+    /// Once the `n`th (from 1) call matching `matcher` has returned (before the next
+    /// call), the process at `pid` is gone and a new one that started at `start_ticks`
+    /// has its pid.
+    pub fn reuse_pid_after(
+        &self,
+        n: usize,
+        matcher: impl Fn(&Call) -> bool + Send + Sync + 'static,
+        pid: i32,
+        start_ticks: u64,
+    ) {
+        self.lock().reuses.push(ReuseRule {
+            matcher: Box::new(matcher),
+            skip: n.saturating_sub(1),
+            pid,
+            start_ticks,
+            armed: false,
+            done: false,
+        });
+    }
+
+    /// The signals sent (not probes), to whom, by either kill(2) or a pidfd.
+    pub fn signals_sent(&self) -> Vec<Call> {
+        self.calls()
+            .into_iter()
+            .filter(|c| {
+                matches!(
+                    c,
+                    Call::Kill {
+                        signal: Some(_),
+                        ..
+                    } | Call::PidfdSignal {
+                        signal: Some(_),
+                        ..
+                    }
+                )
+            })
+            .collect()
+    }
+
     /// Every call so far, in order (failed ones included).
     pub fn calls(&self) -> Vec<Call> {
         self.lock().calls.clone()
@@ -222,6 +303,7 @@ impl RecordingKernel {
     fn record(&self, call: Call) -> Result<(), Errno> {
         let mut s = self.lock();
         s.calls.push(call.clone());
+        s.apply_reuses(&call);
         for rule in s.rules.iter_mut() {
             if !(rule.matcher)(&call) || rule.times == Some(0) {
                 continue;
@@ -240,6 +322,51 @@ impl RecordingKernel {
 }
 
 impl State {
+    fn start_process(&mut self, pid: i32, start_ticks: u64) {
+        self.identities += 1;
+        let identity = self.identities;
+        self.processes.insert(pid, identity);
+        // The shape of a real stat line, with a command that holds ") " itself.
+        self.files.insert(
+            PathBuf::from(format!("/proc/{pid}/stat")),
+            format!(
+                "{pid} (a) b) S 1 {pid} {pid} 0 -1 4194560 90 0 0 0 1 2 0 0 20 0 1 0 {start_ticks} 1000 100"
+            ),
+        );
+    }
+
+    fn end_process(&mut self, pid: i32) {
+        self.processes.remove(&pid);
+        self.files
+            .remove(&PathBuf::from(format!("/proc/{pid}/stat")));
+    }
+
+    /// Ends and restarts the processes of the rules that matched an earlier call (so
+    /// the reuse happens after that call returned), then arms the rules `call` matches.
+    fn apply_reuses(&mut self, call: &Call) {
+        let mut due = Vec::new();
+        for rule in self.reuses.iter_mut() {
+            if rule.armed && !rule.done {
+                rule.done = true;
+                due.push((rule.pid, rule.start_ticks));
+            }
+        }
+        for (pid, start_ticks) in due {
+            self.end_process(pid);
+            self.start_process(pid, start_ticks);
+        }
+        for rule in self.reuses.iter_mut() {
+            if rule.armed || !(rule.matcher)(call) {
+                continue;
+            }
+            if rule.skip > 0 {
+                rule.skip -= 1;
+                continue;
+            }
+            rule.armed = true;
+        }
+    }
+
     /// A new directory; under a cgroup with controllers enabled it is offered them.
     fn make_dir(&mut self, path: &Path) {
         self.dirs.insert(path.to_path_buf());
@@ -379,6 +506,35 @@ impl Kernel for RecordingKernel {
             pid: pid.as_raw(),
             signal,
         })
+    }
+
+    fn pidfd_open(&self, pid: Pid) -> nix::Result<OwnedFd> {
+        let pid = pid.as_raw();
+        self.record(Call::PidfdOpen(pid))?;
+        let Some(&identity) = self.lock().processes.get(&pid) else {
+            return Err(Errno::ESRCH);
+        };
+        // A real fd (of /), so that its number is one no other open file has.
+        let fd = nix::fcntl::open(
+            "/",
+            nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )?;
+        self.lock().pidfds.insert(fd.as_raw_fd(), (pid, identity));
+        Ok(fd)
+    }
+
+    fn pidfd_send_signal(&self, pidfd: BorrowedFd<'_>, signal: Option<Signal>) -> nix::Result<()> {
+        let Some((pid, identity)) = self.lock().pidfds.get(&pidfd.as_raw_fd()).copied() else {
+            return Err(Errno::EBADF);
+        };
+        self.record(Call::PidfdSignal { pid, signal })?;
+        // Only the process the pidfd was opened on: once gone, ESRCH (a new process at
+        // the same pid is another one).
+        if self.lock().processes.get(&pid) != Some(&identity) {
+            return Err(Errno::ESRCH);
+        }
+        Ok(())
     }
 
     fn getrlimit(&self, resource: Resource) -> nix::Result<(u64, u64)> {
