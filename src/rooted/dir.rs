@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
 use nix::fcntl::{OFlag, ResolveFlag};
@@ -187,9 +188,14 @@ impl RootedDir {
 
     /// What `rel` is, without following it; `None` when there is nothing.
     pub fn kind(&self, rel: &str) -> Result<Option<EntryKind>, RootedError> {
+        Ok(self.lstat(rel)?.as_ref().map(EntryKind::of))
+    }
+
+    /// The stat of `rel` itself (a link's own); `None` when there is nothing.
+    pub fn lstat(&self, rel: &str) -> Result<Option<FileStat>, RootedError> {
         let (parent, name) = self.parent_of(rel)?;
         match self.kernel.lstatat(parent.fd(), name) {
-            Ok(st) => Ok(Some(EntryKind::of(&st))),
+            Ok(st) => Ok(Some(st)),
             Err(Errno::ENOENT) => Ok(None),
             Err(e) => Err(self.err("inspect", rel, e)),
         }
@@ -278,19 +284,35 @@ impl RootedDir {
     }
 
     /// Replaces the file `name` of this directory with `data` atomically: a temp file
-    /// beside it (mode `mode`), fsynced, renamed over it, the directory fsynced.
-    pub fn replace_file(&self, name: &str, data: &[u8], mode: u32) -> Result<(), RootedError> {
+    /// beside it (`.<name>.tmp.<pid>.<seq>`, the scheme the daemon's start-up sweep
+    /// removes) with mode `mode`, renamed over it; with `durable`, the file and then the
+    /// directory fsynced around the rename.
+    pub fn replace_file(
+        &self,
+        name: &str,
+        data: &[u8],
+        mode: u32,
+        durable: bool,
+    ) -> Result<(), RootedError> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
         let (parent, leaf) = self.parent_of(name)?;
-        let tmp = format!(".{leaf}.tmp.{}", std::process::id());
-        match self.kernel.unlinkat(parent.fd(), &tmp, false) {
-            Ok(()) | Err(Errno::ENOENT) => {}
-            Err(e) => return Err(parent.err("remove", &tmp, e)),
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+        let tmp = format!(".{leaf}.tmp.{}.{seq}", std::process::id());
+        let written = parent.create_file(&tmp, data, mode, None).and_then(|file| {
+            if durable {
+                file.sync_all()
+                    .map_err(|e| RootedError::io("sync", &parent.shown(&tmp), e))?;
+            }
+            parent.rename(&tmp, leaf)
+        });
+        if written.is_err() {
+            let _ = self.kernel.unlinkat(parent.fd(), &tmp, false);
         }
-        let file = parent.create_file(&tmp, data, mode, None)?;
-        file.sync_all()
-            .map_err(|e| RootedError::io("sync", &parent.shown(&tmp), e))?;
-        parent.rename(&tmp, leaf)?;
-        parent.sync()
+        written?;
+        if durable {
+            parent.sync()?;
+        }
+        Ok(())
     }
 
     /// fsync of the directory itself (through a readable fd of it).

@@ -15,8 +15,8 @@ fn files_and_dirs_get_exactly_their_modes_whatever_the_umask() {
     let root = RootedDir::open(tmp.path()).unwrap();
     root.make_dir_all("a/b", 0o755).unwrap();
     root.create_file("a/b/f", b"data", 0o640, None).unwrap();
-    root.replace_file("a/r", b"one", 0o644).unwrap();
-    root.replace_file("a/r", b"two", 0o600).unwrap();
+    root.replace_file("a/r", b"one", 0o644, true).unwrap();
+    root.replace_file("a/r", b"two", 0o600, true).unwrap();
     assert_eq!(mode(&tmp.path().join("a/b")), 0o755);
     assert_eq!(mode(&tmp.path().join("a/b/f")), 0o640);
     assert_eq!(mode(&tmp.path().join("a/r")), 0o600);
@@ -61,7 +61,7 @@ fn a_symlink_anywhere_on_the_way_is_refused_not_followed() {
             .is_escape()
     );
     assert!(
-        root.replace_file("out/secret", b"x", 0o777)
+        root.replace_file("out/secret", b"x", 0o777, true)
             .unwrap_err()
             .is_escape()
     );
@@ -179,8 +179,8 @@ fn writes_never_reach_outside_whenever_a_component_is_swapped() {
             0o666,
             Some(nix::unistd::getegid().as_raw()),
         )?;
-        root.replace_file("a/f1", b"y", 0o666)?;
-        root.replace_file("c/f3", b"z", 0o666)?;
+        root.replace_file("a/f1", b"y", 0o666, true)?;
+        root.replace_file("c/f3", b"z", 0o666, true)?;
         root.read_file("a/b/f2", 10)?;
         Ok(())
     });

@@ -6,6 +6,7 @@
 //! appears as a symlink meanwhile (another pod's hostPath volume may expose the parent
 //! to a container) is refused, never followed.
 
+use std::fs::FileType;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -17,6 +18,8 @@ use crate::rooted::{EntryKind, RootedDir};
 fn existing_base(path: &Path) -> (PathBuf, Vec<String>) {
     let mut base = path.to_path_buf();
     let mut missing = Vec::new();
+    // not a container's path: the administrator's, followed as the kubelet's
+    // stat follows it; only what is missing is made, through handles.
     while !base.is_dir() {
         match (base.file_name(), base.parent()) {
             (Some(name), Some(parent)) => {
@@ -59,8 +62,9 @@ fn create_file(path: &Path) -> Result<(), VolumeError> {
     match dir.create_file(name, b"", 0o644, None) {
         Ok(_) => Ok(()),
         // Made by someone else meanwhile: a file is what was asked for.
-        Err(e) if e.errno() == Some(nix::errno::Errno::EEXIST)
-            && dir.kind(name)? == Some(EntryKind::File) =>
+        Err(e)
+            if e.errno() == Some(nix::errno::Errno::EEXIST)
+                && dir.kind(name)? == Some(EntryKind::File) =>
         {
             Ok(())
         }
@@ -71,6 +75,7 @@ fn create_file(path: &Path) -> Result<(), VolumeError> {
 /// Checks (and for the `…OrCreate` types, makes) what the hostPath volume `volume`
 /// needs at `path`. Symlinks are followed, as the kubelet's stat does.
 pub fn check_host_path(volume: &str, path: &Path, check: HostPathType) -> Result<(), VolumeError> {
+    // not a container's path: the administrator's, checked as the kubelet's stat checks it
     let meta = std::fs::metadata(path).ok();
     let ft = meta.as_ref().map(|m| m.file_type());
     let fail = |what: &'static str| VolumeError::HostPathType {
@@ -82,21 +87,21 @@ pub fn check_host_path(volume: &str, path: &Path, check: HostPathType) -> Result
         HostPathType::Unchecked => Ok(()),
         HostPathType::DirectoryOrCreate => match ft {
             None => create_dir_all(path),
-            Some(ft) if ft.is_dir() => Ok(()),
+            Some(ft) if FileType::is_dir(&ft) => Ok(()),
             Some(_) => Err(fail("a directory")),
         },
         HostPathType::Directory => match ft {
-            Some(ft) if ft.is_dir() => Ok(()),
+            Some(ft) if FileType::is_dir(&ft) => Ok(()),
             _ => Err(fail("a directory")),
         },
         HostPathType::FileOrCreate => match ft {
             // The parent must exist, as with the kubelet (no mkdir -p here).
             None => create_file(path),
-            Some(ft) if ft.is_file() => Ok(()),
+            Some(ft) if FileType::is_file(&ft) => Ok(()),
             Some(_) => Err(fail("a file")),
         },
         HostPathType::File => match ft {
-            Some(ft) if ft.is_file() => Ok(()),
+            Some(ft) if FileType::is_file(&ft) => Ok(()),
             _ => Err(fail("a file")),
         },
         HostPathType::Socket => match ft {

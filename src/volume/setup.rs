@@ -70,6 +70,7 @@ fn make_dir(dir: &Path, mode: u32) -> Result<(RootedDir, bool), VolumeError> {
             std::io::Error::from(std::io::ErrorKind::InvalidInput),
         ));
     };
+    // not a container's path: the kind's dir in the pod dir (the volume is made below it)
     std::fs::create_dir_all(parent).map_err(|e| VolumeError::io("create", parent, e))?;
     Ok(RootedDir::open(parent)?.make_dir_created(name, mode)?)
 }

@@ -80,6 +80,7 @@ pub fn bind_sub_path(req: &SubPathRequest, mount_point: &Path) -> Result<PathBuf
             std::io::Error::from(std::io::ErrorKind::InvalidInput),
         ));
     };
+    // not a container's path: volumes/subpaths/<container>, podhost's own
     std::fs::create_dir_all(parent).map_err(|e| VolumeError::io("create", parent, e))?;
     let points = RootedDir::open(parent)?;
     match points.kind(name)? {

@@ -22,9 +22,11 @@ const UNMOUNT_TRIES: u32 = 20;
 /// daemon's) retries.
 pub fn teardown_pod_volumes(layout: &Layout, uid: &str) -> Result<(), VolumeError> {
     let dir = layout.pod_volumes_dir(uid);
+    // not a container's path: the pod's volumes dir itself (what is below it is removed on handles)
     if std::fs::symlink_metadata(&dir).is_err() {
         return Ok(());
     }
+    // not a container's path: as above
     let dir = std::fs::canonicalize(&dir).map_err(|e| VolumeError::io("resolve", &dir, e))?;
     for point in mountinfo::mounts_under(&dir)? {
         unmount_retrying(&point)?;
@@ -68,6 +70,7 @@ fn unmount_retrying(point: &Path) -> Result<(), VolumeError> {
 /// `status.json`: the daemon was killed after forgetting the pod, before its dir was
 /// gone). Pods the daemon still knows release theirs when they finish.
 pub fn sweep_orphan_volumes(layout: &Layout) {
+    // not a container's path: the daemon's pods dir
     let Ok(pods) = std::fs::read_dir(layout.pods_dir()) else {
         return;
     };
@@ -75,9 +78,11 @@ pub fn sweep_orphan_volumes(layout: &Layout) {
         let Some(uid) = pod.file_name().to_str().map(str::to_string) else {
             continue;
         };
+        // not a container's path: the pod dir's own records
         if layout.pod_dir(&uid).join("status.json").exists() {
             continue;
         }
+        // not a container's path: as above
         if !layout.pod_volumes_dir(&uid).exists() {
             continue;
         }

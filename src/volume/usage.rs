@@ -1,10 +1,11 @@
 //! emptyDir `sizeLimit` on disk: the bytes a volume uses, against its limit, in the
 //! words of the kubelet's eviction manager.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::Pod;
+
+use crate::rooted::{EntryKind, RootedDir};
 
 /// The kubelet's eviction message for an emptyDir over its sizeLimit (`limit` as the
 /// manifest wrote it, e.g. `1Gi`).
@@ -35,28 +36,34 @@ impl std::ops::Add for TreeUsage {
 /// does not exist; files vanishing meanwhile are skipped. The one du of emptyDir
 /// limits, the statistics and the eviction manager.
 pub fn tree_usage(dir: &Path) -> Option<TreeUsage> {
-    let root = std::fs::symlink_metadata(dir).ok()?;
-    let dev = root.dev();
+    // Through handles: a directory a container swaps for a link to `/` is not walked.
+    let root = RootedDir::open(dir).ok()?;
+    let st = root.stat().ok()?;
+    let dev = st.st_dev;
+    let blocks = |st: &nix::sys::stat::FileStat| u64::try_from(st.st_blocks).unwrap_or(0);
     let mut usage = TreeUsage {
-        bytes: root.blocks().saturating_mul(512),
+        bytes: blocks(&st).saturating_mul(512),
         inodes: 1,
     };
-    let mut stack = vec![dir.to_path_buf()];
+    let mut stack = vec![root];
     while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
+        let Ok(names) = d.entries() else {
             continue;
         };
-        for e in entries.flatten() {
-            let Ok(meta) = e.metadata() else { continue };
-            if meta.dev() != dev {
+        for name in names {
+            let Some(name) = name.to_str() else { continue };
+            let Ok(Some(st)) = d.lstat(name) else {
+                continue;
+            };
+            if st.st_dev != dev {
                 continue;
             }
-            usage.bytes = usage
-                .bytes
-                .saturating_add(meta.blocks().saturating_mul(512));
+            usage.bytes = usage.bytes.saturating_add(blocks(&st).saturating_mul(512));
             usage.inodes += 1;
-            if meta.is_dir() {
-                stack.push(e.path());
+            if EntryKind::of(&st) == EntryKind::Dir
+                && let Ok(sub) = d.open_dir(name)
+            {
+                stack.push(sub);
             }
         }
     }

@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Container;
 use super::context::{Ctx, PodInfo};
 use super::error::WorkerError;
 use crate::model::dns::{self, DnsSettings, PodDnsInput, ResolvConf};
+use crate::rooted::RootedDir;
 use crate::status::EventKind;
 
 /// The pod's hosts file in its directory (the kubelet's name).
@@ -71,6 +72,7 @@ pub fn write_pod_dns_files(
     // A host without the file (a minimal appliance, an initramfs) is said, not fatal.
     let mut missing = Vec::new();
     let (hosts, hostname) = if pod.host_network {
+        // not a container's path: the node's own /etc/hosts
         let node_hosts = match std::fs::read_to_string(NODE_HOSTS) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -153,19 +155,19 @@ pub fn write_pod_dns_files(
             dns::policy::MISSING_CLUSTER_DNS.to_string(),
         );
     }
-    let dir = ctx.layout.pod_dir(&pod.uid);
     let write_err = |source| WorkerError::DnsFiles {
         pod: pod.name.clone(),
         source,
     };
-    write_if_changed(&dir.join(HOSTS_FILE), hosts.as_bytes()).map_err(write_err)?;
-    write_if_changed(
-        &dir.join(RESOLV_CONF_FILE),
-        pod_dns.conf.render().as_bytes(),
-    )
-    .map_err(write_err)?;
-    write_if_changed(&dir.join(HOSTNAME_FILE), format!("{hostname}\n").as_bytes())
+    let dir = ctx.layout.pod_dir(&pod.uid);
+    // not a container's path: the pod dir, podhost's own
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| write_err(crate::rooted::RootedError::io("create", &dir, e)))?;
+    let dir = RootedDir::open(&dir).map_err(write_err)?;
+    write_if_changed(&dir, HOSTS_FILE, hosts.as_bytes()).map_err(write_err)?;
+    write_if_changed(&dir, RESOLV_CONF_FILE, pod_dns.conf.render().as_bytes())
         .map_err(write_err)?;
+    write_if_changed(&dir, HOSTNAME_FILE, format!("{hostname}\n").as_bytes()).map_err(write_err)?;
     missing.extend(pod_dns.warnings.into_iter().map(|w| w.message));
     Ok(missing)
 }
@@ -189,6 +191,8 @@ pub fn container_dns_binds(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Vec<(Path
     .into_iter()
     .filter(|(_, dest)| !own.contains(dest))
     .map(|(file, dest)| (dir.join(file), dest.to_string()))
+    // not a container's path: the pod dir's files are podhost's entries (their
+    // content is the containers')
     .filter(|(host, _)| host.exists())
     .collect()
 }
@@ -234,9 +238,11 @@ fn read_host_resolv_conf(
     upstream: &Path,
     own_netns: bool,
 ) -> std::io::Result<(ResolvConf, Option<PathBuf>)> {
+    // not a container's path: the host's resolver configuration
     let conf = dns::parse_resolv_conf(&std::fs::read_to_string(primary)?);
     if own_netns
         && conf.only_loopback_nameservers()
+        // not a container's path: systemd-resolved's file on the host
         && let Ok(text) = std::fs::read_to_string(upstream)
     {
         let behind = dns::parse_resolv_conf(&text);
@@ -247,13 +253,24 @@ fn read_host_resolv_conf(
     Ok((conf, None))
 }
 
-/// Writes `bytes` to `path` atomically unless it already holds exactly them. Boot-scoped:
-/// a pod's sandbox (and so these files) is made again after the host restarts.
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), crate::disk::DiskError> {
-    if std::fs::read(path).is_ok_and(|now| now == bytes) {
+/// Writes `bytes` to the file `name` of the pod dir atomically unless it already holds
+/// exactly them. The containers can write these files' content (they are bind-mounted
+/// read-write, as the kubelet's): the comparison reads at most one byte more than
+/// `bytes`, through the rooted layer, so a container that grows its /etc/hosts to
+/// gigabytes costs the daemon nothing. Boot-scoped (no fsync): a pod's sandbox, and so
+/// these files, is made again after the host restarts.
+fn write_if_changed(
+    dir: &RootedDir,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(), crate::rooted::RootedError> {
+    let limit = u64::try_from(bytes.len())
+        .unwrap_or(u64::MAX)
+        .saturating_add(1);
+    if dir.read_file(name, limit).is_ok_and(|now| now == bytes) {
         return Ok(());
     }
-    crate::disk::write_boot_scoped(path, bytes)
+    dir.replace_file(name, bytes, 0o644, false)
 }
 
 #[cfg(test)]
@@ -308,13 +325,26 @@ mod tests {
     #[test]
     fn unchanged_content_keeps_the_file_and_its_inode() {
         use std::os::unix::fs::MetadataExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("etc-hosts");
-        write_if_changed(&path, b"a\n").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RootedDir::open(tmp.path()).unwrap();
+        let path = tmp.path().join("etc-hosts");
+        write_if_changed(&dir, "etc-hosts", b"a\n").unwrap();
         let ino = std::fs::metadata(&path).unwrap().ino();
-        write_if_changed(&path, b"a\n").unwrap();
+        write_if_changed(&dir, "etc-hosts", b"a\n").unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().ino(), ino);
-        write_if_changed(&path, b"b\n").unwrap();
+        write_if_changed(&dir, "etc-hosts", b"b\n").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"b\n");
+        // Content a container appended (beyond what podhost wrote) is a change too.
+        std::fs::write(&path, b"b\nmore").unwrap();
+        write_if_changed(&dir, "etc-hosts", b"b\n").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"b\n");
+        // A link planted in its place is replaced (renamed over), its target untouched.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("f"), b"keep").unwrap();
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("f"), &path).unwrap();
+        write_if_changed(&dir, "etc-hosts", b"c\n").unwrap();
+        assert_eq!(std::fs::read(outside.path().join("f")).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&path).unwrap(), b"c\n");
     }
 }

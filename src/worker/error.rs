@@ -67,7 +67,7 @@ pub enum WorkerError {
     DnsFiles {
         pod: String,
         #[source]
-        source: crate::disk::DiskError,
+        source: crate::rooted::RootedError,
     },
     /// The pod's network could not be set up (the backend's error says why).
     #[error("{stage}: {source}")]

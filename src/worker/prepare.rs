@@ -54,7 +54,6 @@ fn sandbox_paths(ctx: &Ctx, pod: &PodInfo, target: Option<&ProcessHandle>) -> Sa
 /// The file bind-mounted at the container's `terminationMessagePath` (as the kubelet, mode
 /// 0666 so that any user in the container can write it), read when it exits.
 fn termination_log(bundle: &Path, c: &Container) -> Result<Vec<(PathBuf, String)>, RuntimeError> {
-    use std::os::unix::fs::PermissionsExt;
     let Some(dest) = c
         .termination_message_path
         .clone()
@@ -68,8 +67,13 @@ fn termination_log(bundle: &Path, c: &Container) -> Result<Vec<(PathBuf, String)
         path: host.clone(),
         source,
     };
-    std::fs::write(&host, b"").map_err(io)?;
-    std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o666)).map_err(io)?;
+    // Through the rooted layer, mode set on the new file's fd: the attempt dir is
+    // podhost's, but the file becomes the container's to write.
+    let dir = crate::rooted::RootedDir::open(bundle).map_err(|e| io(e.into()))?;
+    let name = super::termination_message::TERMINATION_LOG_FILE;
+    dir.remove_file(name).map_err(|e| io(e.into()))?;
+    dir.create_file(name, b"", 0o666, None)
+        .map_err(|e| io(e.into()))?;
     Ok(vec![(host, dest)])
 }
 

@@ -4,13 +4,13 @@
 //! `FallbackToLogsOnError` an empty file on a failed exit is replaced by the tail of the
 //! container's log.
 
-use std::io::Read;
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::Container;
 
 use super::context::{Ctx, PodInfo};
 use crate::logs::{ReadOptions, read_log};
+use crate::rooted::RootedDir;
 
 /// The file (in the attempt's dir) mounted at the container's `terminationMessagePath`.
 pub const TERMINATION_LOG_FILE: &str = "termination-log";
@@ -30,7 +30,7 @@ pub fn termination_message(
 ) -> Option<String> {
     let spec = container_spec(pod, container)?;
     let bundle = ctx.layout.attempt_dir(&pod.uid, container, attempt);
-    let from_file = read_capped(&bundle.join(TERMINATION_LOG_FILE));
+    let from_file = read_capped(&bundle, TERMINATION_LOG_FILE);
     if from_file.as_deref().is_some_and(|m| !m.is_empty()) {
         return from_file;
     }
@@ -53,10 +53,14 @@ fn container_spec<'a>(pod: &'a PodInfo, name: &str) -> Option<&'a Container> {
         .find(|c| c.name == name)
 }
 
-fn read_capped(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(MAX_MESSAGE_BYTES).read_to_end(&mut bytes).ok()?;
+/// The container wrote this file's content (it is bind-mounted into it): read through
+/// the rooted layer, a regular file only (never a fifo that would block the daemon),
+/// at most 4096 bytes.
+fn read_capped(bundle: &Path, name: &str) -> Option<String> {
+    let bytes = RootedDir::open(bundle)
+        .and_then(|dir| dir.read_file(name, MAX_MESSAGE_BYTES))
+        .map_err(|e| tracing::debug!(error = %e, "no termination message file"))
+        .ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -79,6 +79,7 @@ struct PayloadRecord {
 
 impl PayloadRecord {
     fn read(path: &Path) -> Option<Self> {
+        // not a container's path: the record lives in the pod dir, root-only
         let text = std::fs::read_to_string(path).ok()?;
         let (digest, payload) = text.trim_end().split_once(' ')?;
         Some(Self {
