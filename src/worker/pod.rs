@@ -461,12 +461,14 @@ fn dns_files(
 async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
     let dir = ctx.layout.pod_volumes_dir(&pod.uid);
     let spec = pod.pod.clone();
-    let made =
-        tokio::task::spawn_blocking(move || match crate::volume::plan::plan_pod(&spec, &dir) {
+    let node_memory = ctx.allocatable_memory();
+    let made = tokio::task::spawn_blocking(move || {
+        match crate::volume::plan::plan_pod(&spec, &dir, node_memory) {
             Ok(plan) => crate::volume::setup_pod_volumes(&plan),
             Err(_) => Ok(()),
-        })
-        .await;
+        }
+    })
+    .await;
     match made {
         Ok(result) => result.map_err(|source| WorkerError::Volumes {
             pod: pod.name.clone(),
