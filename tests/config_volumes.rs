@@ -314,3 +314,119 @@ fn a_missing_config_map_volume_blocks_the_container_until_it_appears() {
             .then_some(())
     });
 }
+
+/// The `size=` and the flags of the mount on `dest` as the container's /proc/mounts
+/// shows them.
+fn container_mount(d: &TestDaemon, pod: &str, dest: &str) -> (Vec<String>, Option<u64>) {
+    let out = d.cli(&["exec", pod, "--", "cat", "/proc/mounts"]);
+    let mounts = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = mounts
+        .lines()
+        .find(|l| l.split(' ').nth(1) == Some(dest))
+        .unwrap_or_else(|| panic!("no mount on {dest} in the container: {mounts}"));
+    let options: Vec<String> = line
+        .split(' ')
+        .nth(3)
+        .unwrap_or_default()
+        .split(',')
+        .map(String::from)
+        .collect();
+    let size = options
+        .iter()
+        .find_map(|o| o.strip_prefix("size="))
+        .map(|s| s.trim_end_matches('k').parse::<u64>().unwrap() * 1024);
+    (options, size)
+}
+
+/// The machine's memory, which is the test daemon's allocatable memory (it runs without
+/// eviction thresholds or reservations).
+fn mem_total() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let kb = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim();
+    kb.parse::<u64>().unwrap() * 1024
+}
+
+#[test]
+fn content_volumes_are_read_only_whatever_the_mount_says_and_their_tmpfs_is_sized() {
+    require_root();
+    let (d, _config) = daemon_with_config(&[("web.yaml", VOLUME_CONFIG)]);
+    let volumes = "  volumes:\n  - name: web\n    configMap: {name: web}\n  - name: tls\n    secret: {secretName: tls}\n  - name: scratch\n    emptyDir: {medium: Memory, sizeLimit: 8Mi}\n";
+    let mounts = "    volumeMounts:\n    - {name: web, mountPath: /web, readOnly: false}\n    - {name: tls, mountPath: /tls}\n    - {name: scratch, mountPath: /scratch}\n";
+    d.write_manifest(
+        "limited.yaml",
+        &busybox_pod(
+            "limited",
+            volumes,
+            &format!("    resources: {{limits: {{memory: 48Mi}}}}\n{mounts}"),
+            "exec sleep 1000",
+        ),
+    );
+    d.write_manifest(
+        "unlimited.yaml",
+        &busybox_pod("unlimited", volumes, mounts, "exec sleep 1000"),
+    );
+    for name in ["limited", "unlimited"] {
+        d.wait_pod(name, "running", 60, |p| {
+            container_status(p, "main")?["state"]["running"]
+                .is_object()
+                .then_some(())
+        });
+    }
+    let limited = d.full_name("limited");
+    let sh = |pod: &str, cmd: &str| {
+        let out = d.cli(&["exec", pod, "--", "sh", "-c", cmd]);
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    // `readOnly: false` and no readOnly at all: the container cannot write either
+    // volume, not a new file, not the payload, not the `..data` link.
+    for cmd in [
+        "echo x > /web/new",
+        "echo x > /web/..data/index.html",
+        "rm /web/..data",
+        "echo x > /tls/new",
+    ] {
+        let said = sh(&limited, &format!("{cmd} && echo WROTE"));
+        assert!(
+            said.contains("Read-only file system") && !said.contains("WROTE"),
+            "{cmd}: {said}"
+        );
+    }
+    assert_eq!(sh(&limited, "cat /web/index.html"), "v1");
+    // The emptyDir stays writable.
+    assert_eq!(sh(&limited, "echo x > /scratch/f && cat /scratch/f"), "x\n");
+    for dest in ["/web", "/tls"] {
+        let (options, size) = container_mount(&d, &limited, dest);
+        assert_eq!(options[0], "ro", "{dest}: {options:?}");
+        assert_eq!(size, Some(48 << 20), "{dest}: the pod's memory limit");
+    }
+    let (_, size) = container_mount(&d, &limited, "/scratch");
+    assert_eq!(size, Some(8 << 20), "the sizeLimit under the pod's limit");
+    // Without memory limits: the node's allocatable memory (the test daemon has no
+    // reservations or eviction thresholds: all of the machine's memory).
+    let unlimited = d.full_name("unlimited");
+    for dest in ["/web", "/tls"] {
+        let (options, size) = container_mount(&d, &unlimited, dest);
+        assert_eq!(options[0], "ro", "{dest}: {options:?}");
+        assert_eq!(size, Some(mem_total()), "{dest}: node allocatable");
+    }
+    // The mount that asked for readOnly: false is named in a warning.
+    let events = d.pod_events("limited");
+    assert!(
+        events.iter().any(|e| e["reason"] == "FieldNotHonoured"
+            && e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("spec.containers[0].volumeMounts[0].readOnly is ignored")),
+        "{events:#?}"
+    );
+}

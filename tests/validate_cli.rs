@@ -219,3 +219,63 @@ fn usage_errors_are_reported() {
         text(&missing)
     );
 }
+
+#[test]
+fn content_volumes_are_reported_read_only_and_every_memory_volume_with_its_size() {
+    let file = fixture("web-volumes.yaml");
+    let out = podhost(&[&file]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let forced = "configMap, secret, downwardAPI and projected volumes are always mounted read-only, as the kubelet mounts them (CVE-2017-1002102)";
+    for line in [
+        format!("  ignored   spec.containers[0].volumeMounts[0].readOnly: {forced}"),
+        "  honoured  spec.containers[0].volumeMounts[3].readOnly".to_string(),
+        "  honoured  spec.containers[1].volumeMounts[0].readOnly".to_string(),
+        format!("  note      spec.containers[0].volumeMounts[0]: mounted read-only although readOnly is false: \"config\" is a configMap volume; {forced}"),
+        format!("  note      spec.containers[0].volumeMounts[1]: mounted read-only although readOnly is not set: \"tls\" is a secret volume; {forced}"),
+        // The sidecar has no memory limit: the pod has none, and a content volume
+        // is as large as the node's allocatable memory.
+        "  note      spec.volumes[0].configMap: a tmpfs of at most the node's allocatable memory (the kubelet's size of a memory-backed volume when the pod sets no smaller bound: a memory limit on every container, or an emptyDir sizeLimit)".to_string(),
+        "  note      spec.volumes[2].emptyDir: a tmpfs of at most 16Mi (its sizeLimit; the node's allocatable memory if that is smaller)".to_string(),
+    ] {
+        assert!(t.lines().any(|l| l == line), "no line {line:?} in:\n{t}");
+    }
+    // Mounts that say readOnly: true themselves, and disk-backed volumes, get no note.
+    assert!(!t.contains("note      spec.containers[1]"), "{t}");
+    assert!(!t.contains("note      spec.volumes[3]"), "{t}");
+    let (code, verdicts) = json(&[&file]);
+    assert_eq!(code, 0);
+    let notes = verdicts[0]["notes"].as_array().unwrap();
+    let fields: Vec<&str> = notes.iter().map(|n| n["field"].as_str().unwrap()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.containers[0].volumeMounts[0]",
+            "spec.containers[0].volumeMounts[1]",
+            "spec.volumes[0].configMap",
+            "spec.volumes[1].secret",
+            "spec.volumes[2].emptyDir",
+        ]
+    );
+    for n in notes {
+        let keys: Vec<&String> = n.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["field", "message"]);
+    }
+
+    // Every container limited: the pod's limit bounds the content volumes.
+    let dir = tempfile::tempdir().unwrap();
+    let limited = std::fs::read_to_string(fixtures().join("web-volumes.yaml"))
+        .unwrap()
+        .replace(
+            "    image: busybox:1.36\n",
+            "    image: busybox:1.36\n    resources:\n      limits: {memory: 64Mi}\n",
+        );
+    let path = dir.path().join("limited.yaml");
+    std::fs::write(&path, limited).unwrap();
+    let t = text(&podhost(&[path.to_str().unwrap()]));
+    assert!(
+        t.lines().any(|l| l
+            == "  note      spec.volumes[1].secret: a tmpfs of at most 192Mi (the pod's memory limit; the node's allocatable memory if that is smaller)"),
+        "{t}"
+    );
+}

@@ -34,3 +34,4 @@ pub mod status_reconcile;
 pub mod sysctl;
 pub mod terminal_status;
 pub mod token_bucket;
+pub mod volume_confinement;

@@ -44,6 +44,7 @@ pub fn field_report(manifest: &Value) -> Vec<FieldReport> {
 pub fn field_report_for(manifest: &Value, origin: FieldOrigin) -> Vec<FieldReport> {
     let mut out = Vec::new();
     walk(manifest, "", "", origin, &mut out);
+    super::read_only_mounts::mark_forced_read_only(manifest, &mut out);
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
 }

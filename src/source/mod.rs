@@ -23,6 +23,7 @@ mod identity;
 mod load;
 mod manifest_url;
 mod merge;
+mod read_only_mounts;
 mod scan;
 mod validate;
 mod watch;

@@ -15,14 +15,16 @@ use super::subpath::{SubPathRequest, bind_sub_path};
 use crate::runtime::spec::{BindPropagation, VolumeBind};
 
 /// The mounts of `container` (an init or app container of `pod`), its volumes checked
-/// and its subPaths bound; `volumes_dir` is `Layout::pod_volumes_dir(uid)`. An error is
-/// the container's config error (CreateContainerConfigError).
+/// and its subPaths bound; `volumes_dir` is `Layout::pod_volumes_dir(uid)`,
+/// `node_allocatable_memory` as [`plan_pod`] takes it. An error is the container's
+/// config error (CreateContainerConfigError).
 pub fn container_mounts(
     pod: &Pod,
     volumes_dir: &Path,
+    node_allocatable_memory: u64,
     container: &str,
 ) -> Result<Vec<VolumeBind>, VolumeError> {
-    let plan = plan_pod(pod, volumes_dir)?;
+    let plan = plan_pod(pod, volumes_dir, node_allocatable_memory)?;
     let Some(mounts) = plan.containers.get(container) else {
         return Ok(Vec::new());
     };

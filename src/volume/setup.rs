@@ -46,12 +46,12 @@ pub fn setup_pod_volumes(plan: &PodVolumePlan, state: PodVolumesState) -> Result
                     apply_fs_group(&root, gid, plan.fs_group_on_root_mismatch)?;
                 }
             }
-            VolumeSource::Content { .. } => {
+            VolumeSource::Content { tmpfs_size, .. } => {
                 make_dir(&v.host_path, 0o755)?;
                 // Secrets never reach a disk: every content volume is a tmpfs.
                 // Its files are written by `content` before a container that mounts it
                 // starts, and kept fresh while the pod runs (the worker drives both).
-                mount_tmpfs(&v.host_path, 0o755, None, MsFlags::MS_NOEXEC)?;
+                mount_tmpfs(&v.host_path, 0o755, *tmpfs_size, MsFlags::MS_NOEXEC)?;
             }
             VolumeSource::HostPath { .. } | VolumeSource::Unsupported { .. } => {}
         }

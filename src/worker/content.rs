@@ -22,7 +22,8 @@ const REFRESH_PERIOD: Duration = Duration::from_secs(5);
 
 /// The pod's content volumes: each spec volume with the tmpfs dir it lives in.
 fn content_volumes(ctx: &Ctx, pod: &PodInfo) -> Vec<ContentVolume> {
-    let Ok(plan) = plan_pod(&pod.pod, &ctx.layout.pod_volumes_dir(&pod.uid)) else {
+    let dir = ctx.layout.pod_volumes_dir(&pod.uid);
+    let Ok(plan) = plan_pod(&pod.pod, &dir, ctx.allocatable_memory()) else {
         return Vec::new(); // a spec error is each container's config error
     };
     let specs = pod

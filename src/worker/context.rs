@@ -69,6 +69,14 @@ pub struct Ctx {
     pub dns: super::dns_files::NodeDns,
 }
 
+impl Ctx {
+    /// The node's allocatable memory in bytes (as admission sees the node): the size of
+    /// a pod's memory-backed volumes when nothing of the pod bounds them lower.
+    pub fn allocatable_memory(&self) -> u64 {
+        u64::try_from(self.admission.node().allocatable.memory_bytes).unwrap_or(0)
+    }
+}
+
 /// The immutable facts of one pod that its worker needs.
 #[derive(Debug, Clone)]
 pub struct PodInfo {

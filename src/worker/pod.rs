@@ -463,6 +463,7 @@ async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
     let dir = ctx.layout.pod_volumes_dir(&pod.uid);
     let containers = ctx.layout.pod_dir(&pod.uid).join("containers");
     let spec = pod.pod.clone();
+    let node_memory = ctx.allocatable_memory();
     let made = tokio::task::spawn_blocking(move || {
         // A container of the pod has an attempt dir from its first start on.
         let ran = std::fs::read_dir(&containers).is_ok_and(|dirs| {
@@ -474,7 +475,7 @@ async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
         } else {
             PodVolumesState::BeforeContainers
         };
-        match crate::volume::plan::plan_pod(&spec, &dir) {
+        match crate::volume::plan::plan_pod(&spec, &dir, node_memory) {
             Ok(plan) => crate::volume::setup_pod_volumes(&plan, state),
             Err(_) => Ok(()),
         }

@@ -243,8 +243,9 @@ pub fn prepare_attempt(
     let rootfs = bundle.join("rootfs");
     super::content::fill_for_container(ctx, pod, c)
         .map_err(|e| RuntimeError::ContainerConfig(e.to_string()))?;
+    let volumes_dir = ctx.layout.pod_volumes_dir(&pod.uid);
     let volume_mounts =
-        crate::volume::container_mounts(&pod.pod, &ctx.layout.pod_volumes_dir(&pod.uid), &c.name)
+        crate::volume::container_mounts(&pod.pod, &volumes_dir, ctx.allocatable_memory(), &c.name)
             .map_err(|e| RuntimeError::ContainerConfig(e.to_string()))?;
     let settings =
         super::limits::kernel_settings(ctx, pod, c).map_err(|e| spec_err(e.to_string()))?;

@@ -2,7 +2,9 @@
 //! daemon, through the same code the daemon admits pods with
 //! ([`crate::source::check_manifest`]). For each manifest: its errors (field path and
 //! message), then every field it sets and whether podhost honours, ignores (why) or
-//! rejects (why) it — so nothing a manifest asks for is dropped silently.
+//! rejects (why) it — so nothing a manifest asks for is dropped silently — and notes on
+//! how podhost applies what the fields alone do not show (a content volume mounted
+//! read-only whatever its mount says, the size of each memory-backed volume).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::daemon::resolve_node_name;
+use crate::model::volume_confinement::{forced_read_only_mounts, memory_volumes};
 use crate::source::{ManifestCheck, check_manifest};
 
 /// One manifest's verdict: the `-o json` element (field names are a stable interface).
@@ -24,15 +27,17 @@ pub struct Verdict {
     pub errors: Vec<Finding>,
     /// Every field the manifest sets, at the level podhost decides it.
     pub fields: Vec<FieldLine>,
+    /// How podhost applies what the fields alone do not show (a valid pod only).
+    pub notes: Vec<Finding>,
 }
 
-/// One error.
+/// One error, or one note.
 #[derive(Debug, Serialize)]
 pub struct Finding {
     /// The JSON path (`spec.containers[1].livenessProbe.httpGet.port`); empty when
     /// the error is about the whole file.
     pub field: String,
-    /// What is wrong and what to do.
+    /// What is wrong and what to do; for a note, what podhost does.
     pub message: String,
 }
 
@@ -128,6 +133,11 @@ fn verdict(file: &Path, check: &ManifestCheck) -> Verdict {
         file: file.display().to_string(),
         pod: check.name.clone(),
         errors,
+        notes: check
+            .pod
+            .as_ref()
+            .map(|p| notes(&p.pod))
+            .unwrap_or_default(),
         fields: check
             .fields
             .iter()
@@ -140,8 +150,25 @@ fn verdict(file: &Path, check: &ManifestCheck) -> Verdict {
     }
 }
 
-/// For people: per file a heading, then one line per finding (errors first), then a
-/// summary.
+/// The notes on a valid pod: each mount forced read-only, and each memory-backed
+/// volume's tmpfs size (the node's allocatable memory is not known here: the notes say
+/// where it decides), sorted by field.
+fn notes(pod: &k8s_openapi::api::core::v1::Pod) -> Vec<Finding> {
+    let mounts = forced_read_only_mounts(pod).into_iter().map(|m| Finding {
+        message: m.note(),
+        field: m.field,
+    });
+    let volumes = memory_volumes(pod, 0).into_iter().map(|v| Finding {
+        message: v.note(),
+        field: v.field,
+    });
+    let mut out: Vec<Finding> = mounts.chain(volumes).collect();
+    out.sort_by(|a, b| a.field.cmp(&b.field));
+    out
+}
+
+/// For people: per file a heading, then one line per finding (errors first, notes
+/// last), then a summary.
 pub fn render_text(verdicts: &[Verdict]) -> String {
     let mut out = String::new();
     for v in verdicts {
@@ -171,6 +198,9 @@ pub fn render_text(verdicts: &[Verdict]) -> String {
                 format!(": {}", f.reason)
             };
             out.push_str(&format!("  {:<9} {}{why}\n", f.status, f.path));
+        }
+        for n in &v.notes {
+            out.push_str(&format!("  note      {}: {}\n", n.field, n.message));
         }
     }
     let bad = verdicts.iter().filter(|v| !v.errors.is_empty()).count();

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, Volume};
 
 use super::expand::{expand_sub_path_expr, subpath_env};
 use crate::model::quantity::bytes;
+use crate::model::volume_confinement::memory_volume_size;
 
 /// The sub-directory of `pods/<uid>/volumes/` of each kind of volume podhost makes.
 pub const EMPTY_DIR_KIND: &str = "empty-dir";
@@ -21,7 +22,8 @@ pub const SUBPATHS_KIND: &str = "subpaths";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VolumeSource {
     /// `emptyDir`: on disk, or a tmpfs with `medium: Memory` (`tmpfs_size`: the tmpfs's
-    /// `size=`, `None` for unbounded). `size_limit`: its `sizeLimit` in bytes.
+    /// `size=`, see [`memory_volume_size`]; `None` on disk, or the kernel's default when
+    /// nothing bounds it). `size_limit`: its `sizeLimit` in bytes.
     EmptyDir {
         memory: bool,
         size_limit: Option<u64>,
@@ -29,8 +31,13 @@ pub enum VolumeSource {
     },
     /// `hostPath`, with its `type` check.
     HostPath { path: PathBuf, check: HostPathType },
-    /// configMap, secret, downwardAPI or projected: an empty tmpfs filled by `content`.
-    Content { kind: ContentKind },
+    /// configMap, secret, downwardAPI or projected: an empty tmpfs filled by `content`,
+    /// sized as a memory-backed volume (`tmpfs_size` as `EmptyDir`'s), and mounted
+    /// read-only into every container.
+    Content {
+        kind: ContentKind,
+        tmpfs_size: Option<u64>,
+    },
     /// A volume type podhost does not make (persistentVolumeClaim, nfs, …).
     Unsupported { kind: String },
 }
@@ -105,6 +112,8 @@ pub struct PlannedMount {
     /// `subPath`, or `subPathExpr` expanded: relative, without `..`; empty for none.
     pub sub_path: String,
     pub destination: String,
+    /// The mount's `readOnly`, or always for a content volume (see
+    /// [`crate::model::volume_confinement`]).
     pub read_only: bool,
     pub propagation: Propagation,
 }
@@ -241,8 +250,14 @@ fn pod_name(pod: &Pod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
 
-/// Plans the pod's volumes; `volumes_dir` is `Layout::pod_volumes_dir(uid)`.
-pub fn plan_pod(pod: &Pod, volumes_dir: &Path) -> Result<PodVolumePlan, PlanError> {
+/// Plans the pod's volumes; `volumes_dir` is `Layout::pod_volumes_dir(uid)`,
+/// `node_allocatable_memory` the node's allocatable memory in bytes (the size of a
+/// memory-backed volume that nothing of the pod bounds lower; 0 when unknown).
+pub fn plan_pod(
+    pod: &Pod,
+    volumes_dir: &Path,
+    node_allocatable_memory: u64,
+) -> Result<PodVolumePlan, PlanError> {
     let spec = pod.spec.clone().unwrap_or_default();
     let mut plan = PodVolumePlan::default();
     let mut names = HashSet::new();
@@ -254,7 +269,13 @@ pub fn plan_pod(pod: &Pod, volumes_dir: &Path) -> Result<PodVolumePlan, PlanErro
                 name: v.name.clone(),
             });
         }
-        plan.volumes.push(plan_volume(pod, index, v, volumes_dir)?);
+        plan.volumes.push(plan_volume(
+            pod,
+            index,
+            v,
+            volumes_dir,
+            node_allocatable_memory,
+        )?);
     }
     let sc = spec.security_context.clone().unwrap_or_default();
     plan.fs_group = sc.fs_group.and_then(|g| u32::try_from(g).ok());
@@ -284,8 +305,12 @@ fn plan_volume(
     index: usize,
     v: &Volume,
     volumes_dir: &Path,
+    node_allocatable_memory: u64,
 ) -> Result<PlannedVolume, PlanError> {
     let under = |kind: &str| volumes_dir.join(kind).join(&v.name);
+    let tmpfs_size = |size_limit: Option<u64>| {
+        memory_volume_size(pod, size_limit, node_allocatable_memory).map(|s| s.bytes)
+    };
     let (source, host_path) = if let Some(e) = &v.empty_dir {
         let size_limit =
             match &e.size_limit {
@@ -299,7 +324,7 @@ fn plan_volume(
                 )?),
             };
         let memory = e.medium.as_deref() == Some("Memory");
-        let tmpfs_size = memory.then(|| memory_tmpfs_size(pod, size_limit)).flatten();
+        let tmpfs_size = memory.then(|| tmpfs_size(size_limit)).flatten();
         (
             VolumeSource::EmptyDir {
                 memory,
@@ -331,7 +356,13 @@ fn plan_volume(
             path,
         )
     } else if let Some(kind) = content_kind(v) {
-        (VolumeSource::Content { kind }, under(CONTENT_KIND))
+        (
+            VolumeSource::Content {
+                kind,
+                tmpfs_size: tmpfs_size(None),
+            },
+            under(CONTENT_KIND),
+        )
     } else {
         let kind = unsupported_kind(v);
         (VolumeSource::Unsupported { kind }, under("unsupported"))
@@ -368,38 +399,6 @@ fn unsupported_kind(v: &Volume) -> String {
                 .cloned()
         })
         .unwrap_or_else(|| "no source".into())
-}
-
-/// The `size=` of a Memory emptyDir's tmpfs, as the kubelet sizes it: its sizeLimit,
-/// capped at the pod's memory limit when every container has one (the pages count
-/// against it anyway); the pod's limit alone without a sizeLimit; else unbounded.
-pub fn memory_tmpfs_size(pod: &Pod, size_limit: Option<u64>) -> Option<u64> {
-    let pod_limit = pod_memory_limit(pod);
-    match (size_limit.filter(|s| *s > 0), pod_limit) {
-        (Some(s), Some(p)) => Some(s.min(p)),
-        (Some(s), None) => Some(s),
-        (None, p) => p,
-    }
-}
-
-/// The pod's memory limit: max(sum of the app containers', the largest init
-/// container's), only when every container has one (the kubelet's PodLimits).
-fn pod_memory_limit(pod: &Pod) -> Option<u64> {
-    let spec = pod.spec.clone().unwrap_or_default();
-    let limit = |c: &Container| {
-        crate::model::qos::ContainerResources::of(c)
-            .memory_limit
-            .and_then(|b| u64::try_from(b).ok())
-    };
-    let mut sum = 0u64;
-    for c in &spec.containers {
-        sum = sum.checked_add(limit(c)?)?;
-    }
-    let mut max_init = 0u64;
-    for c in spec.init_containers.iter().flatten() {
-        max_init = max_init.max(limit(c)?);
-    }
-    Some(sum.max(max_init))
 }
 
 /// A relative path with no `..` component (the API server's subPath rule).
@@ -482,7 +481,10 @@ fn plan_container(
             volume_path: volume.host_path.clone(),
             sub_path,
             destination: m.mount_path.clone(),
-            read_only: m.read_only.unwrap_or(false),
+            // The kubelet's mustMountRO: a container never writes the files the
+            // daemon writes (and refreshes) for it, whatever its mount says.
+            read_only: m.read_only.unwrap_or(false)
+                || matches!(volume.source, VolumeSource::Content { .. }),
             propagation,
         });
     }

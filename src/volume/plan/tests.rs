@@ -8,6 +8,8 @@ use serde_json::json;
 use super::*;
 
 const VOLS: &str = "/r/pods/u1/volumes";
+/// The node's allocatable memory the plans are made for.
+const NODE_MEMORY: u64 = 3 << 30;
 
 fn pod(spec: serde_json::Value) -> Pod {
     serde_json::from_value(
@@ -17,7 +19,7 @@ fn pod(spec: serde_json::Value) -> Pod {
 }
 
 fn plan(spec: serde_json::Value) -> Result<PodVolumePlan, PlanError> {
-    plan_pod(&pod(spec), Path::new(VOLS))
+    plan_pod(&pod(spec), Path::new(VOLS), NODE_MEMORY)
 }
 
 fn with_mounts(mounts: serde_json::Value) -> serde_json::Value {
@@ -67,6 +69,13 @@ fn every_kind_gets_its_place_and_each_container_its_mounts() {
         PathBuf::from(format!("{VOLS}/content/cfg"))
     );
     assert_eq!(
+        vol("cfg").source,
+        VolumeSource::Content {
+            kind: ContentKind::ConfigMap,
+            tmpfs_size: Some(NODE_MEMORY)
+        }
+    );
+    assert_eq!(
         vol("pvc").source,
         VolumeSource::Unsupported {
             kind: "persistentVolumeClaim".into()
@@ -79,6 +88,11 @@ fn every_kind_gets_its_place_and_each_container_its_mounts() {
     assert_eq!(c[1].propagation, Propagation::HostToContainer);
     assert_eq!(c[1].volume_path, PathBuf::from("/var/lib/etcd"));
     assert_eq!(c[2].sub_path, "a/b");
+    assert!(
+        c[2].read_only,
+        "a configMap mount is read-only, subPath or not"
+    );
+    assert!(!c[1].read_only && !p.containers["init"][0].read_only);
 }
 
 #[test]
@@ -253,7 +267,11 @@ fn memory_tmpfs_sized_by_limit_or_pod_memory() {
     assert_eq!(mem(Some("1Mi"), &[None]), Some(1 << 20));
     assert_eq!(mem(None, &[Some("64Mi"), Some("32Mi")]), Some(96 << 20));
     assert_eq!(mem(Some("1Gi"), &[Some("64Mi")]), Some(64 << 20));
-    assert_eq!(mem(None, &[Some("64Mi"), None]), None);
+    // Not every container limited, no sizeLimit: the node's allocatable memory.
+    assert_eq!(mem(None, &[Some("64Mi"), None]), Some(NODE_MEMORY));
+    assert_eq!(mem(None, &[None]), Some(NODE_MEMORY));
+    // A bound above the node's memory does not raise it.
+    assert_eq!(mem(Some("8Gi"), &[None]), Some(NODE_MEMORY));
     let e = plan(json!({
         "volumes": [{"name": "m", "emptyDir": {"sizeLimit": "lots"}}],
         "containers": [{"name": "c"}]
@@ -277,4 +295,108 @@ fn fs_group_and_its_policy() {
     }))
     .unwrap_err();
     assert!(matches!(e, PlanError::BadFsGroupPolicy { .. }), "{e}");
+}
+
+#[test]
+fn content_volumes_are_read_only_whatever_read_only_says() {
+    let p = plan(json!({
+        "volumes": [
+            {"name": "cm", "configMap": {"name": "x"}},
+            {"name": "sec", "secret": {"secretName": "x"}},
+            {"name": "down", "downwardAPI": {"items": [
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}
+            ]}},
+            {"name": "proj", "projected": {"sources": [{"configMap": {"name": "x"}}]}},
+            {"name": "token", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}
+            ]}},
+            {"name": "data", "emptyDir": {}}
+        ],
+        "initContainers": [{"name": "init", "volumeMounts": [
+            {"name": "cm", "mountPath": "/cm", "readOnly": false}
+        ]}],
+        "containers": [{"name": "c", "volumeMounts": [
+            {"name": "cm", "mountPath": "/cm", "readOnly": false},
+            {"name": "sec", "mountPath": "/sec"},
+            {"name": "down", "mountPath": "/down", "readOnly": false},
+            {"name": "proj", "mountPath": "/proj", "subPath": "x"},
+            {"name": "token", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": false},
+            {"name": "cm", "mountPath": "/cm-ro", "readOnly": true},
+            {"name": "data", "mountPath": "/data", "readOnly": false}
+        ]}]
+    }))
+    .unwrap();
+    let read_only = |c: &str| -> Vec<(String, bool)> {
+        p.containers[c]
+            .iter()
+            .map(|m| (m.destination.clone(), m.read_only))
+            .collect()
+    };
+    assert_eq!(read_only("init"), [("/cm".to_string(), true)]);
+    assert_eq!(
+        read_only("c"),
+        [
+            ("/cm".to_string(), true),
+            ("/sec".into(), true),
+            ("/down".into(), true),
+            ("/proj".into(), true),
+            ("/var/run/secrets/kubernetes.io/serviceaccount".into(), true),
+            ("/cm-ro".into(), true),
+            ("/data".into(), false),
+        ]
+    );
+}
+
+#[test]
+fn content_tmpfs_sized_by_the_pod_limit_or_the_node() {
+    let size = |containers: serde_json::Value| {
+        let p = plan(json!({
+            "volumes": [
+                {"name": "sec", "secret": {"secretName": "x"}},
+                {"name": "mem", "emptyDir": {"medium": "Memory", "sizeLimit": "16Mi"}}
+            ],
+            "containers": containers
+        }))
+        .unwrap();
+        let sizes: Vec<Option<u64>> = p
+            .volumes
+            .iter()
+            .map(|v| match &v.source {
+                VolumeSource::Content { tmpfs_size, .. }
+                | VolumeSource::EmptyDir { tmpfs_size, .. } => *tmpfs_size,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        sizes
+    };
+    let limited = |m: &str| json!({"name": "c", "resources": {"limits": {"memory": m}}});
+    // The sizeLimit under the pod's limit; the content volume has none: the pod's limit.
+    assert_eq!(
+        size(json!([limited("64Mi")])),
+        [Some(64 << 20), Some(16 << 20)]
+    );
+    // The pod's limit under the sizeLimit bounds both.
+    assert_eq!(
+        size(json!([limited("8Mi")])),
+        [Some(8 << 20), Some(8 << 20)]
+    );
+    // No memory limits: the content volume gets the node's allocatable memory.
+    assert_eq!(
+        size(json!([{"name": "c"}])),
+        [Some(NODE_MEMORY), Some(16 << 20)]
+    );
+    // A node whose memory is unknown: the kernel's default (half of RAM), never 0.
+    let p = plan_pod(
+        &pod(json!({"volumes": [{"name": "sec", "secret": {"secretName": "x"}}], "containers": [{"name": "c"}]})),
+        Path::new(VOLS),
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        p.volumes[0].source,
+        VolumeSource::Content {
+            kind: ContentKind::Secret,
+            tmpfs_size: None
+        }
+    );
 }
