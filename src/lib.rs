@@ -24,7 +24,7 @@
 //! | `probe`   | probe and hook handlers, the per-container prober   | model, metrics, disk, runtime                                           |
 //! | `network` | pod networks: built-in bridge + IPAM + nftables, CNI | model, disk, runtime                                          |
 //! | `worker`  | one task per pod: observe, decide, act              | model, rooted, metrics, disk, logs, oom, image, source, configdir, status, runtime, volume, probe, network |
-//! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, metrics, disk, logs, image, status, runtime             |
+//! | `gc`      | dead containers, pod dirs, logs; drives image GC    | model, rooted, metrics, disk, logs, image, status, runtime             |
 //! | `stats`   | node/pod/container statistics: cgroups, /proc, netns, du | model, disk, runtime, status, volume (its emptyDir dir name) |
 //! | `api`     | the unix-socket HTTP API and its client; the read-only TCP endpoint | model, metrics, disk, logs, image, status, runtime, stats |
 //! | `eviction` | node pressure: signals, conditions, reclaim, evicting one pod | model, metrics, disk, status, runtime, volume, gc |

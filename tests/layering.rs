@@ -54,7 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "gc",
         &[
-            "model", "metrics", "disk", "logs", "image", "status", "runtime",
+            "model", "rooted", "metrics", "disk", "logs", "image", "status", "runtime",
         ],
     ),
     ("stats", &["model", "disk", "runtime", "status", "volume"]),

@@ -45,7 +45,21 @@ pub(crate) fn remove_tree(dir: &Path) -> Result<(), GcError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(GcError::io("rename out of the way", dir, e)),
     }
-    std::fs::remove_dir_all(&trash).map_err(|e| GcError::io("delete", &trash, e))
+    delete_tree(&trash)
+}
+
+/// Deletes `path` and what is below it through the rooted layer: an attempt dir holds
+/// the container's overlay upper dir, written by the container, so links in it are
+/// removed, never followed, and nothing mounted is entered.
+fn delete_tree(path: &Path) -> Result<(), GcError> {
+    let io_err = |e: crate::rooted::RootedError| GcError::io("delete", path, e.into());
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+    else {
+        return Ok(());
+    };
+    crate::rooted::RootedDir::open(parent)
+        .and_then(|dir| dir.remove_tree(name))
+        .map_err(io_err)
 }
 
 /// The pid in a trash name `.gc-<name>-<pid>-<seq>`.
@@ -76,9 +90,7 @@ pub(crate) fn sweep_trash(dir: &Path) {
             .and_then(|m| changed_at(&m));
         let gone = pid > 0 && changed.is_some() && !writer_may_live(pid, changed);
         if gone {
-            let removed = detach_all_under(&path).and_then(|()| {
-                std::fs::remove_dir_all(&path).map_err(|e| GcError::io("delete", &path, e))
-            });
+            let removed = detach_all_under(&path).and_then(|()| delete_tree(&path));
             match removed {
                 Ok(()) => tracing::info!(path = %path.display(), "container GC: removed leftover"),
                 Err(e) => {
