@@ -213,3 +213,41 @@ fn the_adversary_catches_a_walk_that_checks_then_uses_a_path() {
         "the adversary let a path-following walk through"
     );
 }
+
+#[test]
+fn a_tree_deeper_than_path_max_is_removed_without_recursion() {
+    // 3000 levels of "d/": 6000 bytes of path, beyond PATH_MAX, made through fds as a
+    // container could make them (mkdir; chdir).
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dir = nix::fcntl::open(
+        tmp.path(),
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .unwrap();
+    std::fs::create_dir(tmp.path().join("top")).unwrap();
+    dir = nix::fcntl::openat(
+        &dir,
+        "top",
+        nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .unwrap();
+    for _ in 0..3000 {
+        nix::sys::stat::mkdirat(&dir, "d", nix::sys::stat::Mode::from_bits_truncate(0o755))
+            .unwrap();
+        dir = nix::fcntl::openat(
+            &dir,
+            "d",
+            nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY,
+            nix::sys::stat::Mode::empty(),
+        )
+        .unwrap();
+    }
+    drop(dir);
+    RootedDir::open(tmp.path())
+        .unwrap()
+        .remove_tree("top")
+        .unwrap();
+    assert!(!tmp.path().join("top").exists());
+}

@@ -14,39 +14,90 @@ use super::RootedError;
 use super::dir::{EntryKind, RootedDir};
 
 /// Removes the entry `name` of `parent` and, for a directory, everything below it.
+/// Iterative (a frame per level on the heap, not on the thread's stack): a container
+/// that nests directories 100 000 deep gets an error from the fd limit, never a crash.
 pub(super) fn remove_tree(parent: &RootedDir, name: &str) -> Result<(), RootedError> {
-    let kernel = parent.kernel();
-    let st = match kernel.lstatat(parent.fd(), name) {
-        Ok(st) => st,
-        Err(Errno::ENOENT) => return Ok(()),
-        Err(e) => return Err(RootedError::at("inspect", &parent.path().join(name), e)),
+    /// A directory being emptied: its handle, where it sits, what is left in it.
+    struct Frame {
+        dir: RootedDir,
+        parent: RootedDir,
+        name: String,
+        pending: Vec<String>,
+    }
+    let Some(first) = open_for_removal(parent, name)? else {
+        return Ok(());
     };
-    if EntryKind::of(&st) == EntryKind::Dir {
-        let dir = match parent.open_dir(name) {
-            Ok(dir) => dir,
-            // Swapped for something else since the stat: unlinked below as it is now.
-            Err(e) if e.is_escape() || e.errno() == Some(Errno::ENOTDIR) => {
-                return remove_entry(parent, name);
-            }
-            Err(e) if e.errno() == Some(Errno::ENOENT) => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let same_fs = dir.stat()?.st_dev == parent.stat()?.st_dev;
-        if same_fs {
-            for child in dir.entries()? {
-                let Some(child) = child.to_str() else {
-                    // Not UTF-8: removed through its bytes would need another API; such
-                    // names never come from podhost, so say so.
-                    return Err(RootedError::BadName {
-                        path: dir.path().to_path_buf(),
-                        name: child.to_string_lossy().into_owned(),
+    let mut stack = vec![Frame {
+        pending: names_of(&first, parent)?,
+        dir: first,
+        parent: parent.clone(),
+        name: name.to_string(),
+    }];
+    while let Some(top) = stack.last_mut() {
+        match top.pending.pop() {
+            Some(child) => {
+                if let Some(sub) = open_for_removal(&top.dir, &child)? {
+                    let pending = names_of(&sub, &top.dir)?;
+                    let parent = top.dir.clone();
+                    stack.push(Frame {
+                        dir: sub,
+                        parent,
+                        name: child,
+                        pending,
                     });
-                };
-                remove_tree(&dir, child)?;
+                }
+            }
+            None => {
+                let done = stack
+                    .pop()
+                    .unwrap_or_else(|| unreachable!("the loop saw a top"));
+                remove_entry(&done.parent, &done.name)?;
             }
         }
     }
-    remove_entry(parent, name)
+    Ok(())
+}
+
+/// The directory `name` of `parent` to empty, or `None` when it was removed here
+/// already (not a directory: unlinked as it is; or gone).
+fn open_for_removal(parent: &RootedDir, name: &str) -> Result<Option<RootedDir>, RootedError> {
+    let kernel = parent.kernel();
+    let st = match kernel.lstatat(parent.fd(), name) {
+        Ok(st) => st,
+        Err(Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(RootedError::at("inspect", &parent.path().join(name), e)),
+    };
+    if EntryKind::of(&st) != EntryKind::Dir {
+        remove_entry(parent, name)?;
+        return Ok(None);
+    }
+    match parent.open_dir(name) {
+        Ok(dir) => Ok(Some(dir)),
+        // Swapped for something else since the stat: unlinked as it is now.
+        Err(e) if e.is_escape() || e.errno() == Some(Errno::ENOTDIR) => {
+            remove_entry(parent, name)?;
+            Ok(None)
+        }
+        Err(e) if e.errno() == Some(Errno::ENOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The names in `dir`, or none when it is another filesystem mounted there (not
+/// entered; removing its mount point then fails, busy).
+fn names_of(dir: &RootedDir, parent: &RootedDir) -> Result<Vec<String>, RootedError> {
+    if dir.stat()?.st_dev != parent.stat()?.st_dev {
+        return Ok(Vec::new());
+    }
+    dir.entries()?
+        .into_iter()
+        .map(|child| {
+            child.into_string().map_err(|child| RootedError::BadName {
+                path: dir.path().to_path_buf(),
+                name: child.to_string_lossy().into_owned(),
+            })
+        })
+        .collect()
 }
 
 /// unlinkat of `name` as what it is now (a directory or not).
@@ -88,8 +139,22 @@ pub fn set_group_tree(
     let mut count = WalkCount::default();
     let dev = root.stat()?.st_dev;
     set_group_on(root, root.fd(), gid, bits, EntryKind::Dir, "", &mut count)?;
-    let mut stack = vec![root.clone()];
-    while let Some(dir) = stack.pop() {
+    // Pending dirs as paths relative to the root, each opened (confined) when its turn
+    // comes: holding a handle per pending dir would let a wide tree exhaust the fds.
+    let mut stack = vec![String::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = if rel.is_empty() {
+            root.clone()
+        } else {
+            match root.open_dir(&rel) {
+                Ok(dir) => dir,
+                Err(e) if e.errno() == Some(Errno::ENOENT) || e.is_escape() => {
+                    count.skipped += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         let names = match dir.entries() {
             Ok(names) => names,
             Err(e) if e.errno() == Some(Errno::ENOENT) => {
@@ -117,17 +182,14 @@ pub fn set_group_tree(
                 .map_err(|e| RootedError::at("inspect", &dir.path().join(name), e))?;
             let kind = EntryKind::of(&st);
             set_group_on(&dir, fd.as_fd(), gid, bits, kind, name, &mut count)?;
+            // Into directories of the same filesystem only; one swapped for something
+            // else before its turn is refused then (open_dir never follows a link).
             if kind == EntryKind::Dir && st.st_dev == dev {
-                match dir.open_dir(name) {
-                    // The same inode as the one just changed: descend. Another one (a
-                    // swap since) is left for what it is.
-                    Ok(sub) if sub.stat()?.st_ino == st.st_ino => stack.push(sub),
-                    Ok(_) => count.skipped += 1,
-                    Err(e) if e.errno() == Some(Errno::ENOENT) || e.is_escape() => {
-                        count.skipped += 1
-                    }
-                    Err(e) => return Err(e),
-                }
+                stack.push(if rel.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{rel}/{name}")
+                });
             }
         }
     }

@@ -45,14 +45,25 @@ pub fn tree_usage(dir: &Path) -> Option<TreeUsage> {
         bytes: blocks(&st).saturating_mul(512),
         inodes: 1,
     };
-    let mut stack = vec![root];
-    while let Some(d) = stack.pop() {
-        let Ok(names) = d.entries() else {
+    // Pending dirs as paths relative to the root, not open handles: a container that
+    // makes 100 000 sibling dirs must not run the daemon out of fds (and so out of the
+    // count). Each is opened from the root's handle, confined, when its turn comes.
+    let mut stack = vec![String::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = if rel.is_empty() {
+            root.clone()
+        } else {
+            match root.open_dir(&rel) {
+                Ok(dir) => dir,
+                Err(_) => continue,
+            }
+        };
+        let Ok(names) = dir.entries() else {
             continue;
         };
         for name in names {
             let Some(name) = name.to_str() else { continue };
-            let Ok(Some(st)) = d.lstat(name) else {
+            let Ok(Some(st)) = dir.lstat(name) else {
                 continue;
             };
             if st.st_dev != dev {
@@ -60,10 +71,12 @@ pub fn tree_usage(dir: &Path) -> Option<TreeUsage> {
             }
             usage.bytes = usage.bytes.saturating_add(blocks(&st).saturating_mul(512));
             usage.inodes += 1;
-            if EntryKind::of(&st) == EntryKind::Dir
-                && let Ok(sub) = d.open_dir(name)
-            {
-                stack.push(sub);
+            if EntryKind::of(&st) == EntryKind::Dir {
+                stack.push(if rel.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{rel}/{name}")
+                });
             }
         }
     }
