@@ -222,3 +222,68 @@ fn empty_dir_swaps_during_restarts_never_reach_the_host() {
     let peak = peak_rss_kib(d.daemon_pid().unwrap());
     assert!(peak < MAX_DAEMON_PEAK_RSS_KIB, "daemon peak RSS {peak} KiB");
 }
+
+/// The pod's own container cannot write its content volume (read-only), but another pod
+/// can if the host dir is handed to it (a hostPath an administrator gave too widely):
+/// then the daemon's writer itself must stand, on every refresh and restart.
+#[test]
+fn a_content_volume_written_by_another_pod_never_leads_the_writer_to_the_host() {
+    assert!(require_root());
+    let sentinel = Sentinel::new();
+    let mut d = TestDaemon::prepare_with(&[]);
+    let config = d.dir.path().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    put(&config, "cfg.yaml", &config_map(0));
+    d.extra_args.push("--config-dir".into());
+    d.extra_args.push(config.display().to_string());
+    d.spawn_daemon();
+    load_swapper(&d);
+    d.write_manifest(
+        "victim.yaml",
+        &busybox_pod(
+            "victim",
+            "  securityContext: {fsGroup: 4321}\n  volumes:\n  - name: cfg\n    configMap: {name: cfg}\n",
+            "    volumeMounts:\n    - {name: cfg, mountPath: /cfg}\n",
+            "exec sleep 1000",
+        ),
+    );
+    let uid = d.wait_pod("victim", "the victim running", 60, |p| {
+        container_status(p, "main")?["state"]["running"]
+            .is_object()
+            .then(|| p["metadata"]["uid"].as_str().unwrap().to_string())
+    });
+    let volume = d.root.join("pods").join(&uid).join("volumes/content/cfg");
+    assert!(
+        volume.join("..data").exists(),
+        "no payload in {}",
+        volume.display()
+    );
+    let attacker = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: attacker}}\nspec:\n  volumes:\n  - name: victims\n    hostPath: {{path: {vol}, type: Directory}}\n  containers:\n  - name: attacker\n    image: {IMAGE}\n    imagePullPolicy: Never\n    command: [swapper, payload, /victims, {host}]\n    volumeMounts:\n    - {{name: victims, mountPath: /victims}}\n",
+        vol = volume.display(),
+        host = sentinel.host_dir()
+    );
+    d.write_manifest("attacker.yaml", &attacker);
+    attacker_running(&d, "attacker");
+    let start = Instant::now();
+    let mut edits = 0;
+    while start.elapsed() < Duration::from_secs(30) {
+        edits += 1;
+        put(&config, "cfg.yaml", &config_map(edits));
+        std::thread::sleep(Duration::from_millis(100));
+        if edits % 100 == 0 {
+            restart(&mut d);
+        }
+    }
+    let (swaps, refused) = raced(&d, "attacker");
+    println!(
+        "content volume written by another pod: {edits} ConfigMap edits, 2 daemon restarts; the attacker raced {swaps} swaps ({refused} refused)"
+    );
+    assert!(
+        swaps > 0,
+        "the attacker never got to swap anything: the test proves nothing"
+    );
+    sentinel.assert_unchanged(&d);
+    let peak = peak_rss_kib(d.daemon_pid().unwrap());
+    assert!(peak < MAX_DAEMON_PEAK_RSS_KIB, "daemon peak RSS {peak} KiB");
+}
