@@ -268,9 +268,10 @@ fn sub_path_source_swapped_for_a_host_link_is_never_mounted() {
                 && m.contains("resolves outside the volume")),
         "no clear refusal of the swapped subPath: waiting {refusals:#?}, events {events:#?}"
     );
+    // Any other refusal (a race the kernel reported) still names the subPath.
     for m in &refusals {
         assert!(
-            m.contains("sub"),
+            m.contains("subPath \"sub\"") || m.contains("/sub"),
             "a refusal that does not name the subPath: {m}"
         );
     }
