@@ -14,10 +14,12 @@
 //! the writer's make it stop with an error instead of being overwritten.
 
 use std::collections::BTreeSet;
+use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
+use nix::fcntl::Flock;
 use sha2::{Digest, Sha256};
 
 use super::{ContentError, FileSet, ProjectedFile};
@@ -101,6 +103,29 @@ impl PayloadRecord {
     }
 }
 
+/// An exclusive lock on `<record>.lock` (beside the record, root-only), held while the
+/// returned guard lives.
+fn lock_writer(record: &Path) -> Result<Flock<File>, ContentError> {
+    let path = record.with_extension("lock");
+    let io = |op: &'static str| {
+        let path = path.clone();
+        move |source| ContentError::Io { op, path, source }
+    };
+    if let Some(dir) = path.parent() {
+        // not a container's path: the pod dir's content-payloads dir, root-only
+        std::fs::create_dir_all(dir).map_err(io("create the directory of"))?;
+    }
+    // not a container's path: as above
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io("open"))?;
+    Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| io("lock")(std::io::Error::from(e)))
+}
+
 /// The digest of a payload as it will be written: paths, modes, data and the group.
 fn digest_of(files: &FileSet, fs_group: Option<u32>) -> String {
     let mut h = Sha256::new();
@@ -134,6 +159,10 @@ fn write_through(
     fs_group: Option<u32>,
     record: &Path,
 ) -> Result<bool, ContentError> {
+    // One writer at a time per volume: a container's start fills the volume while the
+    // refresher may be writing it; two interleaved swaps would each remove the other's
+    // payload as stale and leave `..data` dangling.
+    let _writer = lock_writer(record)?;
     let root = RootedDir::open_with(kernel, dir)?;
     let unsafe_path = |path: &str, reason: String| ContentError::UnsafePath {
         dir: dir.to_path_buf(),

@@ -321,3 +321,31 @@ fn a_swap_between_any_two_calls_never_reaches_outside() {
         }
     }
 }
+
+/// A container's start fills a volume while the refresher may be writing it: writers
+/// of the same volume take turns, so neither removes the payload the other just made
+/// current (`..data` never dangles).
+#[test]
+fn concurrent_writers_never_leave_data_dangling() {
+    let vol = Arc::new(Vol::new());
+    let writers: Vec<_> = (0..4u8)
+        .map(|w| {
+            let vol = vol.clone();
+            std::thread::spawn(move || {
+                for round in 0..40u8 {
+                    let value = [w, round % 2];
+                    vol.write(&set(&[("k", &value, 0o644)]), None).unwrap();
+                    let target = vol.path().join(data_target(vol.path()));
+                    assert!(
+                        target.is_dir(),
+                        "..data dangles after writer {w}'s round {round}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("a writer saw a dangling ..data");
+    }
+    assert_eq!(fs::read(vol.path().join("k")).unwrap().len(), 2);
+}
