@@ -9,96 +9,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod common_hostile;
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::*;
-
-const IMAGE: &str = "localhost/swapper:1";
-/// The daemon's peak resident memory above which the attack counts as a blow-up.
-const MAX_DAEMON_PEAK_RSS_KIB: u64 = 256 * 1024;
-
-/// A host directory no container sees: one secret file (0600), one private subdir
-/// with a file, owned by root.
-struct Sentinel {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-    before: BTreeMap<String, String>,
-}
-
-impl Sentinel {
-    fn new() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("podhost-sentinel-")
-            .tempdir()
-            .unwrap();
-        let path = dir.path().to_path_buf();
-        std::fs::set_permissions(&path, PermissionsExt::from_mode(0o700)).unwrap();
-        std::fs::write(path.join("secret"), b"host secret\n").unwrap();
-        std::fs::set_permissions(path.join("secret"), PermissionsExt::from_mode(0o600)).unwrap();
-        std::fs::create_dir(path.join("sub")).unwrap();
-        std::fs::set_permissions(path.join("sub"), PermissionsExt::from_mode(0o700)).unwrap();
-        std::fs::write(path.join("sub/inner"), b"inner\n").unwrap();
-        std::fs::set_permissions(path.join("sub/inner"), PermissionsExt::from_mode(0o640)).unwrap();
-        let before = snapshot(&path);
-        Self {
-            _dir: dir,
-            path,
-            before,
-        }
-    }
-
-    fn host_dir(&self) -> &str {
-        self.path.to_str().unwrap()
-    }
-
-    fn assert_unchanged(&self, d: &TestDaemon) {
-        let after = snapshot(&self.path);
-        assert_eq!(
-            after,
-            self.before,
-            "the host sentinel {} changed under a hostile container; daemon log:\n{}",
-            self.path.display(),
-            d.daemon_log()
-        );
-    }
-}
-
-/// Every entry below `root` (and root itself): type, mode, owner, content.
-fn snapshot(root: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(p) = stack.pop() {
-        let m = std::fs::symlink_metadata(&p).unwrap();
-        let rel = p.strip_prefix(root).unwrap().display().to_string();
-        let what = if m.is_dir() {
-            for e in std::fs::read_dir(&p).unwrap() {
-                stack.push(e.unwrap().path());
-            }
-            "dir".to_string()
-        } else if m.is_file() {
-            format!("file {:?}", std::fs::read(&p).unwrap())
-        } else {
-            format!("other {:?}", std::fs::read_link(&p).ok())
-        };
-        out.insert(
-            rel,
-            format!("{what} mode={:o} uid={} gid={}", m.mode(), m.uid(), m.gid()),
-        );
-    }
-    out
-}
-
-/// The swapper image (tests/programs/swapper.c, static) loaded into `d`.
-fn load_swapper(d: &TestDaemon) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/swapper.c");
-    let work = d.dir.path().join("swapper-image");
-    std::fs::create_dir_all(&work).unwrap();
-    d.load(&static_program_layout(&src, &work, IMAGE));
-}
+use common_hostile::*;
 
 /// The last `swaps=S refused=R` the swapper printed.
 fn raced(d: &TestDaemon, pod: &str) -> (u64, u64) {
@@ -115,15 +32,6 @@ fn raced(d: &TestDaemon, pod: &str) -> (u64, u64) {
             .unwrap_or(0)
     };
     (num("swaps="), num("refused="))
-}
-
-fn peak_rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap()
 }
 
 fn attacker_running(d: &TestDaemon, pod: &str) {
@@ -151,10 +59,8 @@ fn put(dir: &Path, name: &str, text: &str) {
     std::fs::rename(&tmp, dir.join(name)).unwrap();
 }
 
-#[test]
-fn content_volume_payload_swaps_never_reach_the_host() {
-    assert!(require_root());
-    let sentinel = Sentinel::new();
+/// A daemon whose `--config-dir` holds the ConfigMap `cfg`, with the swapper loaded.
+fn daemon_with_config_map() -> (TestDaemon, PathBuf) {
     let mut d = TestDaemon::prepare_with(&[]);
     let config = d.dir.path().join("config");
     std::fs::create_dir_all(&config).unwrap();
@@ -163,6 +69,14 @@ fn content_volume_payload_swaps_never_reach_the_host() {
     d.extra_args.push(config.display().to_string());
     d.spawn_daemon();
     load_swapper(&d);
+    (d, config)
+}
+
+#[test]
+fn content_volume_payload_swaps_never_reach_the_host() {
+    assert!(require_root());
+    let sentinel = Sentinel::new();
+    let (mut d, config) = daemon_with_config_map();
     let pod = format!(
         "apiVersion: v1\nkind: Pod\nmetadata: {{name: payload}}\nspec:\n  securityContext: {{fsGroup: 4321}}\n  volumes:\n  - name: cfg\n    configMap: {{name: cfg}}\n  containers:\n  - name: attacker\n    image: {IMAGE}\n    imagePullPolicy: Never\n    command: [swapper, payload, /cfg, {host}]\n    volumeMounts:\n    - {{name: cfg, mountPath: /cfg, readOnly: false}}\n",
         host = sentinel.host_dir()
@@ -230,14 +144,7 @@ fn empty_dir_swaps_during_restarts_never_reach_the_host() {
 fn a_content_volume_written_by_another_pod_never_leads_the_writer_to_the_host() {
     assert!(require_root());
     let sentinel = Sentinel::new();
-    let mut d = TestDaemon::prepare_with(&[]);
-    let config = d.dir.path().join("config");
-    std::fs::create_dir_all(&config).unwrap();
-    put(&config, "cfg.yaml", &config_map(0));
-    d.extra_args.push("--config-dir".into());
-    d.extra_args.push(config.display().to_string());
-    d.spawn_daemon();
-    load_swapper(&d);
+    let (mut d, config) = daemon_with_config_map();
     d.write_manifest(
         "victim.yaml",
         &busybox_pod(
