@@ -21,7 +21,7 @@
 # longer it runs (perf on a 200-pod churn: ~28 % of the pods' CPU in that scan). On the
 # loop-mounted journaled image that scan is gone, but each fsync becomes a journal
 # commit plus an fsync of the image file by the loop device: the figures move both
-# ways (README, Benchmarks, ninth round).
+# ways (docs/benchmarks.md).
 #
 # Installs the peers from Debian (runc, crun, podman, conmon, umoci, jq) with the
 # project's install-deps.sh. podhost runs as a release build with --pod-network none

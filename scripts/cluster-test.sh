@@ -48,7 +48,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBE_APISERVER:-}" ]; then
-  echo "SKIP scripts/cluster-test.sh: KUBE_APISERVER is not set (a kube-apiserver binary is needed; see README, Cluster mode)"
+  echo "SKIP scripts/cluster-test.sh: KUBE_APISERVER is not set (a kube-apiserver binary is needed; see docs/cluster-mode.md)"
   exit 77
 fi
 [ "$(id -u)" -eq 0 ] || { echo "cluster-test: run as root" >&2; exit 1; }

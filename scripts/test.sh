@@ -36,7 +36,7 @@ cargo test --all-targets --locked -- --test-threads=2
 bash scripts/torture.sh --short
 bash scripts/vm-test.sh
 # Cluster mode against a live control plane: only when KUBE_APISERVER names a
-# kube-apiserver binary (Debian ships none; see README, Cluster mode). 77 = not run.
+# kube-apiserver binary (Debian ships none; see docs/cluster-mode.md). 77 = not run.
 cluster_rc=0
 bash scripts/cluster-test.sh || cluster_rc=$?
 case $cluster_rc in

@@ -29,22 +29,6 @@ const MAX_DNS_PEAK_GROWTH_KIB: u64 = DNS_FILL_MIB * 1024 / 2;
 /// The kubelet's `MaxContainerTerminationMessageLength`.
 const MAX_TERMINATION_MESSAGE: usize = 4096;
 
-/// The last `swaps=S refused=R` the swapper printed in `logs`.
-fn tally(logs: &str) -> (u64, u64) {
-    let last = logs
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("swaps="))
-        .unwrap_or("swaps=0 refused=0");
-    let num = |key: &str| {
-        last.split_whitespace()
-            .find_map(|w| w.strip_prefix(key))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (num("swaps="), num("refused="))
-}
-
 /// Restarts the daemon (SIGKILL, as a crash or an upgrade would) and waits for its API;
 /// returns the peak RSS of the daemon it killed.
 fn restart(d: &mut TestDaemon) -> u64 {

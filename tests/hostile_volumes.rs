@@ -17,21 +17,9 @@ use std::time::{Duration, Instant};
 use common::*;
 use common_hostile::*;
 
-/// The last `swaps=S refused=R` the swapper printed.
+/// The last `swaps=S refused=R` the attacker of `pod` printed.
 fn raced(d: &TestDaemon, pod: &str) -> (u64, u64) {
-    let logs = d.logs_of(pod, "attacker");
-    let last = logs
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("swaps="))
-        .unwrap_or("swaps=0 refused=0");
-    let num = |key: &str| {
-        last.split_whitespace()
-            .find_map(|w| w.strip_prefix(key))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (num("swaps="), num("refused="))
+    tally(&d.logs_of(pod, "attacker"))
 }
 
 fn attacker_running(d: &TestDaemon, pod: &str) {

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use nix::errno::Errno;
 
 pub use dir::{EntryKind, RootedDir};
-pub use walk::{GroupBits, WalkCount, set_group_tree};
+pub use walk::{GroupBits, WalkCount, join_rel, set_group_tree};
 
 /// Why a rooted call failed; every message names the path as the handle saw it.
 #[derive(Debug, thiserror::Error)]

@@ -114,6 +114,15 @@ fn remove_entry(parent: &RootedDir, name: &str) -> Result<(), RootedError> {
     }
 }
 
+/// `rel/name`, or `name` at the root (`rel` empty): a walk's pending dir.
+pub fn join_rel(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
 /// What a group walk adds to each entry's mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GroupBits {
@@ -143,17 +152,14 @@ pub fn set_group_tree(
     // comes: holding a handle per pending dir would let a wide tree exhaust the fds.
     let mut stack = vec![String::new()];
     while let Some(rel) = stack.pop() {
-        let dir = if rel.is_empty() {
-            root.clone()
-        } else {
-            match root.open_dir(&rel) {
-                Ok(dir) => dir,
-                Err(e) if e.errno() == Some(Errno::ENOENT) || e.is_escape() => {
-                    count.skipped += 1;
-                    continue;
-                }
-                Err(e) => return Err(e),
+        // "" opens the root itself ("." beneath its handle).
+        let dir = match root.open_dir(&rel) {
+            Ok(dir) => dir,
+            Err(e) if e.errno() == Some(Errno::ENOENT) || e.is_escape() => {
+                count.skipped += 1;
+                continue;
             }
+            Err(e) => return Err(e),
         };
         let names = match dir.entries() {
             Ok(names) => names,
@@ -185,11 +191,7 @@ pub fn set_group_tree(
             // Into directories of the same filesystem only; one swapped for something
             // else before its turn is refused then (open_dir never follows a link).
             if kind == EntryKind::Dir && st.st_dev == dev {
-                stack.push(if rel.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{rel}/{name}")
-                });
+                stack.push(join_rel(&rel, name));
             }
         }
     }

@@ -3,7 +3,8 @@
 //! table does not list is ignored as "not honoured yet" — reported, never dropped
 //! silently (the daemon's `FieldNotHonoured` events, `podhost validate`). When a
 //! feature lands, adding its path here as [`FieldStatus::Honoured`] is all it takes;
-//! the README's "Fields honoured" section is checked against the honoured entries.
+//! the "Fields honoured" section of docs/kubelet-semantics.md is checked against the
+//! honoured entries.
 //!
 //! Syntax: JSON paths with `.` between object keys and `[*]` for every array element.
 //! An entry decides its whole subtree (`metadata.labels` honours every label).
@@ -394,17 +395,20 @@ mod tests {
         }
     }
 
-    /// The README's "Fields honoured" section names every honoured field (by its last
-    /// path element), so the documentation cannot fall behind the table.
+    /// The "Fields honoured" section of docs/kubelet-semantics.md names every honoured
+    /// field (by its last path element), so the documentation cannot fall behind the
+    /// table.
     #[test]
     fn readme_lists_every_honoured_field() {
         let readme = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/kubelet-semantics.md"),
         )
         .unwrap();
-        let start = readme.find("### Fields honoured").expect("README section");
+        let start = readme
+            .find("## Fields honoured")
+            .expect("the docs' section");
         let section = &readme[start..];
-        let section = &section[..section[4..].find("\n### ").map_or(section.len(), |i| i + 4)];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
         let missing: Vec<&str> = honoured_fields()
             .filter(|path| {
                 let leaf = path.rsplit(['.', ']']).next().unwrap_or(path);
@@ -413,7 +417,7 @@ mod tests {
             .collect();
         assert!(
             missing.is_empty(),
-            "README.md \"Fields honoured\" does not name: {missing:?}"
+            "docs/kubelet-semantics.md \"Fields honoured\" does not name: {missing:?}"
         );
     }
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::rooted::{EntryKind, RootedDir};
+use crate::rooted::{EntryKind, RootedDir, join_rel};
 
 /// The kubelet's eviction message for an emptyDir over its sizeLimit (`limit` as the
 /// manifest wrote it, e.g. `1Gi`).
@@ -50,13 +50,9 @@ pub fn tree_usage(dir: &Path) -> Option<TreeUsage> {
     // count). Each is opened from the root's handle, confined, when its turn comes.
     let mut stack = vec![String::new()];
     while let Some(rel) = stack.pop() {
-        let dir = if rel.is_empty() {
-            root.clone()
-        } else {
-            match root.open_dir(&rel) {
-                Ok(dir) => dir,
-                Err(_) => continue,
-            }
+        // "" opens the root itself ("." beneath its handle).
+        let Ok(dir) = root.open_dir(&rel) else {
+            continue;
         };
         let Ok(names) = dir.entries() else {
             continue;
@@ -72,11 +68,7 @@ pub fn tree_usage(dir: &Path) -> Option<TreeUsage> {
             usage.bytes = usage.bytes.saturating_add(blocks(&st).saturating_mul(512));
             usage.inodes += 1;
             if EntryKind::of(&st) == EntryKind::Dir {
-                stack.push(if rel.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{rel}/{name}")
-                });
+                stack.push(join_rel(&rel, name));
             }
         }
     }

@@ -101,3 +101,19 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap()
 }
+
+/// The last `swaps=S refused=R` the swapper printed in `logs`.
+pub fn tally(logs: &str) -> (u64, u64) {
+    let last = logs
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("swaps="))
+        .unwrap_or("swaps=0 refused=0");
+    let num = |key: &str| {
+        last.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (num("swaps="), num("refused="))
+}
