@@ -10,7 +10,7 @@ use super::security::Rejection;
 use crate::model::host_ports::{HostPort, first_conflict};
 
 /// The kubelet's reason for a pod whose host ports are taken.
-pub const REASON: &str = "NodePorts";
+pub const REASON: &str = crate::model::admission::HOST_PORTS_REASON;
 
 /// The host ports of the admitted pods, by uid.
 #[derive(Debug, Default, Clone)]

@@ -23,6 +23,7 @@ mod local_storage;
 mod pod;
 mod prepare;
 mod report;
+mod sandbox;
 pub mod security;
 mod start;
 mod sync_loop;

@@ -73,6 +73,8 @@ pub enum Report {
         container: String,
         failure: Option<String>,
     },
+    /// What is wrong with the pod's sandbox now (`None`: nothing), from its guard.
+    Sandbox { problem: Option<String> },
 }
 
 /// Where the pod's tasks send their [`Report`]s: the pod's sync loop, through a channel

@@ -14,7 +14,7 @@ use crate::disk::container_id;
 use crate::disk::records::{EXIT_FILE, ExitRecord};
 use crate::disk::write_json_atomic;
 use crate::image::ResolvedImage;
-use crate::model::podsync::{BlockKind, Termination};
+use crate::model::podsync::{BlockKind, PullDecision, Termination, pull_decision};
 use crate::runtime::process_handle::ProcessHandle;
 use crate::runtime::shim_client;
 use crate::status::EventKind;
@@ -257,8 +257,7 @@ fn start_failed(
     }
 }
 
-/// The image per imagePullPolicy: Always pulls, IfNotPresent pulls when missing, Never
-/// only uses the store. A `localhost/` image (podman's convention) is never pulled.
+/// The image per imagePullPolicy, as the pod-sync core decides it ([`pull_decision`]).
 async fn ensure_image(
     ctx: &Ctx,
     pod: &PodInfo,
@@ -267,18 +266,10 @@ async fn ensure_image(
     let image_ref = c.image.clone().unwrap_or_default();
     let present = resolve(ctx, &image_ref, &c.name).await;
     let local_only = crate::image::is_local_only(&image_ref);
-    let policy = match c.image_pull_policy.as_deref() {
-        _ if local_only => "Never",
-        Some(p) => p,
-        None => "IfNotPresent",
-    };
-    let pull = match policy {
-        "Always" => true,
-        "Never" => false,
-        _ => present.is_err(),
-    };
-    if !pull {
-        if present.is_ok() {
+    let decision = pull_decision(c.image_pull_policy.as_deref(), local_only, present.is_ok());
+    match decision {
+        PullDecision::Pull => {}
+        PullDecision::UseStored => {
             event(
                 ctx,
                 pod,
@@ -287,16 +278,19 @@ async fn ensure_image(
                 "Pulled",
                 format!("Container image \"{image_ref}\" already present on machine"),
             );
+            return present;
         }
-        return present.map_err(|_| match local_only {
-            true => WorkerError::LocalImageNotPresent {
-                hint: crate::image::local_only_hint(&image_ref),
-            },
-            false => WorkerError::ImageNotPresent {
-                image: image_ref.clone(),
-                policy: policy.to_string(),
-            },
-        });
+        PullDecision::NeverPullMissing { policy } => {
+            return Err(match local_only {
+                true => WorkerError::LocalImageNotPresent {
+                    hint: crate::image::local_only_hint(&image_ref),
+                },
+                false => WorkerError::ImageNotPresent {
+                    image: image_ref.clone(),
+                    policy: policy.to_string(),
+                },
+            });
+        }
     }
     event(
         ctx,

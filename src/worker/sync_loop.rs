@@ -42,9 +42,10 @@ pub struct EvictOrder {
 }
 
 /// Runs the pod's containers until the pod has terminated and none of them runs.
-pub async fn run_containers(
+pub(super) async fn run_containers(
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
+    sandbox: Option<super::sandbox::Sandbox>,
     term: TermRx,
     mut evict: watch::Receiver<Option<EvictOrder>>,
 ) {
@@ -84,6 +85,15 @@ pub async fn run_containers(
         published: None,
     };
     super::content::spawn_refresher(&exec.ctx, &exec.pod, &mut exec.tasks);
+    if let Some(sandbox) = sandbox {
+        exec.tasks.spawn(super::sandbox::guard(
+            exec.ctx.clone(),
+            exec.pod.clone(),
+            sandbox,
+            exec.reports_tx.clone(),
+            term.clone(),
+        ));
+    }
     super::local_storage::spawn_watch(&exec.ctx, &exec.pod, &mut exec.tasks, &exec.reports_tx);
     let evictions = exec.reports_tx.clone();
     exec.tasks.spawn(async move {
@@ -431,6 +441,7 @@ impl Executor {
                 }
             }
             Report::Evict { message, grace } => self.observed.on_evicted(now, message, grace),
+            Report::Sandbox { problem } => self.observed.sandbox_problem = problem,
             Report::PostStartEnded { container, failure } => {
                 if let Some(obs) = self.observed.container_mut(&container) {
                     obs.on_post_start_ended(now, failure);

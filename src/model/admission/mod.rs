@@ -108,6 +108,31 @@ pub fn is_admission_reason(reason: &str) -> bool {
         .any(|u| u.reason() == reason)
 }
 
+/// The reason of a pod rejected for a host port another pod holds (the kubelet's
+/// `NodePorts` predicate, checked by the worker's port ledger).
+pub const HOST_PORTS_REASON: &str = "NodePorts";
+
+/// The kubelet's prefix of a rejected pod's `status.message`.
+pub const REJECTED_PREFIX: &str = "Pod was rejected: ";
+
+/// A pod a previous daemon rejected stays rejected, with its reason and message, as the
+/// kubelet's rejected pods stay Failed even once what they lacked is freed (and so that
+/// re-admission in another order after a restart cannot swap two pods). From the pod's
+/// last published phase, reason and message; `None` when it was not rejected.
+pub fn prior_rejection(
+    phase: Option<&str>,
+    reason: Option<&str>,
+    message: Option<&str>,
+) -> Option<(String, String)> {
+    let reason = reason.filter(|r| *r == HOST_PORTS_REASON || is_admission_reason(r))?;
+    if phase != Some("Failed") {
+        return None;
+    }
+    let message = message.unwrap_or_default();
+    let message = message.strip_prefix(REJECTED_PREFIX).unwrap_or(message);
+    Some((reason.to_string(), message.to_string()))
+}
+
 /// A static pod (`kubernetes.io/config.source` other than `api`, as the kubelet's
 /// `IsStaticPod`): from the manifest directory or URL.
 pub fn is_static(pod: &Pod) -> bool {

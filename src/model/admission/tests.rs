@@ -136,3 +136,34 @@ fn admission_reasons_are_recognised() {
     assert!(!is_admission_reason("NodePorts"));
     assert!(!is_admission_reason("Evicted"));
 }
+
+#[test]
+fn a_pod_rejected_before_a_restart_stays_rejected_and_nothing_else_does() {
+    let rejected = |phase, reason, message| prior_rejection(phase, reason, message);
+    // (phase, reason, message) -> prior rejection
+    assert_eq!(
+        rejected(
+            Some("Failed"),
+            Some("OutOfcpu"),
+            Some("Pod was rejected: Node didn't have enough resource: cpu")
+        ),
+        Some((
+            "OutOfcpu".into(),
+            "Node didn't have enough resource: cpu".into()
+        ))
+    );
+    assert_eq!(
+        rejected(Some("Failed"), Some(HOST_PORTS_REASON), None),
+        Some(("NodePorts".into(), String::new()))
+    );
+    assert_eq!(
+        rejected(Some("Failed"), Some("NodeAffinity"), Some("no prefix")),
+        Some(("NodeAffinity".into(), "no prefix".into()))
+    );
+    // Failed for another reason (its containers failed, it was evicted): admitted again.
+    assert_eq!(rejected(Some("Failed"), Some("Evicted"), Some("x")), None);
+    assert_eq!(rejected(Some("Failed"), None, None), None);
+    // Not Failed: never a rejection.
+    assert_eq!(rejected(Some("Running"), Some("OutOfcpu"), None), None);
+    assert_eq!(rejected(None, Some("NodePorts"), None), None);
+}

@@ -7,7 +7,8 @@
 //! when to wake up if nothing else happens, and the pod's resulting status (phase,
 //! conditions, container states with reasons). Restart policy, CrashLoopBackOff, image and
 //! configuration back-off, termination ordering and the grace arithmetic are decided here
-//! and nowhere else.
+//! and nowhere else; so are the sandbox's lifecycle ([`decide_sandbox`]: create, keep,
+//! repair one part, recreate) and the image pull policy ([`pull_decision`]).
 //!
 //! No I/O, no clock reads, no tokio: the worker observes (shim exits, hook results,
 //! timers), folds each observation into [`PodObserved`] with its `on_*` methods (pure
@@ -19,6 +20,8 @@ mod facts;
 mod health;
 mod init;
 mod observed;
+mod pull;
+mod sandbox;
 mod status;
 mod stop;
 
@@ -30,6 +33,11 @@ pub use facts::{ContainerFacts, ContainerKind, Hook, PodFacts, ProbeFacts};
 pub use observed::{
     BlockKind, ContainerObserved, Health, HookProgress, Instance, PodObserved, ProbeKind,
     ProbeResult, StartBlock, StopProgress, Termination, TerminationOrder,
+};
+pub use pull::{PullDecision, pull_decision};
+pub use sandbox::{
+    FailureKind, FailureResponse, SandboxObserved, SandboxPlan, SandboxStep, StepState,
+    decide_sandbox, on_step_failure, step_backoff,
 };
 pub use status::{PodStatusView, conditions, terminated_state};
 

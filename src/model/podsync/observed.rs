@@ -354,6 +354,9 @@ pub struct PodObserved {
     /// The pod was evicted (an emptyDir over its sizeLimit, node pressure): when, the
     /// message, and the grace its containers get.
     pub evicted: Option<(DateTime<Utc>, String, Duration)>,
+    /// What is wrong with the pod's sandbox (a part missing or failing to repair, see
+    /// [`decide_sandbox`](super::decide_sandbox)): the pod is not Ready meanwhile.
+    pub sandbox_problem: Option<String>,
 }
 
 impl PodObserved {

@@ -213,17 +213,18 @@ pub(super) fn pod_status(
         .zip(&init_container_statuses)
         .filter(|(spec, _)| spec.kind == ContainerKind::Sidecar)
         .all(|(_, s)| s.ready);
-    let all_ready = !container_statuses.is_empty()
+    let containers_ready = !container_statuses.is_empty()
         && container_statuses.iter().all(|c| c.ready)
         && sidecars_ready;
+    // A sandbox part missing (its network gone under it) makes the pod unready even
+    // without a readiness probe to notice: Services stop sending it traffic.
+    let sandbox_ready = observed.sandbox_problem.is_none();
     let start_time = observed.start_time.or(Some(now));
-    // The worker syncs only once the pod's sandbox exists.
-    let sandbox_ready = true;
     let mut values = vec![
         ("PodScheduled", true),
         ("Initialized", *init == InitProgress::Done),
-        ("ContainersReady", all_ready),
-        ("Ready", all_ready),
+        ("ContainersReady", containers_ready),
+        ("Ready", containers_ready && sandbox_ready),
         ("PodReadyToStartContainers", sandbox_ready),
     ];
     if cause == Some(StopCause::Evicted) {
@@ -241,6 +242,18 @@ pub(super) fn pod_status(
     {
         c.reason = Some("TerminationByKubelet".to_string());
         c.message = Some(message.clone());
+    }
+    for c in &mut conditions {
+        let explained = matches!(c.type_.as_str(), "Ready" | "PodReadyToStartContainers");
+        if explained && c.status == "False" {
+            if let Some(problem) = &observed.sandbox_problem {
+                c.reason = Some("PodSandboxNotReady".to_string());
+                c.message = Some(problem.clone());
+            }
+        } else if explained && c.reason.as_deref() == Some("PodSandboxNotReady") {
+            c.reason = None;
+            c.message = None;
+        }
     }
     PodStatusView {
         phase,

@@ -5,6 +5,7 @@ mod health;
 mod init;
 mod props;
 mod restart;
+mod sandbox;
 mod status;
 mod termination;
 
