@@ -94,7 +94,9 @@ class Daemon:
              "--eviction-hard=",
              # The built-in bridge whatever /etc/cni/net.d holds (podman installs a
              # config there, which --pod-network auto would pick).
-             "--pod-network", "bridge"],
+             "--pod-network", "bridge",
+             # The configMap shape's ConfigMap.
+             "--config-dir", self.a.config],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             env=dict(os.environ, RUST_LOG="info"))
         for _ in range(400):
@@ -118,10 +120,38 @@ class Daemon:
 
 KINDS = ["long", "exiter", "crasher", "slowstop"]
 
+# The pod shapes whose sandbox a restarted daemon must keep whole (issue 29): an emptyDir
+# with fsGroup its container churns files in, a shared PID namespace (a pause process),
+# a hostPort on the pod network, a configMap volume.
+SHAPES = ["plain", "fsgroup", "sharedpid", "hostport", "configmap"]
 
-def manifest(name, version, kind, policy):
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: torture}\ndata: {greeting: hello}\n"
+
+
+def shape_parts(name, shape):
+    """(pod spec lines, container lines, a shell prefix) of a shape."""
+    if shape == "fsgroup":
+        return ("  securityContext: {fsGroup: 2345}\n  volumes:\n  - name: data\n    emptyDir: {}\n",
+                "    volumeMounts: [{name: data, mountPath: /data}]\n",
+                "(i=0; while true; do i=$((i+1)); echo $i > /data/f$((i%9)); "
+                "rm -f /data/f$(((i+4)%9)); done) & ")
+    if shape == "sharedpid":
+        return ("  shareProcessNamespace: true\n", "", "")
+    if shape == "hostport":
+        # One port per pod name: a new version waits for the old one to be gone.
+        port = 20000 + int(name[1:]) % 20000
+        return ("", f"    ports: [{{containerPort: 8080, hostPort: {port}}}]\n", "")
+    if shape == "configmap":
+        return ("  volumes:\n  - name: conf\n    configMap: {name: torture}\n",
+                "    volumeMounts: [{name: conf, mountPath: /conf}]\n",
+                "cat /conf/greeting >/dev/null; ")
+    return ("", "", "")
+
+
+def manifest(name, version, kind, policy, shape="plain"):
     mark = f"{name}.v{version}"
-    head = 'echo "T START"; trap \'echo "T EXIT 143"; exit 143\' TERM; '
+    pod_lines, container_lines, prefix = shape_parts(name, shape)
+    head = 'echo "T START"; trap \'echo "T EXIT 143"; exit 143\' TERM; ' + prefix
     if kind in ("long", "slowstop"):
         body = "while true; do sleep 1 & wait $!; done"
     elif kind == "exiter":
@@ -138,8 +168,10 @@ def manifest(name, version, kind, policy):
     return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n"
             f"  annotations:\n    torture/version: \"{version}\"\n"
             f"spec:\n  restartPolicy: {policy}\n  terminationGracePeriodSeconds: {grace}\n"
+            f"{pod_lines}"
             f"  containers:\n  - name: main\n    image: localhost/busybox:latest\n"
             f"    imagePullPolicy: Never\n    command: [\"sh\", \"-c\", {json.dumps(head + body)}]\n"
+            f"{container_lines}"
             f"    env:\n    - name: MARK\n      value: {mark}\n{lifecycle}")
 
 
@@ -227,10 +259,14 @@ def main():
     a.root = os.path.join(a.work, "root")
     a.logs = os.path.join(a.work, "logs")
     a.sock = os.path.join(a.work, "sock")
+    a.config = os.path.join(a.work, "config")
     a.node = f"torture{os.getpid()}"
     # torture.sh names it, so that its exit trap removes it in every hierarchy.
     a.cgroup_root = os.environ.get("PODHOST_TORTURE_CGROUP_ROOT", f"/podhost-torture-{os.getpid()}")
     os.makedirs(a.manifests, exist_ok=True)
+    os.makedirs(a.config, exist_ok=True)
+    with open(os.path.join(a.config, "torture.yaml"), "w") as f:
+        f.write(CONFIG_MAP)
     rng = random.Random(a.seed)
     print(f"torture: seed {a.seed}, {a.pods} pods, {a.kills} daemon kills, "
           f"{a.shim_kills} shim kills over {a.duration:.0f}s; work dir {a.work}", flush=True)
@@ -299,12 +335,12 @@ def main():
             policy = rng.choice(["Always", "Always", "OnFailure", "Never"])
             if kind == "crasher":
                 policy = "Always"
-            live[name] = (1, kind, policy)
+            live[name] = (1, kind, policy, rng.choice(SHAPES))
             created += 1
         elif live and action < 0.75:
             name = rng.choice(sorted(live))
-            v, kind, policy = live[name]
-            live[name] = (v + 1, kind, policy)
+            v, kind, policy, shape = live[name]
+            live[name] = (v + 1, kind, policy, shape)
             created += 1
             edits += 1
         elif live:
@@ -315,10 +351,10 @@ def main():
             continue
         else:
             continue
-        v, kind, policy = live[name]
+        v, kind, policy, shape = live[name]
         tmp = os.path.join(a.manifests, f".{name}.tmp")
         with open(tmp, "w") as f:
-            f.write(manifest(name, v, kind, policy))
+            f.write(manifest(name, v, kind, policy, shape))
         os.rename(tmp, os.path.join(a.manifests, f"{name}.yaml"))
     stop.set()
     for t in threads:

@@ -295,3 +295,55 @@ fn a_daemon_restarted_while_each_sandbox_step_fails_leaves_every_running_pod_as_
         );
     }
 }
+
+/// A fresh pod whose network waits for the node (cluster mode's podCIDR, injected) stays
+/// Pending with the reason and starts once the network is there, with one event and no
+/// teardown; a hostNetwork pod never waits for the pod network.
+#[test]
+fn a_fresh_pod_waits_for_the_pod_network_and_a_host_network_pod_never_does() {
+    require_root();
+    let mut d = TestDaemon::prepare_with(&[]);
+    d.spawn_daemon_with_env(&[("PODHOST_TEST_SANDBOX_FAULT", "network-pending:3")]);
+    wait_until(Duration::from_secs(20), "the daemon's API", || {
+        d.cli(&["get", "pods", "-o", "json"])
+            .status
+            .success()
+            .then_some(())
+    })
+    .unwrap_or_else(|| panic!("no API:\n{}", d.daemon_log()));
+    let pod = |name: &str, host_network: bool| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  hostNetwork: {host_network}\n  terminationGracePeriodSeconds: 1\n  containers:\n  - name: main\n    image: localhost/busybox:latest\n    imagePullPolicy: Never\n    command: [sleep, '3600']\n"
+        )
+    };
+    d.write_manifest("net.yaml", &pod("net", false));
+    d.write_manifest("hostnet.yaml", &pod("hostnet", true));
+    for name in ["net", "hostnet"] {
+        d.wait_pod(name, &format!("{name} Running"), 60, |p| {
+            (phase(p) == "Running").then_some(())
+        });
+    }
+    let reasons = |name: &str| -> Vec<String> {
+        d.pod_events(name)
+            .iter()
+            .map(|e| e["reason"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let net = reasons("net");
+    assert_eq!(
+        net.iter().filter(|r| *r == "NetworkNotReady").count(),
+        1,
+        "{net:?}"
+    );
+    assert!(
+        !net.iter().any(|r| r == "FailedCreatePodSandBox"),
+        "{net:?}"
+    );
+    let hostnet = reasons("hostnet");
+    assert!(
+        !hostnet.iter().any(|r| r == "NetworkNotReady"),
+        "{hostnet:?}"
+    );
+    let log = d.daemon_log();
+    assert!(!log.contains("its sandbox is made anew"), "{log}");
+}

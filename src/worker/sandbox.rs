@@ -218,7 +218,7 @@ async fn run_steps(
     creating: bool,
 ) {
     for step in steps {
-        let result = match sandbox.faults.take(*step) {
+        let result = match sandbox.faults.take(*step, pod.host_network) {
             Some(injected) => Err(injected),
             None => run_step(ctx, pod, *step, &mut sandbox.ips).await,
         };
@@ -429,9 +429,10 @@ impl Faults {
         }
     }
 
-    fn take(&mut self, step: SandboxStep) -> Option<StepError> {
+    fn take(&mut self, step: SandboxStep, host_network: bool) -> Option<StepError> {
         let (faulty, pending) = self.step?;
-        if faulty != step || self.left == 0 {
+        // Only a pod on the pod network can wait for the pod CIDR.
+        if faulty != step || self.left == 0 || (pending && host_network) {
             return None;
         }
         self.left -= 1;
