@@ -81,12 +81,12 @@ pub enum StoreTargetError {
         "no podhost daemon is running at {socket} ({source}); start it (or give its \
          --socket), or load without a daemon straight into its store with --root-dir DIR \
          (the daemon's --root-dir, default {DEFAULT_ROOT_DIR})",
-        socket = socket.display()
+        socket = socket.display(), source = cause
     )]
     NoDaemonNoRoot {
         socket: PathBuf,
-        #[source]
-        source: std::io::Error,
+        /// Shown in the message, not chained (it would be printed twice).
+        cause: std::io::Error,
     },
     /// No daemon on the socket, but one serves `--root-dir` on another socket.
     #[error(
@@ -100,10 +100,10 @@ pub enum StoreTargetError {
         daemon_socket: PathBuf,
     },
     /// No daemon on the socket, for a command that needs one.
-    #[error("{source}{}", hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default())]
+    #[error("{cause}{}", hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default())]
     NoDaemon {
-        #[source]
-        source: ClientError,
+        /// Shown in the message, not chained (it would be printed twice).
+        cause: ClientError,
         hint: Option<String>,
     },
     /// The daemon's answer could not be had or read.
@@ -120,7 +120,7 @@ pub fn through_daemon(
 ) -> Result<ImageStoreTarget, StoreTargetError> {
     match ask(client) {
         Ok(answer) => checked(client, answer, root_dir),
-        Err(source) => {
+        Err(cause) => {
             let hint = root_dir.and_then(socket_of_daemon_on).map(|s| {
                 format!(
                     "the daemon on that --root-dir answers on {}: pass --socket {}",
@@ -128,7 +128,7 @@ pub fn through_daemon(
                     s.display()
                 )
             });
-            Err(StoreTargetError::NoDaemon { source, hint })
+            Err(StoreTargetError::NoDaemon { cause, hint })
         }
     }
 }
@@ -144,17 +144,20 @@ pub fn for_load(
         Ok(answer) => checked(client, answer, root_dir),
         Err(ClientError::Connect { socket, source }) if no_daemon(&source) => {
             let Some(root_dir) = root_dir else {
-                return Err(StoreTargetError::NoDaemonNoRoot { socket, source });
+                return Err(StoreTargetError::NoDaemonNoRoot {
+                    socket,
+                    cause: source,
+                });
             };
             if let Some(daemon_socket) = socket_of_daemon_on(root_dir) {
                 return Err(StoreTargetError::RootServedElsewhere {
-                    socket,
-                    root: root_dir.to_path_buf(),
+                    socket: absolute(&socket),
+                    root: absolute(root_dir),
                     daemon_socket,
                 });
             }
             Ok(ImageStoreTarget::Direct {
-                root_dir: root_dir.to_path_buf(),
+                root_dir: absolute(root_dir),
             })
         }
         Err(e) => Err(e.into()),
@@ -176,11 +179,11 @@ fn checked(
     answer: Option<DaemonInfo>,
     root_dir: Option<&Path>,
 ) -> Result<ImageStoreTarget, StoreTargetError> {
-    let socket = client.socket().to_path_buf();
+    let socket = absolute(client.socket());
     let Some(info) = answer else {
         return match root_dir {
             Some(given) => Err(StoreTargetError::UnreportedRoot {
-                given: given.to_path_buf(),
+                given: absolute(given),
                 socket,
             }),
             None => Ok(ImageStoreTarget::UnreportedRoot { socket }),
@@ -190,6 +193,7 @@ fn checked(
     if let Some(given) = root_dir
         && !same_dir(given, &daemon_root)
     {
+        let given = &absolute(given);
         let hint = match socket_of_daemon_on(given) {
             Some(s) => format!(
                 "The daemon on {} answers on {}: pass --socket {}.",
@@ -227,14 +231,16 @@ fn socket_of_daemon_on(root: &Path) -> Option<PathBuf> {
     same_dir(root, Path::new(&info.root_dir)).then_some(socket)
 }
 
+/// `path` made absolute (without resolving symlinks), for messages: a relative
+/// `--root-dir` or `--socket` is shown as the path it names.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// The same directory, symlinks and `..` resolved (as given, made absolute, when it
 /// does not exist).
 fn same_dir(a: &Path, b: &Path) -> bool {
-    let resolved = |p: &Path| {
-        std::fs::canonicalize(p)
-            .or_else(|_| std::path::absolute(p))
-            .unwrap_or_else(|_| p.to_path_buf())
-    };
+    let resolved = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| absolute(p));
     resolved(a) == resolved(b)
 }
 
