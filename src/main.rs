@@ -100,9 +100,15 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
             root_dir,
         } => load::run(&client(), &path, name, root_dir.as_deref()),
         Command::Images => images::list(&client()),
-        Command::Pull { reference } => pull::run(&client(), &reference),
-        Command::Rmi { reference } => images::remove(&client(), reference),
-        Command::Gc => images::gc(&client()),
+        Command::Pull {
+            reference,
+            root_dir,
+        } => pull::run(&client(), &reference, root_dir.as_deref()),
+        Command::Rmi {
+            reference,
+            root_dir,
+        } => images::remove(&client(), reference, root_dir.as_deref()),
+        Command::Gc { root_dir } => images::gc(&client(), root_dir.as_deref()),
         Command::Top {
             resource,
             containers,

@@ -167,6 +167,47 @@ fn umoci_layout_loads_by_its_directory_name_and_runs() {
     );
 }
 
+/// umoci's layout with a second tag (`umoci tag`: `busybox` beside `latest`, one
+/// manifest): `load --name` loads that one image under REF, and without --name it is
+/// loaded under both names (as the single-name rules give each: `busybox` a short
+/// name, `latest` the directory's tag).
+#[test]
+fn umoci_layout_with_two_tags_loads_as_one_image() {
+    require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let layout = umoci_layout(tmp.path(), "umoci-tags");
+    let image = format!("{}:latest", layout.display());
+    run("umoci", &["tag", "--image", &image, "busybox"]);
+    let index = json_of(&layout.join("index.json"));
+    let manifests = index["manifests"].as_array().unwrap();
+    assert_eq!(
+        manifests.len(),
+        2,
+        "umoci lists the manifest per tag: {index}"
+    );
+    assert_eq!(manifests[0]["digest"], manifests[1]["digest"], "{index}");
+    let d = TestDaemon::start();
+    let out = d.cli(&[
+        "load",
+        "--name",
+        "localhost/umoci:1",
+        layout.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "load --name: {}", stderr(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "Loaded image: localhost/umoci:1"
+    );
+    let out = d.cli(&["load", layout.to_str().unwrap()]);
+    assert!(out.status.success(), "load: {}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Loaded image: localhost/umoci-tags:latest")
+            && stdout.contains("Loaded image: localhost/busybox:latest"),
+        "{stdout}"
+    );
+}
+
 /// skopeo's copies: a short name (`oci:DST:busybox`), several tags in one layout,
 /// a docker-archive without RepoTags, a layout without any name — each loads by
 /// the naming rules or with --name, and the ambiguous ones are refused clearly.
@@ -210,12 +251,33 @@ fn skopeo_copies_load_by_short_name_tag_or_name() {
         "{out}"
     );
 
-    // Two tags in one layout: ambiguous without --name, the tag picks with it.
-    let tags = tmp.path().join("tags");
+    // Two tags of one image in one layout: one image under both names.
+    let same = tmp.path().join("same");
     for tag in ["v1", "v2"] {
         run(
             "skopeo",
-            &["copy", &src_ref, &format!("oci:{}:{tag}", tags.display())],
+            &["copy", &src_ref, &format!("oci:{}:{tag}", same.display())],
+        );
+    }
+    let out = loaded(&load(&[same.to_str().unwrap()]));
+    assert!(
+        out.contains("Loaded image: localhost/same:v1")
+            && out.contains("Loaded image: localhost/same:v2"),
+        "{out}"
+    );
+
+    // Tags of two different images: ambiguous without --name, the tag picks with it.
+    let tags = tmp.path().join("tags");
+    let other = image_variant(
+        &tmp.path().join("other"),
+        "localhost/other:1",
+        serde_json::json!({ "Env": ["OTHER=1"] }),
+    );
+    let other_ref = format!("oci:{}:localhost/other:1", other.display());
+    for (from, tag) in [(&src_ref, "v1"), (&other_ref, "v2")] {
+        run(
+            "skopeo",
+            &["copy", from, &format!("oci:{}:{tag}", tags.display())],
         );
     }
     let out = load(&[tags.to_str().unwrap()]);
@@ -279,11 +341,16 @@ fn skopeo_copies_load_by_short_name_tag_or_name() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("full reference"), "{}", stderr(&out));
 
-    // All of them are the same image (same layers, same config) in the store.
+    // All of them but tags:v2 are the same image (same layers, same config).
     let store = ImageStore::open(&root).unwrap();
+    assert_ne!(
+        store.resolve("localhost/tags:v2").unwrap().manifest_digest,
+        store.resolve("localhost/same:v2").unwrap().manifest_digest
+    );
     let digests: Vec<String> = [
         "localhost/busybox:latest",
-        "localhost/tags:v2",
+        "localhost/same:v1",
+        "localhost/same:v2",
         "localhost/unnamed:2",
     ]
     .iter()

@@ -51,6 +51,11 @@ impl Client {
         }
     }
 
+    /// The socket this client talks to.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
     fn io(&self, source: std::io::Error) -> ClientError {
         ClientError::Io {
             socket: self.socket.clone(),

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{ContainerStatus, EphemeralContainer, Pod};
 use super::query::parse_query;
 use super::request_error::RequestError;
 use super::server::{ApiState, Body, error, ndjson_response, ok_json, respond};
-use super::types::{ExecTarget, LoadRequest, LoadResponse};
+use super::types::{DaemonInfo, ExecTarget, LoadRequest, LoadResponse};
 use crate::disk::container_id;
 use crate::status::PodRecord;
 
@@ -22,6 +22,7 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
     let method = req.method().clone();
     match (method, parts.as_slice()) {
         (Method::GET, ["healthz"]) => respond(200, "text/plain", b"ok".to_vec()),
+        (Method::GET, ["info"]) => ok_json(&daemon_info(&state)),
         (Method::GET, ["pods"]) if super::pod_watch::wants_watch(&query) => {
             super::pod_watch::watch_pods(&state)
         }
@@ -56,6 +57,14 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             super::stats_routes::metrics_cadvisor(&state.stats).await
         }
         (_, _) => error(404, format!("no such API path: {path}")),
+    }
+}
+
+/// Which root dir and image store this daemon serves.
+fn daemon_info(state: &ApiState) -> DaemonInfo {
+    DaemonInfo {
+        root_dir: state.images.root_dir().display().to_string(),
+        image_store: state.images.images_dir().display().to_string(),
     }
 }
 

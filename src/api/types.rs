@@ -34,6 +34,16 @@ pub struct LoadResponse {
     pub references: Vec<String>,
 }
 
+/// `GET /info`: which daemon answers on this socket. The CLI's image commands compare
+/// `root_dir` with their `--root-dir` and say which store they acted on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DaemonInfo {
+    /// The daemon's `--root-dir`, as it was given (absolute).
+    pub root_dir: String,
+    /// Its image store: `<root_dir>/images` (blobs and references).
+    pub image_store: String,
+}
+
 /// An error answer, in the shape of a Kubernetes `Status`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ApiStatus {

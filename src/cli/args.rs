@@ -100,19 +100,34 @@ pub enum Command {
         /// its tag names.
         #[arg(long, value_name = "REF")]
         name: Option<String>,
-        /// When no daemon answers at the socket, load straight into this root dir (the
-        /// daemon's --root-dir, e.g. /var/lib/podhost). Without it, no daemon is an error.
+        /// The store to load into (the daemon's --root-dir, e.g. /var/lib/podhost):
+        /// refused unless the daemon answering at the socket has this root dir; when no
+        /// daemon answers, load straight into it. Without it, no daemon is an error.
         #[arg(long)]
         root_dir: Option<PathBuf>,
     },
     /// List the images in the store.
     Images,
-    /// Pull an image from a registry into the store (progress on stderr).
-    Pull { reference: String },
-    /// Remove an image (refused while a pod uses it).
-    Rmi { reference: String },
-    /// Run container GC and image GC now.
-    Gc,
+    /// Pull an image from a registry into the store (progress and the store on stderr).
+    Pull {
+        reference: String,
+        /// Refuse unless the daemon answering at the socket has this --root-dir.
+        #[arg(long)]
+        root_dir: Option<PathBuf>,
+    },
+    /// Remove an image (refused while a pod uses it); the store on stderr.
+    Rmi {
+        reference: String,
+        /// Refuse unless the daemon answering at the socket has this --root-dir.
+        #[arg(long)]
+        root_dir: Option<PathBuf>,
+    },
+    /// Run container GC and image GC now; the report on stdout, the store on stderr.
+    Gc {
+        /// Refuse unless the daemon answering at the socket has this --root-dir.
+        #[arg(long)]
+        root_dir: Option<PathBuf>,
+    },
     /// Show CPU and memory use of the pods or of the node, as `kubectl top`: CPU in
     /// millicores, memory as the working set; --psi adds cpu/memory/io pressure (some,
     /// avg10), which kubectl cannot show.

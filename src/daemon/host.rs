@@ -11,9 +11,10 @@ use crate::runtime::node_cgroups::{Enforcement, NodeCgroups};
 use crate::runtime::rlimit_host::hard_limit;
 
 /// Holds an exclusive flock on `<root>/daemon.lock` for the daemon's life (until the
-/// returned guard is dropped).
-pub fn lock_root(root: &Path) -> Result<Flock<std::fs::File>, DaemonError> {
-    let path = root.join("daemon.lock");
+/// returned guard is dropped), and records in it the API socket (`None`: `--runonce`),
+/// for CLIs given `--root-dir` to name it.
+pub fn lock_root(root: &Path, socket: Option<&Path>) -> Result<Flock<std::fs::File>, DaemonError> {
+    let path = crate::disk::daemon_lock::path(root);
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -23,8 +24,11 @@ pub fn lock_root(root: &Path) -> Result<Flock<std::fs::File>, DaemonError> {
             path: path.clone(),
             source,
         })?;
-    Flock::lock(file, FlockArg::LockExclusiveNonblock)
-        .map_err(|_| DaemonError::Locked(root.to_path_buf()))
+    let lock = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+        .map_err(|_| DaemonError::Locked(root.to_path_buf()))?;
+    crate::disk::daemon_lock::record_socket(&lock, socket)
+        .map_err(|source| DaemonError::Dir { path, source })?;
+    Ok(lock)
 }
 
 /// Sets the node's cgroup tree up and says plainly what is and is not enforced.

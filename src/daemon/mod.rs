@@ -217,7 +217,8 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             source,
         })?;
     }
-    let _lock = host::lock_root(&cfg.root_dir)?;
+    let served_socket = cfg.runonce.is_none().then_some(cfg.socket.as_path());
+    let _lock = host::lock_root(&cfg.root_dir, served_socket)?;
     // Before anything of this daemon writes: only dead writers' temps can be stale.
     let layout = Layout::new(&cfg.root_dir, &cfg.log_dir);
     temp_sweep::sweep_stale_temps(&layout, &cfg.socket);

@@ -6,6 +6,7 @@
 //! here touches the kernel beyond plain file I/O.
 
 pub mod atomic;
+pub mod daemon_lock;
 pub mod dir_watch;
 pub mod layout;
 pub mod proc_start;

@@ -28,6 +28,6 @@ pub use error::ImageError;
 pub use gc::FsUsage;
 pub use in_use::{PodImages, check_removable};
 pub use reference::{is_local_only, local_only_hint, normalize_reference};
-pub use store::{ImageStore, ImageSummary, ResolvedImage, UnpackedLayer};
+pub use store::{ImageStore, ImageSummary, ResolvedImage, UnpackedLayer, images_dir};
 pub use unpack::{SkippedEntry, UnpackStats, unpack_layer};
 pub use user::{ImageUser, MAX_ACCOUNT_FILE, UserError, UserRequest, resolve_user};

@@ -12,12 +12,14 @@
 //!   `1.36`, `v2`, `Stable`) is a tag T and names `localhost/<D>:T`, D being the
 //!   layout directory's (or archive file's) name, as the user gave it to the tool;
 //!   any other word W is a short name and names `localhost/W:latest`.
-//!   Only one manifest may carry a bare word (several are ambiguous: which is
-//!   which image?); `--name` settles it.
+//!   Bare words on different manifests are refused (which is which image?);
+//!   `--name` settles it. Several bare words on one manifest (umoci writes
+//!   `busybox` and `latest` for the same digest) are one image under each name.
 //!
 //! `podhost load SOURCE --name REF` names one image REF (a full reference with a
 //! registry or repository path, such as `localhost/busybox:1`): the only image of
-//! SOURCE, or the one whose name is REF or REF's tag. Only that image is loaded.
+//! SOURCE (however many entries list its digest), or the one whose name is REF or
+//! REF's tag. Only that image is loaded.
 
 use std::path::Path;
 
@@ -84,7 +86,7 @@ fn assign_from_annotations(
         .iter()
         .filter(|e| matches!(e.raw, RawName::Bare(_)))
         .collect();
-    if bare.len() > 1 {
+    if distinct_digests(&bare).len() > 1 {
         return Err(ImageError::AmbiguousNames {
             path: source.to_path_buf(),
             entries: listing(&bare),
@@ -106,31 +108,49 @@ fn assign_given(
     name: &str,
 ) -> Result<Vec<Option<String>>, ImageError> {
     let reference = checked_name(name)?;
-    let chosen = if entries.len() == 1 {
-        0
-    } else {
-        let tag = tag_of(&reference);
-        let matching: Vec<usize> = (0..entries.len())
-            .filter(|&i| match &entries[i].raw {
-                RawName::Full(v) => normalize_reference(v) == reference,
-                RawName::Bare(w) => Some(w.as_str()) == tag,
-                RawName::Unnamed => false,
-            })
-            .collect();
-        match matching.as_slice() {
-            [one] => *one,
-            _ => {
-                return Err(ImageError::NameMatchesNone {
-                    path: source.to_path_buf(),
-                    name: reference,
-                    entries: listing(&entries.iter().collect::<Vec<_>>()),
-                });
+    let all: Vec<&Entry> = entries.iter().collect();
+    let images = distinct_digests(&all);
+    let chosen = match images.as_slice() {
+        // One image, however many names index.json lists it under.
+        [only] => *only,
+        _ => {
+            let tag = tag_of(&reference);
+            let matching: Vec<&Entry> = entries
+                .iter()
+                .filter(|e| match &e.raw {
+                    RawName::Full(v) => normalize_reference(v) == reference,
+                    RawName::Bare(w) => Some(w.as_str()) == tag,
+                    RawName::Unnamed => false,
+                })
+                .collect();
+            match distinct_digests(&matching).as_slice() {
+                [one] => *one,
+                _ => {
+                    return Err(ImageError::NameMatchesNone {
+                        path: source.to_path_buf(),
+                        name: reference,
+                        entries: listing(&all),
+                    });
+                }
             }
         }
     };
+    // The image is loaded once, under REF: the first entry of its digest carries it.
+    let first = entries.iter().position(|e| e.digest == chosen);
     Ok((0..entries.len())
-        .map(|i| (i == chosen).then(|| reference.clone()))
+        .map(|i| (Some(i) == first).then(|| reference.clone()))
         .collect())
+}
+
+/// The digests of `entries`, each once, in order.
+fn distinct_digests<'a>(entries: &[&'a Entry]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for e in entries {
+        if !out.contains(&e.digest.as_str()) {
+            out.push(&e.digest);
+        }
+    }
+    out
 }
 
 /// `--name`: a full reference that names an image (no digest).
@@ -240,11 +260,19 @@ fn is_tag(s: &str) -> bool {
         && b.iter().all(|c| word(c) || *c == b'.' || *c == b'-')
 }
 
-/// `sha256:… "latest"` lines for an error message.
+/// `sha256:… "busybox" "latest"` per image for an error message: each digest once,
+/// with every name index.json lists it under.
 fn listing(entries: &[&Entry]) -> String {
-    entries
-        .iter()
-        .map(|e| format!("{} {}", e.digest, e.raw.shown()))
+    distinct_digests(entries)
+        .into_iter()
+        .map(|digest| {
+            let names: Vec<String> = entries
+                .iter()
+                .filter(|e| e.digest == digest)
+                .map(|e| e.raw.shown())
+                .collect();
+            format!("{digest} {}", names.join(" "))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -369,6 +397,77 @@ mod tests {
             assign(dir, &full, Some("localhost/y:1")).unwrap(),
             [None, Some("localhost/y:1".into())]
         );
+    }
+
+    /// umoci's index.json: one manifest listed twice, as `busybox` and `latest`.
+    fn umoci_two_tags() -> [Entry; 2] {
+        [
+            entry("sha256:a", bare("busybox")),
+            entry("sha256:a", bare("latest")),
+        ]
+    }
+
+    #[test]
+    fn one_manifest_under_several_names_is_one_image_for_name() {
+        let dir = Path::new("/l/bb");
+        // --name with a tag the layout does not list: still that one image, once.
+        assert_eq!(
+            assign(dir, &umoci_two_tags(), Some("localhost/mine:1")).unwrap(),
+            [Some("localhost/mine:1".into()), None]
+        );
+        // With an unnamed entry of the same digest too.
+        let three = [
+            entry("sha256:a", RawName::Unnamed),
+            entry("sha256:a", RawName::Full("localhost/x:1".into())),
+            entry("sha256:a", bare("v1")),
+        ];
+        assert_eq!(
+            assign(dir, &three, Some("localhost/y:2")).unwrap(),
+            [Some("localhost/y:2".into()), None, None]
+        );
+        // Two images: the tag picks the one that lists it, loaded once.
+        let two = [
+            entry("sha256:a", bare("busybox")),
+            entry("sha256:a", bare("latest")),
+            entry("sha256:b", bare("v2")),
+        ];
+        assert_eq!(
+            assign(dir, &two, Some("localhost/bb:latest")).unwrap(),
+            [Some("localhost/bb:latest".into()), None, None]
+        );
+        assert_eq!(
+            assign(dir, &two, Some("localhost/bb:v2")).unwrap(),
+            [None, None, Some("localhost/bb:v2".into())]
+        );
+        // Different digests and no name matching: refused, each image listed once
+        // with all its names.
+        let err = assign(dir, &two, Some("localhost/bb:v9")).unwrap_err();
+        assert!(matches!(err, ImageError::NameMatchesNone { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("sha256:a \"busybox\" \"latest\", sha256:b \"v2\""),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn one_manifest_under_several_bare_names_keeps_each_name() {
+        let r = assign(Path::new("/l/bb"), &umoci_two_tags(), None).unwrap();
+        assert_eq!(
+            r,
+            [
+                Some("localhost/busybox:latest".into()),
+                Some("localhost/bb:latest".into())
+            ]
+        );
+        // Bare names on two digests stay ambiguous.
+        let two = [
+            entry("sha256:a", bare("busybox")),
+            entry("sha256:a", bare("latest")),
+            entry("sha256:b", bare("v2")),
+        ];
+        let err = assign(Path::new("/l/bb"), &two, None).unwrap_err();
+        assert!(matches!(err, ImageError::AmbiguousNames { .. }), "{err}");
     }
 
     #[test]

@@ -2,16 +2,17 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-use crate::api::client::{Client, ClientError};
+use super::store_target::{self, ImageStoreTarget};
+use crate::api::client::Client;
 use crate::api::types::{LoadRequest, LoadResponse};
-use crate::disk::DEFAULT_ROOT_DIR;
 
-/// Loads through the daemon. Only with an explicit `--root-dir` does a missing daemon
-/// (no socket, or nobody listening) mean "load straight into that store"; otherwise
-/// it is an error naming the socket, so that an image never lands silently in a store
-/// no daemon reads.
+/// Loads through the daemon answering on the socket, refused when `--root-dir` is not
+/// its root. Only with an explicit `--root-dir` does a missing daemon (no socket, or
+/// nobody listening) mean "load straight into that store"; otherwise it is an error
+/// naming the socket, so that an image never lands silently in a store no daemon
+/// reads. `Loaded image: REF` lines on stdout, the store loaded into on stderr.
 pub fn run(
     client: &Client,
     path: &Path,
@@ -20,41 +21,28 @@ pub fn run(
 ) -> Result<i32> {
     let abs = std::fs::canonicalize(path)
         .with_context(|| format!("{}: no such file or directory", path.display()))?;
-    let body = serde_json::to_vec(&LoadRequest {
-        path: abs.display().to_string(),
-        name: name.clone(),
-    })?;
-    let refs = match client.request("POST", "/images/load", Some(&body)) {
-        Ok(answer) => serde_json::from_slice::<LoadResponse>(&answer.body)?.references,
-        Err(ClientError::Connect { socket, source }) if no_daemon(&source) => {
-            let Some(root_dir) = root_dir else {
-                bail!(
-                    "no podhost daemon is running at {} ({source}); start it (or give its \
-                     --socket), or load without a daemon straight into its store with \
-                     --root-dir DIR (the daemon's --root-dir, default {DEFAULT_ROOT_DIR})",
-                    socket.display()
-                );
-            };
+    let target = store_target::for_load(client, root_dir)?;
+    let refs = match &target {
+        ImageStoreTarget::Direct { root_dir } => {
             eprintln!(
                 "no daemon is running at {}; loading straight into {}",
-                socket.display(),
+                client.socket().display(),
                 root_dir.display()
             );
             crate::image::ImageStore::open(root_dir)?.load_named(&abs, name.as_deref())?
         }
-        Err(e) => return Err(e.into()),
+        ImageStoreTarget::Daemon { .. } | ImageStoreTarget::UnreportedRoot { .. } => {
+            let body = serde_json::to_vec(&LoadRequest {
+                path: abs.display().to_string(),
+                name,
+            })?;
+            let answer = client.request("POST", "/images/load", Some(&body))?;
+            serde_json::from_slice::<LoadResponse>(&answer.body)?.references
+        }
     };
     for r in refs {
         println!("Loaded image: {r}");
     }
+    eprintln!("loaded into {target}");
     Ok(0)
-}
-
-/// True when connecting failed because no daemon listens (no socket file, or a
-/// stale one), not because one refused us (permissions).
-fn no_daemon(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
-    )
 }

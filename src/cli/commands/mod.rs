@@ -14,5 +14,6 @@ pub mod load;
 pub mod logs;
 pub mod port_forward;
 pub mod pull;
+pub mod store_target;
 pub mod top;
 pub mod validate;

@@ -1,19 +1,26 @@
-//! `podhost pull REF`: the daemon pulls; progress on stderr, `REF@DIGEST` on stdout.
+//! `podhost pull REF [--root-dir DIR]`: the daemon pulls; progress and the store pulled
+//! into on stderr, `REF@DIGEST` on stdout.
+
+use std::path::Path;
 
 use anyhow::{Result, bail};
 
 use crate::api::client::Client;
 
-/// Refuses local-only references (never pulled) before asking the daemon.
-pub fn run(client: &Client, reference: &str) -> Result<i32> {
+/// Refuses local-only references (never pulled) before asking the daemon, and a
+/// `--root-dir` that is not the daemon's.
+pub fn run(client: &Client, reference: &str, root_dir: Option<&Path>) -> Result<i32> {
     if crate::image::is_local_only(reference) {
         bail!("not pulling {}", crate::image::local_only_hint(reference));
     }
-    pull(client, reference)
+    let target = super::store_target::through_daemon(client, root_dir)?;
+    pull(client, reference)?;
+    eprintln!("pulled into {target}");
+    Ok(0)
 }
 
 /// Streams the daemon's pull progress as one status line on stderr.
-fn pull(client: &Client, reference: &str) -> Result<i32> {
+fn pull(client: &Client, reference: &str) -> Result<()> {
     use crate::image::pull::{ProgressState, PullProgress};
     let body = serde_json::to_vec(&crate::api::types::PullRequest {
         reference: reference.to_string(),
@@ -51,7 +58,7 @@ fn pull(client: &Client, reference: &str) -> Result<i32> {
         Some((reference, digest)) => {
             eprintln!("{}", state.line());
             println!("{reference}@{digest}");
-            Ok(0)
+            Ok(())
         }
         None => bail!("the daemon ended the pull without a result"),
     }

@@ -85,7 +85,7 @@ impl ImageStore {
     /// Opens (creating if needed) the store under `root_dir` and removes temp
     /// files and half-unpacked snapshots left by writers that are gone.
     pub fn open(root_dir: &Path) -> Result<ImageStore, ImageError> {
-        let images = root_dir.join("images");
+        let images = images_dir(root_dir);
         let blob_dir = images.join("blobs").join("sha256");
         let tmp = images.join("tmp");
         let snapshots = root_dir.join("snapshots");
@@ -108,6 +108,11 @@ impl ImageStore {
     /// The root dir this store lives in.
     pub fn root_dir(&self) -> &Path {
         &self.root_dir
+    }
+
+    /// Its blobs and references: `<root>/images`.
+    pub fn images_dir(&self) -> PathBuf {
+        images_dir(&self.root_dir)
     }
 
     /// Loads an OCI image layout directory or an oci-archive (a tar of a layout,
@@ -477,4 +482,10 @@ impl ImageStore {
     pub(super) fn ref_file(&self) -> &RefFile {
         &self.refs
     }
+}
+
+/// Where the store of `root_dir` keeps its blobs and references (snapshots are beside,
+/// in `<root>/snapshots`).
+pub fn images_dir(root_dir: &Path) -> PathBuf {
+    root_dir.join("images")
 }
