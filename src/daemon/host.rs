@@ -70,7 +70,7 @@ fn v1_message(node: &NodeCgroups) -> String {
 fn unenforced_message(reason: &str) -> String {
     format!(
         "{reason}: containers get their own cgroups, but CPU/memory/pids limits, QoS cgroups \
-         and cgroup OOM detection are NOT enforced"
+         and cgroup OOM detection are NOT enforced (degraded mode)"
     )
 }
 

@@ -117,7 +117,7 @@ impl NodeCgroups {
                     mode,
                     burstable: Mutex::new(HashMap::new()),
                 },
-                Err(reason) => unenforced(root, reason),
+                Err(e) => unenforced(root, e.to_string()),
             };
         }
         let own_path = own
@@ -386,22 +386,20 @@ fn missing_v1_controllers(kernel: &dyn Kernel) -> Vec<&'static str> {
 /// v1 mode's checks and set-up: the required controllers are mounted, and
 /// `<root>/kubepods` can be made in each of their hierarchies. Whether swap accounting is
 /// on, or why limits cannot be enforced.
-fn setup_v1(kernel: &dyn Kernel, root: &str) -> Result<bool, String> {
+fn setup_v1(kernel: &dyn Kernel, root: &str) -> Result<bool, super::RuntimeError> {
     let mount = Path::new(MOUNT);
     let missing = missing_v1_controllers(kernel);
     if !missing.is_empty() {
-        return Err(format!(
-            "cgroup v1 host without the {} controller{} mounted at {MOUNT}/<controller>",
-            missing.join(", "),
-            if missing.len() == 1 { "" } else { "s" }
-        ));
+        return Err(super::RuntimeError::V1ControllersMissing {
+            controllers: missing.join(", "),
+        });
     }
     let kubepods = format!("{}/kubepods", root.trim_start_matches('/'));
     for (ctrl, _) in V1_REQUIRED {
         let dir = mount.join(ctrl).join(&kubepods);
-        if let Err(e) = kernel.mkdir_all(&dir) {
-            return Err(format!("cannot create {}: {e}", dir.display()));
-        }
+        kernel
+            .mkdir_all(&dir)
+            .map_err(|e| super::RuntimeError::io("cannot create", &dir, e))?;
     }
     Ok(kernel.exists(
         &mount
@@ -559,7 +557,7 @@ mod tests {
         assert_eq!(
             node.enforcement,
             Enforcement::Unenforced(
-                "cgroup v1 host without the cpu, pids controllers mounted at /sys/fs/cgroup/<controller>"
+                "cgroup v1 host without the cpu, pids controller(s) mounted at /sys/fs/cgroup/<controller>"
                     .into()
             )
         );
