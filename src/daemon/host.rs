@@ -5,10 +5,14 @@ use std::path::Path;
 use nix::fcntl::{Flock, FlockArg};
 
 use super::DaemonError;
+use crate::model::cgroup_enforcement::{
+    UNENFORCED_NODE_EVENT_REASON, V1_NODE_EVENT_REASON, V1_NOT_ENFORCED,
+};
 use crate::model::qos::DAEMON_OOM_SCORE_ADJ;
 use crate::model::rlimits::Rlimit;
 use crate::runtime::node_cgroups::{Enforcement, NodeCgroups};
 use crate::runtime::rlimit_host::hard_limit;
+use crate::status::{EventKind, StatusStore};
 
 /// Holds an exclusive flock on `<root>/daemon.lock` for the daemon's life (until the
 /// returned guard is dropped), and records in it the API socket (`None`: `--runonce`),
@@ -36,13 +40,58 @@ pub fn node_cgroups(flag: Option<String>, pod_pids_limit: Option<i64>) -> NodeCg
     let node = NodeCgroups::setup(flag, pod_pids_limit);
     match &node.enforcement {
         Enforcement::Full => tracing::info!(root = %node.root, "cgroup v2: limits enforced"),
-        Enforcement::Degraded(reason) => tracing::warn!(
+        Enforcement::V1ContainerLimits { .. } => tracing::warn!(
             root = %node.root,
-            "{reason}: containers get their own cgroups, but CPU/memory/pids limits, QoS \
-             cgroups and cgroup OOM detection are NOT enforced (degraded mode)"
+            "{}",
+            v1_message(&node)
+        ),
+        Enforcement::Unenforced(reason) => tracing::warn!(
+            root = %node.root,
+            "{}",
+            unenforced_message(reason)
         ),
     }
     node
+}
+
+/// What a cgroup v1 / hybrid host enforces and what not (log line and node event).
+fn v1_message(node: &NodeCgroups) -> String {
+    let mut missing: Vec<&str> = V1_NOT_ENFORCED.to_vec();
+    if !node.v1_swap_accounting() {
+        missing.push(
+            "the swap limit (no memory.memsw: swap accounting is off, containers may swap past \
+             their memory limit)",
+        );
+    }
+    format!(
+        "cgroup v1/hybrid host: each container's memory, CPU and pids limits are enforced \
+         through the v1 hierarchies under {}; NOT enforced: {}",
+        node.root,
+        missing.join("; ")
+    )
+}
+
+fn unenforced_message(reason: &str) -> String {
+    format!(
+        "{reason}: containers get their own cgroups, but CPU/memory/pids limits, QoS cgroups \
+         and cgroup OOM detection are NOT enforced (degraded mode)"
+    )
+}
+
+/// The node event at start on a host where not everything is enforced (cluster mode
+/// posts node events to the API server).
+pub fn report_cgroup_enforcement(node: &NodeCgroups, store: &StatusStore) {
+    match &node.enforcement {
+        Enforcement::Full => {}
+        Enforcement::V1ContainerLimits { .. } => {
+            store.node_event(EventKind::Warning, V1_NODE_EVENT_REASON, v1_message(node));
+        }
+        Enforcement::Unenforced(reason) => store.node_event(
+            EventKind::Warning,
+            UNENFORCED_NODE_EVENT_REASON,
+            unenforced_message(reason),
+        ),
+    }
 }
 
 /// Whether this process holds CAP_SYS_RESOURCE (to raise hard rlimits and lower

@@ -240,6 +240,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     let default_rlimits = host::container_default_rlimits(cfg.default_rlimits.clone());
     let images = Arc::new(ImageStore::open(&cfg.root_dir)?);
     let store = Arc::new(StatusStore::load(layout.clone(), &cfg.node_name));
+    host::report_cgroup_enforcement(&cgroups, &store);
     let (images_tx, images_rx) = tokio::sync::watch::channel(0u64);
     let exe = std::env::current_exe().map_err(|source| DaemonError::Dir {
         path: "/proc/self/exe".into(),

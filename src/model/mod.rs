@@ -2,6 +2,7 @@
 
 pub mod admission;
 pub mod backoff;
+pub mod cgroup_enforcement;
 pub mod cgroup_math;
 pub mod cni;
 pub mod command;

@@ -47,6 +47,11 @@ pub enum RuntimeError {
     /// A state file (config.json, a record, a pid file) could not be read or written.
     #[error(transparent)]
     Disk(#[from] crate::disk::DiskError),
+    /// A cgroup v1 host lacks a hierarchy that container limits need.
+    #[error(
+        "cgroup v1 host without the {controllers} controller(s) mounted at /sys/fs/cgroup/<controller>"
+    )]
+    V1ControllersMissing { controllers: String },
     /// A helper process (sandbox or exec) failed.
     #[error("{helper} failed: {message}")]
     Helper {

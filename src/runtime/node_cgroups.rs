@@ -1,28 +1,63 @@
-//! podhost's cgroup tree on this node: where pods and shims go, and whether limits are
-//! enforced (pure cgroup v2) or not (v1/hybrid: degraded mode, said plainly at start).
+//! podhost's cgroup tree on this node: where pods and shims go, and how much is enforced:
+//! everything (pure cgroup v2), each container's limits through the v1 hierarchies
+//! (v1/hybrid host, as runc does), or nothing (said plainly at start).
 //!
 //! Full mode layout, under the daemon's delegated subtree `<root>` (its own cgroup, or
 //! `--cgroup-root`): `<root>/daemon` (the daemon, a leaf), `<root>/shims` (every shim, a
 //! leaf), `<root>/kubepods[/burstable|/besteffort]/pod<uid>/<container>`. cgroup v2 forbids
 //! processes in a cgroup whose children have controllers enabled, hence the leaves.
+//!
+//! v1 mode: `<root>` is the daemon's deepest cgroup plus `/podhost` (or `--cgroup-root`),
+//! the same path in every hierarchy; libcontainer's v1 manager creates each container's
+//! cgroup `<root>/kubepods/<qos>/pod<uid>/<container>` in every hierarchy and applies
+//! its limits there. Pod and QoS-class cgroups get no values of their own (see
+//! [`crate::model::cgroup_enforcement::V1_NOT_ENFORCED`]).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::cgroup_root::{CgroupMode, choose_root, detect_mode};
 use super::cgroup_v2::{CgroupV2, MOUNT, REQUIRED};
 use super::sys::{Kernel, LinuxKernel};
+use crate::model::cgroup_enforcement::HostEnforcement;
 use crate::model::qos::QosClass;
 use crate::model::resources::{PodCgroupConfig, burstable_qos_weight};
 
-/// Whether limits are enforced.
+/// How much is enforced on this host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Enforcement {
+    /// cgroup v2: container, pod and QoS-class cgroups with all their limits.
     Full,
-    /// The reason, as told to the user.
-    Degraded(String),
+    /// cgroup v1/hybrid: each container's memory, CPU and pids limits, through the v1
+    /// hierarchies; pod-level and QoS-class cgroups, memory.oom.group and PSI are not.
+    V1ContainerLimits {
+        /// `memory.memsw.limit_in_bytes` exists: the swap limit can be set with the
+        /// memory limit (swap accounting on).
+        swap_accounting: bool,
+    },
+    /// No limit enforced; the reason, as told to the user.
+    Unenforced(String),
 }
+
+impl Enforcement {
+    /// The model's view of it (for events and `podhost validate`).
+    pub fn host(&self) -> HostEnforcement {
+        match self {
+            Self::Full => HostEnforcement::Full,
+            Self::V1ContainerLimits { .. } => HostEnforcement::V1ContainerLimits,
+            Self::Unenforced(_) => HostEnforcement::Unenforced,
+        }
+    }
+}
+
+/// The v1 controllers limits need, each with a file only a mounted hierarchy of it has
+/// (at its root): memory limits, CFS bandwidth (quota), pids.
+const V1_REQUIRED: [(&str, &str); 3] = [
+    ("memory", "memory.limit_in_bytes"),
+    ("cpu", "cpu.cfs_quota_us"),
+    ("pids", "cgroup.procs"),
+];
 
 /// The node's cgroup tree.
 #[derive(Debug)]
@@ -40,7 +75,7 @@ pub struct NodeCgroups {
 
 impl NodeCgroups {
     /// Inspects the host and sets the tree up. Never fails: whatever cannot be done turns
-    /// into degraded mode with the reason.
+    /// into unenforced mode with the reason.
     pub fn setup(flag_root: Option<String>, pod_pids_limit: Option<i64>) -> Self {
         Self::setup_with(
             Arc::new(LinuxKernel),
@@ -61,8 +96,8 @@ impl NodeCgroups {
             .read_file(Path::new("/proc/self/cgroup"))
             .unwrap_or_default();
         let v2 = CgroupV2::with_kernel(MOUNT, kernel);
-        let degraded = |root: String, reason: String| Self {
-            enforcement: Enforcement::Degraded(reason),
+        let unenforced = |root: String, reason: String| Self {
+            enforcement: Enforcement::Unenforced(reason),
             root,
             pod_pids_limit,
             v2: v2.clone(),
@@ -70,11 +105,20 @@ impl NodeCgroups {
             burstable: Mutex::new(HashMap::new()),
         };
         if mode == CgroupMode::Legacy {
-            let root = flag_root.unwrap_or_else(|| choose_root(&own).0);
-            return degraded(
-                root,
-                "this host has no pure cgroup v2 hierarchy (v1 or hybrid)".into(),
-            );
+            let root = flag_root
+                .map(|r| r.trim_end_matches('/').to_string())
+                .unwrap_or_else(|| choose_root(&own).0);
+            return match setup_v1(v2.kernel().as_ref(), &root) {
+                Ok(swap_accounting) => Self {
+                    enforcement: Enforcement::V1ContainerLimits { swap_accounting },
+                    root,
+                    pod_pids_limit,
+                    v2: v2.clone(),
+                    mode,
+                    burstable: Mutex::new(HashMap::new()),
+                },
+                Err(e) => unenforced(root, e.to_string()),
+            };
         }
         let own_path = own
             .lines()
@@ -88,7 +132,7 @@ impl NodeCgroups {
                 // enabled on the way down), as systemd creates a service's cgroup.
                 let r = r.trim_end_matches('/').to_string();
                 if let Err(e) = v2.ensure("", &r) {
-                    return degraded(r.clone(), format!("cannot create --cgroup-root {r}: {e}"));
+                    return unenforced(r.clone(), format!("cannot create --cgroup-root {r}: {e}"));
                 }
                 r
             }
@@ -97,13 +141,13 @@ impl NodeCgroups {
                 if !own_path.is_empty() {
                     let leaf = format!("{own_path}/daemon");
                     if let Err(e) = v2.move_self(&leaf) {
-                        return degraded(
+                        return unenforced(
                             own_path,
                             format!("cannot move the daemon into {leaf}: {e}"),
                         );
                     }
                     if v2.has_processes(&own_path) {
-                        return degraded(
+                        return unenforced(
                             own_path.clone(),
                             format!(
                                 "the daemon's cgroup {own_path} holds other processes, so it cannot \
@@ -130,14 +174,14 @@ impl NodeCgroups {
             format!("{kubepods}/besteffort"),
         ] {
             if let Err(e) = v2.ensure(&node.root, &rel) {
-                return degraded(node.root.clone(), format!("cannot create {rel}: {e}"));
+                return unenforced(node.root.clone(), format!("cannot create {rel}: {e}"));
             }
         }
         if let Err(e) = v2
             .enable_controllers(&format!("{kubepods}/burstable"))
             .and_then(|_| v2.enable_controllers(&format!("{kubepods}/besteffort")))
         {
-            return degraded(node.root.clone(), format!("cannot enable controllers: {e}"));
+            return unenforced(node.root.clone(), format!("cannot enable controllers: {e}"));
         }
         let missing: Vec<&str> = REQUIRED
             .iter()
@@ -149,7 +193,7 @@ impl NodeCgroups {
             })
             .collect();
         if !missing.is_empty() {
-            return degraded(
+            return unenforced(
                 node.root.clone(),
                 format!(
                     "cgroup controllers not delegated to podhost: {}",
@@ -164,6 +208,27 @@ impl NodeCgroups {
 
     pub fn is_full(&self) -> bool {
         self.enforcement == Enforcement::Full
+    }
+
+    /// Whether each container's memory, CPU and pids limits are enforced (v2, or v1
+    /// through libcontainer's v1 manager).
+    pub fn enforces_container_limits(&self) -> bool {
+        !matches!(self.enforcement, Enforcement::Unenforced(_))
+    }
+
+    /// Whether the limits go through the v1 hierarchies (no `unified` values then).
+    pub fn is_v1(&self) -> bool {
+        matches!(self.enforcement, Enforcement::V1ContainerLimits { .. })
+    }
+
+    /// v1 only: whether the memory+swap limit can be set (`memory.memsw.*` exists).
+    pub fn v1_swap_accounting(&self) -> bool {
+        matches!(
+            self.enforcement,
+            Enforcement::V1ContainerLimits {
+                swap_accounting: true
+            }
+        )
     }
 
     pub fn kubepods(&self) -> String {
@@ -193,15 +258,24 @@ impl NodeCgroups {
         format!("{}/{container}", self.pod_path(qos, uid))
     }
 
-    /// The container cgroup's directory in the unified hierarchy (full mode only).
-    pub fn container_dir(
+    /// The directory whose files count the container's memory and OOM kills: its cgroup
+    /// in the unified hierarchy (full mode) or in the v1 memory hierarchy (v1 mode).
+    pub fn memory_accounting_dir(
         &self,
         qos: QosClass,
         uid: &str,
         container: &str,
-    ) -> Option<std::path::PathBuf> {
-        self.is_full()
-            .then(|| self.v2.dir(&self.container_path(qos, uid, container)))
+    ) -> Option<PathBuf> {
+        let rel = self.container_path(qos, uid, container);
+        match self.enforcement {
+            Enforcement::Full => Some(self.v2.dir(&rel)),
+            Enforcement::V1ContainerLimits { .. } => Some(
+                Path::new(MOUNT)
+                    .join("memory")
+                    .join(rel.trim_start_matches('/')),
+            ),
+            Enforcement::Unenforced(_) => None,
+        }
     }
 
     /// Creates the pod's cgroup with its values and updates the Burstable QoS weight.
@@ -253,7 +327,7 @@ impl NodeCgroups {
         }
     }
 
-    /// Removes the pod's cgroups (every hierarchy in degraded mode).
+    /// Removes the pod's cgroups (every hierarchy on a v1/hybrid host).
     pub fn remove_pod(&self, qos: QosClass, uid: &str) {
         let rel = self.pod_path(qos, uid);
         if self.is_full() {
@@ -263,12 +337,13 @@ impl NodeCgroups {
             }
             return;
         }
-        // Degraded on a pure v2 host (controllers not delegated): its one hierarchy is
+        // Unenforced on a pure v2 host (controllers not delegated): its one hierarchy is
         // /sys/fs/cgroup itself, whose subdirectories are cgroups, not hierarchies.
         if self.mode == CgroupMode::Unified {
             self.v2.remove_tree(&rel);
             return;
         }
+        // v1 (limits or not): libcontainer made the container cgroups in every hierarchy.
         let kernel = self.v2.kernel();
         let Ok(hierarchies) = kernel.subdirs(Path::new(MOUNT)) else {
             return;
@@ -278,6 +353,60 @@ impl NodeCgroups {
             CgroupV2::with_kernel(h, kernel.clone()).remove_tree(&rel);
         }
     }
+}
+
+/// What a daemon would enforce on this host, seen without changing anything (for
+/// `podhost validate`): a unified host is taken as fully enforcing (whether podhost's
+/// own cgroup gets the controllers delegated is the daemon's to find out and report).
+pub fn probe_host() -> HostEnforcement {
+    probe_host_with(&LinuxKernel, detect_mode())
+}
+
+/// [`probe_host`] through `kernel`, on a host whose cgroups are `mode`.
+pub fn probe_host_with(kernel: &dyn Kernel, mode: CgroupMode) -> HostEnforcement {
+    match mode {
+        CgroupMode::Unified => HostEnforcement::Full,
+        CgroupMode::Legacy if missing_v1_controllers(kernel).is_empty() => {
+            HostEnforcement::V1ContainerLimits
+        }
+        CgroupMode::Legacy => HostEnforcement::Unenforced,
+    }
+}
+
+/// The [`V1_REQUIRED`] controllers not mounted at `/sys/fs/cgroup/<controller>`.
+fn missing_v1_controllers(kernel: &dyn Kernel) -> Vec<&'static str> {
+    let mount = Path::new(MOUNT);
+    V1_REQUIRED
+        .iter()
+        .filter(|(ctrl, marker)| !kernel.exists(&mount.join(ctrl).join(marker)))
+        .map(|(ctrl, _)| *ctrl)
+        .collect()
+}
+
+/// v1 mode's checks and set-up: the required controllers are mounted, and
+/// `<root>/kubepods` can be made in each of their hierarchies. Whether swap accounting is
+/// on, or why limits cannot be enforced.
+fn setup_v1(kernel: &dyn Kernel, root: &str) -> Result<bool, super::RuntimeError> {
+    let mount = Path::new(MOUNT);
+    let missing = missing_v1_controllers(kernel);
+    if !missing.is_empty() {
+        return Err(super::RuntimeError::V1ControllersMissing {
+            controllers: missing.join(", "),
+        });
+    }
+    let kubepods = format!("{}/kubepods", root.trim_start_matches('/'));
+    for (ctrl, _) in V1_REQUIRED {
+        let dir = mount.join(ctrl).join(&kubepods);
+        kernel
+            .mkdir_all(&dir)
+            .map_err(|e| super::RuntimeError::io("cannot create", &dir, e))?;
+    }
+    Ok(kernel.exists(
+        &mount
+            .join("memory")
+            .join(&kubepods)
+            .join("memory.memsw.limit_in_bytes"),
+    ))
 }
 
 #[cfg(test)]
@@ -389,7 +518,7 @@ mod tests {
     fn a_service_cgroup_shared_with_other_processes_degrades_before_making_anything() {
         let k = host(ALL, "1234\n");
         let node = setup(&k, None);
-        let Enforcement::Degraded(reason) = &node.enforcement else {
+        let Enforcement::Unenforced(reason) = &node.enforcement else {
             panic!("full mode in a shared cgroup");
         };
         assert!(reason.contains("holds other processes") && reason.contains("Delegate=yes"));
@@ -402,18 +531,112 @@ mod tests {
         let node = setup(&k, None);
         assert_eq!(
             node.enforcement,
-            Enforcement::Degraded("cgroup controllers not delegated to podhost: pids".into())
+            Enforcement::Unenforced("cgroup controllers not delegated to podhost: pids".into())
+        );
+    }
+
+    /// A v1/hybrid host whose daemon sits in `/svc` of the memory and cpu hierarchies,
+    /// with the controllers limits need mounted.
+    fn v1_host() -> Arc<RecordingKernel> {
+        let k = Arc::new(RecordingKernel::new());
+        k.add_file("/proc/self/cgroup", "4:memory:/svc\n1:cpu:/svc\n0::/\n");
+        for (ctrl, marker) in V1_REQUIRED {
+            k.add_file(cg(&format!("/{ctrl}/{marker}")), "");
+        }
+        k
+    }
+
+    #[test]
+    fn a_v1_host_without_the_limit_controllers_is_unenforced_without_touching_cgroups() {
+        let k = Arc::new(RecordingKernel::new());
+        k.add_file("/proc/self/cgroup", "4:memory:/svc\n1:cpu:/svc\n0::/\n");
+        k.add_file(cg("/memory/memory.limit_in_bytes"), "");
+        let node = NodeCgroups::setup_with(k.clone(), CgroupMode::Legacy, None, None);
+        assert!(!node.enforces_container_limits());
+        assert_eq!(node.enforcement.host(), HostEnforcement::Unenforced);
+        assert_eq!(
+            node.enforcement,
+            Enforcement::Unenforced(
+                "cgroup v1 host without the cpu, pids controller(s) mounted at /sys/fs/cgroup/<controller>"
+                    .into()
+            )
+        );
+        assert_eq!(node.root, "/svc/podhost");
+        assert_eq!(
+            node.memory_accounting_dir(QosClass::BestEffort, "u", "c"),
+            None
+        );
+        assert!(k.effects().is_empty(), "{:?}", k.effects());
+    }
+
+    #[test]
+    fn a_v1_host_enforces_container_limits_with_kubepods_in_each_limit_hierarchy() {
+        let k = v1_host();
+        let node = NodeCgroups::setup_with(k.clone(), CgroupMode::Legacy, None, None);
+        assert_eq!(
+            node.enforcement,
+            Enforcement::V1ContainerLimits {
+                swap_accounting: false
+            }
+        );
+        assert!(node.is_v1() && node.enforces_container_limits() && !node.is_full());
+        assert!(!node.v1_swap_accounting());
+        for ctrl in ["memory", "cpu", "pids"] {
+            assert!(
+                k.dirs()
+                    .contains(&cg(&format!("/{ctrl}/svc/podhost/kubepods"))),
+                "{ctrl}"
+            );
+        }
+        // OOM kills and memory are read where the v1 memory controller counts them.
+        assert_eq!(
+            node.memory_accounting_dir(QosClass::Burstable, "u", "app"),
+            Some(cg("/memory/svc/podhost/kubepods/burstable/podu/app"))
+        );
+        // The shims stay where they are (no v2 leaf to move to).
+        assert_eq!(node.shims_dir(), None);
+    }
+
+    #[test]
+    fn probing_a_v1_host_changes_nothing_and_tells_limits_from_none() {
+        let k = v1_host();
+        assert_eq!(
+            probe_host_with(k.as_ref(), CgroupMode::Legacy),
+            HostEnforcement::V1ContainerLimits
+        );
+        assert!(k.effects().is_empty(), "{:?}", k.effects());
+        let bare = RecordingKernel::new();
+        assert_eq!(
+            probe_host_with(&bare, CgroupMode::Legacy),
+            HostEnforcement::Unenforced
         );
     }
 
     #[test]
-    fn a_legacy_host_is_degraded_without_touching_cgroups() {
-        let k = Arc::new(RecordingKernel::new());
-        k.add_file("/proc/self/cgroup", "4:memory:/svc\n1:cpu:/svc\n0::/\n");
+    fn v1_swap_accounting_is_seen_in_podhosts_memory_cgroup() {
+        let k = v1_host();
+        k.add_file(
+            cg("/memory/svc/podhost/kubepods/memory.memsw.limit_in_bytes"),
+            "",
+        );
         let node = NodeCgroups::setup_with(k.clone(), CgroupMode::Legacy, None, None);
-        assert!(!node.is_full());
-        assert_eq!(node.root, "/svc/podhost");
-        assert!(k.effects().is_empty(), "{:?}", k.effects());
+        assert!(node.v1_swap_accounting());
+    }
+
+    #[test]
+    fn a_v1_cgroup_root_that_cannot_be_made_is_unenforced_and_named() {
+        let k = v1_host();
+        k.fail_nth(1, Errno::EACCES, |c| matches!(c, Call::MkdirAll(_)));
+        let node =
+            NodeCgroups::setup_with(k.clone(), CgroupMode::Legacy, Some("/ph/".into()), None);
+        assert_eq!(node.root, "/ph");
+        let Enforcement::Unenforced(reason) = &node.enforcement else {
+            panic!("{:?}", node.enforcement);
+        };
+        assert!(
+            reason.contains("cannot create /sys/fs/cgroup/memory/ph/kubepods"),
+            "{reason}"
+        );
     }
 
     #[test]
@@ -510,7 +733,7 @@ mod tests {
     }
 
     #[test]
-    fn a_degraded_node_writes_no_pod_cgroup() {
+    fn an_unenforced_node_writes_no_pod_cgroup() {
         let k = host("cpu memory", "");
         let node = setup(&k, Some(100));
         let before = k.effects().len();
@@ -556,10 +779,11 @@ mod tests {
     }
 
     #[test]
-    fn a_degraded_v1_node_removes_the_pod_from_every_hierarchy() {
-        let k = Arc::new(RecordingKernel::new());
+    fn a_v1_node_removes_the_pod_from_every_hierarchy() {
+        let k = v1_host();
         k.add_file("/proc/self/cgroup", "0::/\n");
         let node = NodeCgroups::setup_with(k.clone(), CgroupMode::Legacy, None, None);
+        assert!(node.is_v1());
         let rel = node.pod_path(QosClass::BestEffort, "v");
         for h in ["memory", "cpu,cpuacct", "unified"] {
             k.add_dir(cg(&format!("/{h}{rel}")));

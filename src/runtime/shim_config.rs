@@ -20,7 +20,8 @@ pub struct ShimConfig {
     /// the shim's own score, since libcontainer writes it to the caller).
     #[serde(default)]
     pub oom_score_adj: Option<i32>,
-    /// The container's cgroup directory (cgroup v2), for memory.events around its life.
+    /// The container's memory cgroup directory (cgroup v2, or the v1 memory hierarchy's),
+    /// for its OOM kills, peak and limit around its life.
     #[serde(default)]
     pub cgroup_dir: Option<PathBuf>,
     /// The leaf cgroup the shim moves itself into (cgroup v2).

@@ -40,7 +40,8 @@ pub struct ContainerSpecInput {
     pub hook_exe: Option<PathBuf>,
     /// rlimits: (type, soft, hard).
     pub rlimits: Vec<(PosixRlimitType, u64, u64)>,
-    /// cgroup resources (full cgroup v2 mode only).
+    /// cgroup resources (cgroup v2, or v1 through its hierarchies; none where limits are
+    /// not enforced).
     pub resources: Option<oci_spec::runtime::LinuxResources>,
     pub annotations: HashMap<String, String>,
     pub confinement: Confinement,

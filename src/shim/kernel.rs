@@ -5,7 +5,8 @@ use std::path::Path;
 
 use crate::model::qos::SHIM_OOM_SCORE_ADJ;
 use crate::runtime::cgroup_attach_primer::{AttachPrimer, own_cgroup_procs};
-use crate::runtime::cgroup_v2::{MemoryEvents, read_memory_events, read_number};
+use crate::runtime::cgroup_memory::{read_limit, read_oom_counters, read_peak};
+use crate::runtime::cgroup_v2::MemoryEvents;
 use crate::runtime::not_applied::{NotApplied, OOM_SCORE_ADJ_NOT_APPLIED};
 use crate::runtime::shim_config::ShimConfig;
 
@@ -86,9 +87,10 @@ pub fn write_oom_score_adj(who: &str, value: i32) -> Result<(), NotApplied> {
     })
 }
 
-/// memory.events of the container's cgroup right after it was created.
+/// The OOM counters of the container's memory cgroup (v2 memory.events, v1
+/// memory.oom_control) right after it was created.
 pub fn oom_baseline(cgroup_dir: Option<&Path>) -> Option<MemoryEvents> {
-    cgroup_dir.and_then(read_memory_events)
+    cgroup_dir.and_then(read_oom_counters)
 }
 
 /// Whether the kernel OOM-killed a process of the container during its life, compared
@@ -101,17 +103,13 @@ pub fn oom_verdict(
     let Some(dir) = cgroup_dir else {
         return (false, None, None);
     };
-    let after = read_memory_events(dir);
+    let after = read_oom_counters(dir);
     let killed = match (baseline, after) {
         (Some(b), Some(a)) => a.oom_kill > b.oom_kill || a.oom_group_kill > b.oom_group_kill,
         (None, Some(a)) => a.oom_kill > 0,
         _ => false,
     };
-    (
-        killed,
-        read_number(dir, "memory.peak"),
-        read_number(dir, "memory.max"),
-    )
+    (killed, read_peak(dir), read_limit(dir))
 }
 
 /// Whether the container's init exits within `grace` (left unreaped: the monitor's

@@ -27,9 +27,10 @@ impl FieldReport {
                 Some(format!("{} is not honoured yet and is ignored", self.path))
             }
             FieldStatus::Ignored(why) => Some(format!("{} is ignored: {why}", self.path)),
-            FieldStatus::Honoured | FieldStatus::Informational(_) | FieldStatus::Rejected(_) => {
-                None
-            }
+            FieldStatus::Honoured
+            | FieldStatus::Informational(_)
+            | FieldStatus::Rejected(_)
+            | FieldStatus::NotEnforced(_) => None,
         }
     }
 }

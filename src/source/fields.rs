@@ -22,15 +22,20 @@ pub enum FieldStatus {
     Informational(&'static str),
     /// A pod that sets it is refused; the reason says why and what to do.
     Rejected(&'static str),
+    /// Honoured where the host allows, but not on this host (its cgroups cannot apply
+    /// it, e.g. cgroup v1); the reason says what is missing. Never in [`FIELDS`]: set
+    /// by `podhost validate`'s host pass ([`super::host_enforcement`]).
+    NotEnforced(&'static str),
 }
 
 impl FieldStatus {
-    /// `honoured`, `ignored` or `rejected` (the `-o json` status).
+    /// `honoured`, `ignored`, `rejected` or `not-enforced` (the `-o json` status).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Honoured => "honoured",
             Self::Ignored(_) | Self::Informational(_) => "ignored",
             Self::Rejected(_) => "rejected",
+            Self::NotEnforced(_) => "not-enforced",
         }
     }
 
@@ -38,7 +43,10 @@ impl FieldStatus {
     pub fn reason(self) -> &'static str {
         match self {
             Self::Honoured => "",
-            Self::Ignored(why) | Self::Informational(why) | Self::Rejected(why) => why,
+            Self::Ignored(why)
+            | Self::Informational(why)
+            | Self::Rejected(why)
+            | Self::NotEnforced(why) => why,
         }
     }
 }
@@ -97,7 +105,8 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ),
     ("spec.containers[*].terminationMessagePath", Honoured),
     ("spec.containers[*].terminationMessagePolicy", Honoured),
-    // CPU and memory are enforced on cgroup v2 (degraded mode says when they are not).
+    // CPU and memory are enforced on cgroup v2, and on v1 per container (`podhost
+    // validate`'s host pass and the daemon's events say what a host does not enforce).
     ("spec.containers[*].resources.requests.cpu", Honoured),
     ("spec.containers[*].resources.requests.memory", Honoured),
     ("spec.containers[*].resources.limits.cpu", Honoured),
@@ -379,6 +388,10 @@ mod tests {
             if let Ignored(why) | Informational(why) | Rejected(why) = status {
                 assert!(!why.is_empty(), "{e}: a reason is required");
             }
+            assert!(
+                !matches!(status, FieldStatus::NotEnforced(_)),
+                "{e}: NotEnforced depends on the host, not on the table"
+            );
         }
         let mut sorted: Vec<_> = FIELDS.iter().map(|(p, _)| *p).collect();
         sorted.sort_unstable();

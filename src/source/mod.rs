@@ -19,6 +19,7 @@ mod error;
 mod error_clone;
 mod field_report;
 mod fields;
+mod host_enforcement;
 mod identity;
 mod load;
 mod manifest_url;
@@ -47,6 +48,7 @@ pub use field_report::{
 };
 pub use fields::FieldOrigin;
 pub use fields::{FIELDS, FieldStatus, NOT_YET, honoured_fields};
+pub use host_enforcement::mark_host_enforcement;
 pub use identity::{
     ANNOTATION_CONFIG_HASH, ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, Fnv128a, PodOrigin,
     SOURCE_API, fnv128a, http_pod_uid, is_api_pod, pod_uid, static_pod_name, static_pod_uid,

@@ -24,7 +24,7 @@ pub struct Ctx {
     pub images: Arc<ImageStore>,
     /// The podhost binary, exec'd as shim and helpers.
     pub exe: PathBuf,
-    /// The node's cgroup tree (full or degraded mode).
+    /// The node's cgroup tree (and how much it enforces: v2, v1 container limits, nothing).
     pub cgroups: Arc<NodeCgroups>,
     pub backoff: BackoffPolicy,
     /// Containers' default rlimits (`--default-rlimits`, clamped to what the host allows).

@@ -11,6 +11,7 @@ use oci_spec::runtime::{
 
 use super::context::{Ctx, PodInfo};
 use super::error::LimitsError;
+use crate::model::cgroup_enforcement::{PodTraits, v1_pod_warning};
 use crate::model::qos::{ContainerResources, container_oom_score_adj, is_node_critical};
 use crate::model::resources::container_limits;
 use crate::model::rlimits::{RLIMITS_ANNOTATION_PREFIX, Rlimit, parse_rlimits};
@@ -26,6 +27,9 @@ pub struct KernelSettings {
     pub rlimits: Vec<(PosixRlimitType, u64, u64)>,
     pub oom_score_adj: i32,
     pub warnings: Vec<String>,
+    /// On a cgroup v1 host: what the pod asks for that the host cannot apply (the
+    /// pod's `CgroupV1NotEnforced` Warning event).
+    pub v1_not_enforced: Option<String>,
 }
 
 fn rlimit_type(name: &str) -> Option<PosixRlimitType> {
@@ -50,8 +54,11 @@ pub fn kernel_settings(
         res.memory_request,
         ctx.memory_capacity,
     );
-    if ctx.cgroups.is_full() {
+    if ctx.cgroups.enforces_container_limits() {
         out.resources = Some(resources(ctx, pod, &res)?);
+    }
+    if ctx.cgroups.is_v1() {
+        out.v1_not_enforced = v1_pod_warning(pod_traits(ctx, pod));
     }
     // The daemon's defaults (already clamped, warned once), then the annotation's values.
     let mut wanted: Vec<Rlimit> = ctx.default_rlimits.clone();
@@ -104,6 +111,25 @@ fn show(v: u64) -> String {
     }
 }
 
+/// What of the pod matters to the list of what a cgroup v1 host does not enforce.
+fn pod_traits(ctx: &Ctx, pod: &PodInfo) -> PodTraits {
+    let spec = pod.pod.spec.as_ref();
+    let containers: Vec<ContainerResources> = spec
+        .into_iter()
+        .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
+        .map(ContainerResources::of)
+        .collect();
+    PodTraits {
+        memory_limited: containers.iter().any(|r| r.memory_limit.unwrap_or(0) > 0),
+        several_containers: containers.len() > 1,
+        pod_pids_limit: ctx.cgroups.pod_pids_limit.is_some_and(|p| p > 0),
+        no_swap_accounting: !ctx.cgroups.v1_swap_accounting(),
+        cpu_set: containers
+            .iter()
+            .any(|r| r.cpu_request_milli.is_some() || r.cpu_limit_milli.is_some()),
+    }
+}
+
 fn resources(
     ctx: &Ctx,
     pod: &PodInfo,
@@ -117,7 +143,29 @@ fn resources(
     let mut memory = LinuxMemoryBuilder::default();
     if let Some(m) = limits.memory_max {
         memory = memory.limit(m);
+        // cgroup v1: memory+swap = the limit, as the kubelet asks runc for, so that the
+        // container is OOM-killed at its limit instead of swapping (only where swap is
+        // accounted: the file is missing otherwise and libcontainer would fail).
+        if ctx.cgroups.is_v1() && ctx.cgroups.v1_swap_accounting() {
+            memory = memory.swap(m);
+        }
     }
+    let mut b = LinuxResourcesBuilder::default()
+        .cpu(cpu.build()?)
+        .memory(memory.build()?);
+    // cgroup v2 only (libcontainer's v1 manager has no unified files).
+    if !ctx.cgroups.is_v1() {
+        b = b.unified(unified_values(pod));
+    }
+    if let Some(p) = ctx.cgroups.pod_pids_limit.filter(|p| *p > 0) {
+        b = b.pids(LinuxPidsBuilder::default().limit(p).build()?);
+    }
+    b.build()
+}
+
+/// The cgroup v2 files libcontainer writes as given: memory.oom.group (the whole
+/// container killed on OOM, unless the pod asks otherwise) and memory.swap.max.
+fn unified_values(pod: &PodInfo) -> HashMap<String, String> {
     let mut unified = HashMap::new();
     let single = pod
         .pod
@@ -133,12 +181,5 @@ fn resources(
     // libcontainer 0.7 never writes memory.swap.max=0: without it a container swaps
     // instead of being OOM-killed at its limit.
     unified.insert("memory.swap.max".to_string(), "0".to_string());
-    let mut b = LinuxResourcesBuilder::default()
-        .cpu(cpu.build()?)
-        .memory(memory.build()?)
-        .unified(unified);
-    if let Some(p) = ctx.cgroups.pod_pids_limit.filter(|p| *p > 0) {
-        b = b.pids(LinuxPidsBuilder::default().limit(p).build()?);
-    }
-    b.build()
+    unified
 }

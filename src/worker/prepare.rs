@@ -292,6 +292,15 @@ pub fn prepare_attempt(
             w.clone(),
         );
     }
+    if let Some(w) = &settings.v1_not_enforced {
+        ctx.store.pod_event(
+            &pod.uid,
+            crate::status::EventKind::Warning,
+            crate::model::cgroup_enforcement::V1_POD_EVENT_REASON,
+            &pod.object(&c.name),
+            w.clone(),
+        );
+    }
     write_bundle_config(&bundle, &spec)?;
     let stop_signal = img
         .stop_signal()
@@ -322,7 +331,9 @@ pub fn prepare_attempt(
             lower_dirs,
             rootfs,
             oom_score_adj: Some(settings.oom_score_adj),
-            cgroup_dir: ctx.cgroups.container_dir(pod.qos, &pod.uid, &c.name),
+            cgroup_dir: ctx
+                .cgroups
+                .memory_accounting_dir(pod.qos, &pod.uid, &c.name),
             shim_cgroup: ctx.cgroups.shims_dir(),
             userns: pod
                 .userns

@@ -4,7 +4,9 @@
 //! message), then every field it sets and whether podhost honours, ignores (why) or
 //! rejects (why) it — so nothing a manifest asks for is dropped silently — and notes on
 //! how podhost applies what the fields alone do not show (a content volume mounted
-//! read-only whatever its mount says, the size of each memory-backed volume).
+//! read-only whatever its mount says, the size of each memory-backed volume). Run on a
+//! host whose cgroups cannot apply a resource field (cgroup v1), that field is "not
+//! enforced on this host", never "honoured".
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,8 +15,9 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::daemon::resolve_node_name;
+use crate::model::cgroup_enforcement::HostEnforcement;
 use crate::model::volume_confinement::{forced_read_only_mounts, memory_volumes};
-use crate::source::{ManifestCheck, check_manifest};
+use crate::source::{ManifestCheck, check_manifest, mark_host_enforcement};
 
 /// One manifest's verdict: the `-o json` element (field names are a stable interface).
 #[derive(Debug, Serialize)]
@@ -46,7 +49,7 @@ pub struct Finding {
 pub struct FieldLine {
     /// The JSON path.
     pub path: String,
-    /// `honoured`, `ignored` or `rejected`.
+    /// `honoured`, `ignored`, `rejected` or `not-enforced` (on this host).
     pub status: &'static str,
     /// Why it is ignored or rejected; empty when honoured.
     pub reason: &'static str,
@@ -61,7 +64,8 @@ pub fn run(paths: &[PathBuf], output: Option<&str>, node_name: Option<&str>) -> 
     };
     let node = resolve_node_name(node_name)?;
     let files = manifests(paths)?;
-    let verdicts = verdicts(&files, &node);
+    let host = crate::runtime::node_cgroups::probe_host();
+    let verdicts = verdicts(&files, &node, host);
     if json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {
@@ -91,14 +95,15 @@ fn manifests(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// One verdict per file; a second file defining the same pod is an error, as in the
-/// daemon's scan.
-pub fn verdicts(files: &[PathBuf], node: &str) -> Vec<Verdict> {
+/// One verdict per file, for a host that enforces `host`; a second file defining the
+/// same pod is an error, as in the daemon's scan.
+pub fn verdicts(files: &[PathBuf], node: &str, host: HostEnforcement) -> Vec<Verdict> {
     let mut defined: HashMap<(String, String), String> = HashMap::new();
     files
         .iter()
         .map(|file| {
-            let check = check_manifest(file, node);
+            let mut check = check_manifest(file, node);
+            mark_host_enforcement(&mut check.fields, host);
             let mut v = verdict(file, &check);
             if let Ok(pod) = &check.pod {
                 let key = (pod.namespace.clone(), pod.name.clone());
@@ -204,16 +209,26 @@ pub fn render_text(verdicts: &[Verdict]) -> String {
         }
     }
     let bad = verdicts.iter().filter(|v| !v.errors.is_empty()).count();
-    let ignored = verdicts
-        .iter()
-        .flat_map(|v| &v.fields)
-        .filter(|f| f.status == "ignored")
-        .count();
+    let count = |status: &str| {
+        verdicts
+            .iter()
+            .flat_map(|v| &v.fields)
+            .filter(|f| f.status == status)
+            .count()
+    };
+    let ignored = count("ignored");
     out.push_str(&format!(
-        "{} manifest{}, {bad} with errors, {ignored} ignored field{}\n",
+        "{} manifest{}, {bad} with errors, {ignored} ignored field{}",
         verdicts.len(),
         if verdicts.len() == 1 { "" } else { "s" },
         if ignored == 1 { "" } else { "s" },
     ));
+    match count("not-enforced") {
+        0 => out.push('\n'),
+        n => out.push_str(&format!(
+            ", {n} field{} not enforced on this host\n",
+            if n == 1 { "" } else { "s" }
+        )),
+    }
     out
 }

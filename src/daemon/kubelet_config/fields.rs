@@ -314,7 +314,9 @@ pub const FIELDS: &[(&str, Support)] = &[
     ),
     (
         "failCgroupV1",
-        Unsupported("podhost runs degraded on cgroup v1 with a warning"),
+        Unsupported(
+            "podhost runs on cgroup v1: container limits enforced, what v1 lacks is reported",
+        ),
     ),
     (
         "userNamespaces",
