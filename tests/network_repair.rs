@@ -251,3 +251,37 @@ fn a_second_network_refuses_a_live_owners_bridge_and_overlapping_cidrs_and_touch
         assert!(h.links().contains(&a_veth));
     });
 }
+
+#[test]
+fn an_unmarked_bridge_is_adopted_only_when_no_link_on_it_is_someone_elses() {
+    require_root();
+    let host = Arc::new(NetNs::with_role("host"));
+    let (_keep, state_dir) = root();
+    // An older podhost's bridge (no mark) with a pod's veth this root never made.
+    host.ip(&["link", "add", "podhost0", "type", "bridge"]);
+    host.ip(&[
+        "link", "add", "vethold1", "type", "veth", "peer", "name", "vethold2",
+    ]);
+    host.ip(&["link", "set", "vethold1", "master", "podhost0"]);
+    let h = host.clone();
+    host.block_on(move || async move {
+        let err = BridgeNetwork::new(default_config(&state_dir))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, BridgeError::BridgeInUse { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("vethold1") && text.contains("--bridge-name"),
+            "{text}"
+        );
+        assert!(h.links().contains(&"vethold1".to_string()), "left alone");
+
+        h.ip(&["link", "del", "vethold1"]);
+        let net = BridgeNetwork::new(default_config(&state_dir))
+            .await
+            .unwrap();
+        let shown = h.ip(&["-d", "link", "show", "podhost0"]);
+        let mark = format!("alias podhost:{}:", net.owner().id());
+        assert!(shown.contains(&mark), "{shown}");
+    });
+}

@@ -8,6 +8,7 @@
 //! keeps every daemon the only writer of what it owns, and the message says how to run
 //! the second one beside the first (`--bridge-name`, `--pod-cidr`).
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use super::links::{LinkInfo, Netlink};
@@ -17,15 +18,20 @@ use crate::model::net::Cidr;
 
 /// Checks that the bridge and the CIDRs are free for `me`, makes or adopts the bridge,
 /// marks it, and returns its index.
+/// `recorded`: the host veths this daemon's records name.
 pub(super) async fn claim_bridge(
     nl: &Netlink,
     cfg: &BridgeConfig,
     me: &OwnerId,
+    recorded: &HashSet<String>,
 ) -> Result<u32, BridgeError> {
     let _serialized = owner::claim_lock();
     let links = nl.links().await?;
     if let Some(bridge) = links.iter().find(|l| l.name == cfg.bridge) {
         refuse_if_owned(bridge, me)?;
+        if owner::parse(bridge.alias.as_deref()).is_none() {
+            refuse_if_others_attached(bridge, &links, me, recorded)?;
+        }
     }
     refuse_overlaps(nl, cfg, me, &links).await?;
     let index = nl.ensure_bridge(&cfg.bridge, &cfg.cidrs).await?;
@@ -63,6 +69,30 @@ fn refuse_if_owned(bridge: &LinkInfo, me: &OwnerId) -> Result<(), BridgeError> {
         }),
         _ => Ok(()),
     }
+}
+
+/// An unmarked bridge (made by a podhost without marks, or by someone else) is adopted
+/// only when every veth on it is this daemon's (by its records or its mark): one that
+/// is not may be a pod of a running older daemon, whose network adopting would break.
+fn refuse_if_others_attached(
+    bridge: &LinkInfo,
+    links: &[LinkInfo],
+    me: &OwnerId,
+    recorded: &HashSet<String>,
+) -> Result<(), BridgeError> {
+    let others: Vec<String> = links
+        .iter()
+        .filter(|l| l.controller == Some(bridge.index))
+        .filter(|l| !recorded.contains(&l.name) && !me.owns(l.alias.as_deref()))
+        .map(|l| l.name.clone())
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    Err(BridgeError::BridgeInUse {
+        bridge: bridge.name.clone(),
+        links: others.join(", "),
+    })
 }
 
 /// Another link with an address inside one of the pod CIDRs (or in a network that

@@ -74,6 +74,13 @@ pub enum BridgeError {
     )]
     BridgeOwned { bridge: String, other_root: String },
     #[error(
+        "bridge {bridge} carries no podhost owner mark and has links this daemon did not make \
+         ({links}): another program's, or pods of a running older podhost; give this daemon \
+         its own bridge and pod CIDR (--bridge-name, --pod-cidr), or delete the bridge if \
+         nothing uses it"
+    )]
+    BridgeInUse { bridge: String, links: String },
+    #[error(
         "pod CIDR {cidr} overlaps address {address} on {link}{}: two networks cannot route the \
          same addresses; give this daemon a distinct --pod-cidr (and --bridge-name)",
         owner.as_ref().map(|r| format!(" (the bridge of the podhost daemon with root dir {r})")).unwrap_or_default()

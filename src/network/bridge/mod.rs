@@ -102,11 +102,6 @@ impl BridgeNetwork {
         }
         let owner = OwnerId::of_state_dir(&cfg.state_dir)?;
         let owner_lock = owner.lock()?;
-        let nl = Netlink::connect()?;
-        claim::claim_bridge(&nl, &cfg, &owner).await?;
-        drop(nl);
-        enable_sysctls(&cfg)?;
-
         let (state_dir, cidrs) = (cfg.state_dir.clone(), cfg.cidrs.clone());
         let (ipam, loaded) = blocking(move || {
             Ok((
@@ -115,6 +110,13 @@ impl BridgeNetwork {
             ))
         })
         .await?;
+        // The veths this daemon's records name: on an unmarked bridge (an older
+        // podhost's) they are this daemon's; any other there is not.
+        let recorded: HashSet<String> = loaded.iter().map(|r| r.host_veth.clone()).collect();
+        let nl = Netlink::connect()?;
+        claim::claim_bridge(&nl, &cfg, &owner, &recorded).await?;
+        drop(nl);
+        enable_sysctls(&cfg)?;
         let records = loaded.into_iter().map(|r| (r.uid.clone(), r)).collect();
         let table = crate::model::net::nft::table_name(&cfg.bridge);
         let mut net = Self {
