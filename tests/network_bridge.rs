@@ -17,9 +17,7 @@ use std::time::Instant;
 use common_bridge::*;
 use podhost::model::host_ports::{HostPort, Protocol};
 use podhost::network::PodNetRequest;
-use podhost::network::bridge::{
-    BridgeConfig, BridgeError, BridgeNetwork, SetupStep, TeardownStep, host_veth_name,
-};
+use podhost::network::bridge::{BridgeConfig, BridgeError, BridgeNetwork, SetupStep, TeardownStep};
 
 fn config(state_dir: &Path) -> BridgeConfig {
     BridgeConfig::with_defaults(state_dir.to_path_buf())
@@ -285,7 +283,7 @@ fn a_setup_or_teardown_cut_short_is_finished_by_reconcile_in_the_next_daemon() {
         let errors = net.reconcile(&HashSet::from(["live".to_string()])).await;
         assert!(errors.is_empty(), "{errors:?}");
         let left = leftovers(&h, "podhost0", &sd);
-        let veth = host_veth_name("live");
+        let veth = net.host_veth("live");
         assert_eq!(left.len(), 1 + 2 + 2 + 1, "only the live pod's: {left:#?}");
         assert!(
             left.iter()

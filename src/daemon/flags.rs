@@ -146,6 +146,11 @@ pub struct DaemonFlags {
     /// 10.86.0.0/16,fd70:6f64:6800::/64.
     #[arg(long)]
     pub pod_cidr: Option<String>,
+    /// The built-in bridge's name. One daemon per bridge: a second daemon on this host
+    /// (another --root-dir) needs its own --bridge-name and a --pod-cidr that does not
+    /// overlap; it refuses a bridge a running daemon owns.
+    #[arg(long, default_value = crate::network::bridge::DEFAULT_BRIDGE)]
+    pub bridge_name: String,
     /// CNI network configurations (the first `.conflist`/`.conf`/`.json` by name).
     #[arg(long, default_value = "/etc/cni/net.d")]
     pub cni_conf_dir: PathBuf,
@@ -345,6 +350,7 @@ impl DaemonFlags {
             insecure_registries: self.insecure_registries,
             network: crate::network::NetworkSettings {
                 mode: self.pod_network.parse()?,
+                bridge_name: self.bridge_name,
                 pod_cidrs: self.pod_cidr,
                 cni_conf_dir: self.cni_conf_dir,
                 cni_bin_dirs: self.cni_bin_dir,

@@ -329,6 +329,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     if let Err(crate::network::NetworkError::PodCidrPending) = &started {
         tracing::info!("pods without hostNetwork wait for the Node's spec.podCIDR");
     } else if let Err(e) = started {
+        tracing::error!("pod network cannot start: {e}");
         store.node_event(
             crate::status::EventKind::Warning,
             "NetworkNotReady",

@@ -3,9 +3,11 @@
 //! published on the host.
 //!
 //! Two backends, one chosen at daemon start (`--pod-network`):
-//! - `bridge` (the default): podhost's own bridge `podhost0`, a veth per pod, host-local
-//!   IPAM persisted under `<root>/network/`, masquerade and hostPort DNAT in podhost's own
-//!   nftables table;
+//! - `bridge` (the default): podhost's own bridge (`--bridge-name`, `podhost0`), a veth
+//!   per pod, host-local IPAM persisted under `<root>/network/`, masquerade and hostPort
+//!   DNAT in podhost's own nftables table. Every host object is marked with the daemon's
+//!   identity and only its own are reconciled; a bridge another running daemon owns is
+//!   refused ([`bridge::BridgeError::BridgeOwned`]);
 //! - `cni`: the standard CNI plugins from a config list in `--cni-conf-dir`.
 //!
 //! Every operation is idempotent and recoverable: a daemon killed during setup or
@@ -41,6 +43,16 @@ pub struct PodNetStatus {
     pub ips: Vec<IpAddr>,
     /// The pod's interface (`eth0`).
     pub interface: String,
+}
+
+/// Whether a pod's network is whole ([`PodNetwork::check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetworkHealth {
+    Attached,
+    /// Something is gone: what (`veth vethab12cd34`, `eth0 in the pod's network
+    /// namespace`, `nftables table inet podhost`, `address 10.86.0.5 on eth0`…). A
+    /// repeated [`PodNetwork::setup`] makes it again with the same addresses.
+    Missing(String),
 }
 
 /// Why a pod's network could not be set up or released. The message is what the pod's
@@ -89,11 +101,14 @@ impl std::str::FromStr for NetworkMode {
     }
 }
 
-/// The node's network settings (`--pod-network`, `--pod-cidr`, `--cni-conf-dir`,
-/// `--cni-bin-dir`).
+/// The node's network settings (`--pod-network`, `--bridge-name`, `--pod-cidr`,
+/// `--cni-conf-dir`, `--cni-bin-dir`).
 #[derive(Debug, Clone)]
 pub struct NetworkSettings {
     pub mode: NetworkMode,
+    /// The built-in bridge's name (`podhost0`): a second daemon on the host needs its
+    /// own, with its own `--pod-cidr`.
+    pub bridge_name: String,
     /// The built-in bridge's pod CIDRs, `v4[,v6]`, when `--pod-cidr` is given (else
     /// the Node's or the default: [`pod_cidr::choose`]).
     pub pod_cidrs: Option<String>,
@@ -199,7 +214,7 @@ impl NodeNetwork {
                 tracing::info!(cidrs = %choice.cidrs, from = %choice.origin, "pod CIDRs of the bridge");
                 PodNetwork::Bridge(
                     bridge::BridgeNetwork::new(bridge::BridgeConfig {
-                        bridge: bridge::DEFAULT_BRIDGE.to_string(),
+                        bridge: s.bridge_name.clone(),
                         cidrs: bridge::BridgeConfig::parse_cidrs(&choice.cidrs)?,
                         state_dir: self.state_dir.join("bridge"),
                     })
@@ -259,6 +274,21 @@ impl PodNetwork {
         }
     }
 
+    /// Whether the pod's network (set up with addresses `ips`) is still whole. The
+    /// bridge checks its veth, `eth0`, the addresses, routes and nftables table; `none`
+    /// has nothing to check and CNI leaves it to the plugins' CHECK at adoption, so both
+    /// say `Attached`.
+    pub async fn check(
+        &self,
+        req: &PodNetRequest,
+        ips: &[IpAddr],
+    ) -> Result<NetworkHealth, NetworkError> {
+        match self {
+            Self::None | Self::Cni(_) => Ok(NetworkHealth::Attached),
+            Self::Bridge(b) => Ok(b.check(req, ips).await?),
+        }
+    }
+
     /// At daemon start, after the pods on disk are known: releases what belongs to pods
     /// not in `live` (a daemon killed during setup or teardown), and returns what could
     /// not be released.
@@ -288,6 +318,7 @@ mod tests {
     fn bridge_settings(pod_cidrs: Option<&str>) -> NetworkSettings {
         NetworkSettings {
             mode: NetworkMode::Bridge,
+            bridge_name: bridge::DEFAULT_BRIDGE.into(),
             pod_cidrs: pod_cidrs.map(str::to_string),
             cni_conf_dir: "/nonexistent/podhost-test-cni".into(),
             cni_bin_dirs: Vec::new(),

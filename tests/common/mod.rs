@@ -126,6 +126,9 @@ pub struct TestDaemon {
     /// The network namespace the daemon runs in, its "host" (pod networks, nftables);
     /// `None`: the machine's own, with `--pod-network none`.
     pub netns: Option<netns::TestNetns>,
+    /// Another daemon's network namespace this one runs in instead (`nsenter --net`),
+    /// for tests of two daemons on one host ([`TestDaemon::prepare_in_network_of`]).
+    pub joined_netns: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -162,6 +165,35 @@ impl TestDaemon {
         d
     }
 
+    /// [`prepare_with`](Self::prepare_with), the daemon to run in `host`'s network
+    /// namespace (beside `host`'s daemon, as a second daemon on the same machine).
+    pub fn prepare_in_network_of(host: &TestDaemon, extra_args: &[&str]) -> Self {
+        let mut d = Self::prepare_with(extra_args);
+        d.netns = None;
+        d.joined_netns = Some(
+            host.netns
+                .as_ref()
+                .expect("a daemon in its own netns")
+                .path(),
+        );
+        d
+    }
+
+    /// The command line that runs `program` in this daemon's network namespace.
+    pub fn command_in_netns(&self, program: &str) -> Command {
+        match (&self.netns, &self.joined_netns) {
+            (Some(ns), _) => ns.command(program),
+            (None, Some(path)) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net={}", path.display()))
+                    .arg("--")
+                    .arg(program);
+                c
+            }
+            (None, None) => Command::new(program),
+        }
+    }
+
     /// Dirs made and the image loaded, but no daemon started yet. The daemon will run
     /// in a network namespace of its own (its pods' bridge, addresses and rules there).
     pub fn prepare_with(extra_args: &[&str]) -> Self {
@@ -183,6 +215,7 @@ impl TestDaemon {
             dir,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
             netns: None,
+            joined_netns: None,
             child: None,
         };
         let mut d = d;
@@ -226,10 +259,7 @@ impl TestDaemon {
             .append(true)
             .open(self.dir.path().join("daemon.log"))
             .unwrap();
-        let mut command = match &self.netns {
-            Some(ns) => ns.command(BIN),
-            None => Command::new(BIN),
-        };
+        let mut command = self.command_in_netns(BIN);
         let child = command
             .arg("daemon")
             .arg("--pod-manifest-path")

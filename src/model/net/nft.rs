@@ -1,5 +1,6 @@
 //! The text of podhost's nftables ruleset: one transaction that deletes and re-creates
-//! podhost's own table (`inet podhost`), so the ruleset is a pure function of the
+//! podhost's own table (`inet podhost`, or `inet podhost-<bridge>` for a daemon on
+//! another bridge), so the ruleset is a pure function of the
 //! configuration and the live pods' host ports, and no other table is ever touched.
 //!
 //! - masquerade: traffic from the pod CIDRs to anything outside them (IPv4 and IPv6);
@@ -17,8 +18,29 @@ use std::net::IpAddr;
 use super::Cidr;
 use crate::model::host_ports::HostPort;
 
-/// podhost's table, family `inet` (IPv4 and IPv6 in one).
+/// podhost's table, family `inet` (IPv4 and IPv6 in one), of the default bridge.
 pub const TABLE: &str = "podhost";
+
+/// The table of the daemon whose bridge is `bridge`: `podhost` for the default bridge
+/// `podhost0` (the name every podhost so far used, so an upgrade replaces its own
+/// table), `podhost-<bridge>` for any other, so that daemons on separate bridges never
+/// replace each other's rules. Characters nft would not take in a name become `_`.
+pub fn table_name(bridge: &str) -> String {
+    if bridge == "podhost0" {
+        return TABLE.to_string();
+    }
+    let clean: String = bridge
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{TABLE}-{clean}")
+}
 
 /// One pod's published ports and the addresses they lead to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,14 +51,15 @@ pub struct PodPorts {
     pub ports: Vec<HostPort>,
 }
 
-/// The transaction for `nft -f -`: podhost's table as `bridge`, `cidrs` and `pods`
-/// (in the given order) make it.
+/// The transaction for `nft -f -`: the bridge's table ([`table_name`]) as `bridge`,
+/// `cidrs` and `pods` (in the given order) make it.
 pub fn render_ruleset(bridge: &str, cidrs: &[Cidr], pods: &[PodPorts]) -> String {
+    let table = table_name(bridge);
     let mut out = String::new();
     // Declaring the table first makes the delete succeed when it does not exist yet;
     // both happen in the same atomic transaction as the new table.
-    let _ = writeln!(out, "table inet {TABLE}\ndelete table inet {TABLE}");
-    let _ = writeln!(out, "table inet {TABLE} {{");
+    let _ = writeln!(out, "table inet {table}\ndelete table inet {table}");
+    let _ = writeln!(out, "table inet {table} {{");
     out.push_str("\tchain hostports {\n");
     for pod in pods {
         for port in &pod.ports {
@@ -117,7 +140,7 @@ fn dnat_rules(pod: &PodPorts, port: &HostPort) -> Vec<String> {
 
 /// `pod <uid>` with anything but `[A-Za-z0-9._-]` dropped: a comment is quoted text and
 /// a UID comes from a manifest.
-fn comment_text(uid: &str) -> String {
+pub fn comment_text(uid: &str) -> String {
     let clean: String = uid
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
@@ -215,6 +238,21 @@ mod tests {
             "ip6 daddr fd00::9 meta l4proto sctp th dport 9000 dnat ip6 to [fd70:6f64:6800::2]:80"
         ));
         assert!(text.contains("oifname \"br9\""));
+    }
+
+    #[test]
+    fn each_bridge_has_its_own_table_and_the_default_keeps_the_old_name() {
+        assert_eq!(table_name("podhost0"), "podhost");
+        assert_eq!(table_name("podhost1"), "podhost-podhost1");
+        assert_eq!(table_name("br.x-1"), "podhost-br.x-1");
+        let text = render_ruleset("podhost1", &cidrs(), &[]);
+        assert!(
+            text.starts_with("table inet podhost-podhost1\ndelete table inet podhost-podhost1\n"),
+            "{text}"
+        );
+        for line in text.lines().filter(|l| l.contains("table")) {
+            assert!(line.contains("inet podhost-podhost1"), "{line}");
+        }
     }
 
     #[test]

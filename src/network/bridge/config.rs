@@ -97,11 +97,14 @@ impl BridgeConfig {
     }
 }
 
-/// The host end of a pod's veth pair: `veth` and 8 hex digits of the SHA-256 of its UID,
-/// a pure function of the UID so that a daemon that lost its records still finds it.
-/// (Docker names its host ends `veth` + 7 hex digits, so the two never collide.)
-pub fn host_veth_name(uid: &str) -> String {
-    let digest = Sha256::digest(uid.as_bytes());
+/// The host end of a pod's veth pair: `veth` and 8 hex digits of the SHA-256 of the
+/// daemon's identity ([`super::OwnerId`]) and the pod's UID: a pure function of the two,
+/// so that a daemon that lost its records still finds it, and distinct for two daemons
+/// running the same pod (a URL source gives a pod the same UID on every node). Veths
+/// made before the identity existed keep their recorded names. (Docker names its host
+/// ends `veth` + 7 hex digits, so the two never collide.)
+pub fn host_veth_name(owner_id: &str, uid: &str) -> String {
+    let digest = Sha256::digest(format!("{owner_id}/{uid}").as_bytes());
     format!("veth{}", hex::encode(&digest[..4]))
 }
 
@@ -146,11 +149,22 @@ mod tests {
 
     #[test]
     fn host_veth_names_are_stable_short_and_distinct() {
-        let a = host_veth_name("8d1c3b9e-0000-4000-8000-000000000001");
-        assert_eq!(a, host_veth_name("8d1c3b9e-0000-4000-8000-000000000001"));
+        let a = host_veth_name("0123456789abcdef", "8d1c3b9e-0000-4000-8000-000000000001");
+        assert_eq!(
+            a,
+            host_veth_name("0123456789abcdef", "8d1c3b9e-0000-4000-8000-000000000001")
+        );
         assert_eq!(a.len(), 12);
         assert!(a.starts_with("veth"));
-        assert_ne!(a, host_veth_name("8d1c3b9e-0000-4000-8000-000000000002"));
+        assert_ne!(
+            a,
+            host_veth_name("0123456789abcdef", "8d1c3b9e-0000-4000-8000-000000000002")
+        );
+        // Another daemon running the same pod gets another name.
+        assert_ne!(
+            a,
+            host_veth_name("fedcba9876543210", "8d1c3b9e-0000-4000-8000-000000000001")
+        );
     }
 
     #[test]

@@ -56,8 +56,43 @@ pub enum BridgeError {
         "nftables' `nft` tool ({program}) is not installed, so hostPorts cannot be published and pods' traffic is not masqueraded: apt-get install nftables"
     )]
     NftMissing { program: String },
-    #[error("{} failed to apply podhost's ruleset (table inet podhost): {message}", program.display())]
-    Nft { program: PathBuf, message: String },
+    #[error("{} failed to apply podhost's ruleset (table inet {table}): {message}", program.display())]
+    Nft {
+        program: PathBuf,
+        table: String,
+        message: String,
+    },
+    #[error(
+        "the pod network state {} is in use by another process (another podhost daemon with the same --root-dir?)",
+        state_dir.display()
+    )]
+    StateInUse { state_dir: PathBuf },
+    #[error(
+        "bridge {bridge} belongs to the podhost daemon with root dir {other_root}, which is running: \
+         a daemon never shares another's bridge; give this one its own bridge and pod CIDR, \
+         e.g. --bridge-name podhost1 --pod-cidr 10.87.0.0/16,fd70:6f64:6801::/64"
+    )]
+    BridgeOwned { bridge: String, other_root: String },
+    #[error(
+        "bridge {bridge} carries no podhost owner mark and has links this daemon did not make \
+         ({links}): another program's, or pods of a running older podhost; give this daemon \
+         its own bridge and pod CIDR (--bridge-name, --pod-cidr), or delete the bridge if \
+         nothing uses it"
+    )]
+    BridgeInUse { bridge: String, links: String },
+    #[error(
+        "pod CIDR {cidr} overlaps address {address} on {link}{}: two networks cannot route the \
+         same addresses; give this daemon a distinct --pod-cidr (and --bridge-name)",
+        owner.as_ref().map(|r| format!(" (the bridge of the podhost daemon with root dir {r})")).unwrap_or_default()
+    )]
+    CidrInUse {
+        cidr: String,
+        address: String,
+        link: String,
+        owner: Option<String>,
+    },
+    #[error("veth {veth} exists and belongs to someone else (alias {alias:?}): not touched")]
+    VethOwned { veth: String, alias: String },
     #[error("a pod network task ended without finishing: {0}")]
     Blocking(String),
 }

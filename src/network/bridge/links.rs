@@ -12,6 +12,7 @@ use std::os::fd::AsRawFd;
 use futures::TryStreamExt;
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressHeaderFlags};
 use netlink_packet_route::link::{InfoData, InfoKind, InfoVeth, LinkAttribute, LinkMessage};
+use netlink_packet_route::route::{RouteAddress, RouteAttribute};
 use rtnetlink::{
     Handle, LinkBridge, LinkBridgePort, LinkMessageBuilder, LinkUnspec, LinkVeth,
     RouteMessageBuilder,
@@ -47,6 +48,11 @@ impl Netlink {
 
     /// The index of the link `name`, if it exists.
     pub(super) async fn index_of(&self, name: &str) -> Result<Option<u32>, BridgeError> {
+        Ok(self.link(name).await?.map(|l| l.index))
+    }
+
+    /// The link `name`, if it exists.
+    pub(super) async fn link(&self, name: &str) -> Result<Option<LinkInfo>, BridgeError> {
         let mut links = self
             .handle
             .link()
@@ -54,10 +60,92 @@ impl Netlink {
             .match_name(name.to_string())
             .execute();
         match links.try_next().await {
-            Ok(link) => Ok(link.map(|l| l.header.index)),
+            Ok(link) => Ok(link.as_ref().map(LinkInfo::of)),
             Err(e) if errno(&e) == Some(libc::ENODEV) => Ok(None),
             Err(e) => Err(BridgeError::netlink(format!("look up link {name}"), e)),
         }
+    }
+
+    /// Every link of the namespace.
+    pub(super) async fn links(&self) -> Result<Vec<LinkInfo>, BridgeError> {
+        let links: Vec<LinkMessage> = self
+            .handle
+            .link()
+            .get()
+            .execute()
+            .try_collect()
+            .await
+            .map_err(|e| BridgeError::netlink("list links".into(), e))?;
+        Ok(links.iter().map(LinkInfo::of).collect())
+    }
+
+    /// Sets the alias (IFLA_IFALIAS) of link `index`: podhost's ownership mark.
+    pub(super) async fn set_alias(
+        &self,
+        index: u32,
+        alias: &str,
+        name: &str,
+    ) -> Result<(), BridgeError> {
+        let mut msg = LinkUnspec::new_with_index(index).build();
+        msg.attributes
+            .push(LinkAttribute::IfAlias(alias.to_string()));
+        self.handle
+            .link()
+            .set(msg)
+            .execute()
+            .await
+            .map_err(|e| BridgeError::netlink(format!("mark {name} as podhost's"), e))
+    }
+
+    /// Every address of the namespace: (link index, address, prefix length).
+    pub(super) async fn addresses(&self) -> Result<Vec<(u32, IpAddr, u8)>, BridgeError> {
+        let all: Vec<_> = self
+            .handle
+            .address()
+            .get()
+            .execute()
+            .try_collect()
+            .await
+            .map_err(|e| BridgeError::netlink("list addresses".into(), e))?;
+        Ok(all
+            .iter()
+            .filter_map(|m| {
+                let ip = m.attributes.iter().find_map(|a| match a {
+                    AddressAttribute::Address(ip) => Some(*ip),
+                    _ => None,
+                })?;
+                Some((m.header.index, ip, m.header.prefix_len))
+            })
+            .collect())
+    }
+
+    /// Whether link `index` has a default route of `gateway`'s family via `gateway`.
+    pub(super) async fn has_default_route(
+        &self,
+        index: u32,
+        gateway: IpAddr,
+    ) -> Result<bool, BridgeError> {
+        let filter = match gateway {
+            IpAddr::V4(_) => RouteMessageBuilder::<Ipv4Addr>::new().build(),
+            IpAddr::V6(_) => RouteMessageBuilder::<Ipv6Addr>::new().build(),
+        };
+        let routes: Vec<_> = self
+            .handle
+            .route()
+            .get(filter)
+            .execute()
+            .try_collect()
+            .await
+            .map_err(|e| BridgeError::netlink("list routes".into(), e))?;
+        Ok(routes.iter().any(|r| {
+            r.header.destination_prefix_length == 0
+                && r.attributes.contains(&RouteAttribute::Oif(index))
+                && r.attributes.iter().any(|a| match a {
+                    RouteAttribute::Gateway(RouteAddress::Inet(g)) => IpAddr::V4(*g) == gateway,
+                    RouteAttribute::Gateway(RouteAddress::Inet6(g)) => IpAddr::V6(*g) == gateway,
+                    _ => false,
+                })
+        }))
     }
 
     /// The bridge `name` (made if missing) up with a fixed MAC address (a bridge
@@ -164,11 +252,15 @@ impl Netlink {
     /// peer made directly inside the namespace `pod_netns` as `eth0` (one request; no
     /// temporary name in the host's namespace). An existing `host_name` (a setup
     /// repeated after a restart) is attached and brought up again.
+    /// The host end is marked with `alias`; an existing one that carries another
+    /// daemon's mark is refused (`may_adopt` says which marks are this daemon's).
     pub(super) async fn create_veth(
         &self,
         host_name: &str,
         bridge_index: u32,
         pod_netns: &std::fs::File,
+        alias: &str,
+        may_adopt: impl Fn(Option<&str>) -> bool,
     ) -> Result<(), BridgeError> {
         let peer = LinkUnspec::new_with_name(POD_INTERFACE)
             .setns_by_fd(pod_netns.as_raw_fd())
@@ -184,12 +276,22 @@ impl Netlink {
             Err(e) if errno(&e) == Some(libc::EEXIST) => false,
             Err(e) => return Err(BridgeError::netlink(format!("create veth {host_name}"), e)),
         };
-        let index = self
-            .index_of(host_name)
+        let link = self
+            .link(host_name)
             .await?
             .ok_or_else(|| BridgeError::Missing {
                 what: format!("veth {host_name} right after creating it"),
             })?;
+        let index = link.index;
+        if !created && !may_adopt(link.alias.as_deref()) {
+            return Err(BridgeError::VethOwned {
+                veth: host_name.into(),
+                alias: link.alias.unwrap_or_default(),
+            });
+        }
+        if link.alias.as_deref() != Some(alias) {
+            self.set_alias(index, alias, host_name).await?;
+        }
         if !created {
             let msg = LinkUnspec::new_with_index(index)
                 .controller(bridge_index)
@@ -221,29 +323,48 @@ impl Netlink {
         }
     }
 
-    /// The names of the veth links attached to the bridge `bridge_index`.
-    pub(super) async fn bridge_veths(&self, bridge_index: u32) -> Result<Vec<String>, BridgeError> {
-        let links: Vec<LinkMessage> = self
-            .handle
-            .link()
-            .get()
-            .execute()
-            .try_collect()
-            .await
-            .map_err(|e| BridgeError::netlink("list links".into(), e))?;
-        Ok(links
-            .iter()
-            .filter(|l| {
-                l.attributes
-                    .contains(&LinkAttribute::Controller(bridge_index))
-            })
-            .filter_map(|l| {
-                l.attributes.iter().find_map(|a| match a {
-                    LinkAttribute::IfName(n) if n.starts_with("veth") => Some(n.clone()),
-                    _ => None,
-                })
-            })
+    /// The veth links attached to the bridge `bridge_index`.
+    pub(super) async fn bridge_veths(
+        &self,
+        bridge_index: u32,
+    ) -> Result<Vec<LinkInfo>, BridgeError> {
+        Ok(self
+            .links()
+            .await?
+            .into_iter()
+            .filter(|l| l.controller == Some(bridge_index) && l.name.starts_with("veth"))
             .collect())
+    }
+}
+
+/// What podhost reads of a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct LinkInfo {
+    pub index: u32,
+    pub name: String,
+    /// IFLA_IFALIAS: podhost's ownership mark on its bridge and veths.
+    pub alias: Option<String>,
+    /// The bridge it is attached to.
+    pub controller: Option<u32>,
+}
+
+impl LinkInfo {
+    fn of(msg: &LinkMessage) -> Self {
+        let mut info = Self {
+            index: msg.header.index,
+            name: String::new(),
+            alias: None,
+            controller: None,
+        };
+        for a in &msg.attributes {
+            match a {
+                LinkAttribute::IfName(n) => info.name = n.clone(),
+                LinkAttribute::IfAlias(n) if !n.is_empty() => info.alias = Some(n.clone()),
+                LinkAttribute::Controller(c) => info.controller = Some(*c),
+                _ => {}
+            }
+        }
+        info
     }
 }
 

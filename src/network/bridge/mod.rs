@@ -17,11 +17,14 @@
 //! a UID that is not live and re-applies the ruleset, so a daemon killed in the middle
 //! of either leaves nothing once the next daemon starts.
 
+mod claim;
 mod config;
 mod error;
+mod health;
 mod ipam_store;
 mod links;
 mod nftables;
+mod owner;
 mod pod_netns;
 mod records;
 mod recovery;
@@ -29,6 +32,7 @@ mod sysctl;
 
 pub use config::{BridgeConfig, DEFAULT_BRIDGE, DEFAULT_POD_CIDRS, host_veth_name};
 pub use error::BridgeError;
+pub use owner::OwnerId;
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
@@ -63,6 +67,10 @@ pub enum TeardownStep {
 #[derive(Debug)]
 pub struct BridgeNetwork {
     cfg: BridgeConfig,
+    /// This daemon's identity: the mark on its bridge and veths.
+    owner: OwnerId,
+    /// Held while the network lives: tells other daemons this one runs.
+    _owner_lock: nix::fcntl::Flock<std::fs::File>,
     nft: Nft,
     /// Why nftables could not be set up at start (missing tool, failed transaction):
     /// pods still get addresses and reach each other; hostPorts fail with this error.
@@ -92,11 +100,8 @@ impl BridgeNetwork {
             cfg.cidrs.retain(|c| c.is_ipv4());
             cfg.validate()?;
         }
-        let nl = Netlink::connect()?;
-        nl.ensure_bridge(&cfg.bridge, &cfg.cidrs).await?;
-        drop(nl);
-        enable_sysctls(&cfg)?;
-
+        let owner = OwnerId::of_state_dir(&cfg.state_dir)?;
+        let owner_lock = owner.lock()?;
         let (state_dir, cidrs) = (cfg.state_dir.clone(), cfg.cidrs.clone());
         let (ipam, loaded) = blocking(move || {
             Ok((
@@ -105,10 +110,20 @@ impl BridgeNetwork {
             ))
         })
         .await?;
+        // The veths this daemon's records name: on an unmarked bridge (an older
+        // podhost's) they are this daemon's; any other there is not.
+        let recorded: HashSet<String> = loaded.iter().map(|r| r.host_veth.clone()).collect();
+        let nl = Netlink::connect()?;
+        claim::claim_bridge(&nl, &cfg, &owner, &recorded).await?;
+        drop(nl);
+        enable_sysctls(&cfg)?;
         let records = loaded.into_iter().map(|r| (r.uid.clone(), r)).collect();
+        let table = crate::model::net::nft::table_name(&cfg.bridge);
         let mut net = Self {
             cfg,
-            nft: Nft::find(nft_program),
+            owner,
+            _owner_lock: owner_lock,
+            nft: Nft::find(nft_program, table),
             nft_problem: None,
             ipam: Arc::new(Mutex::new(ipam)),
             records: Arc::new(Mutex::new(records)),
@@ -137,6 +152,25 @@ impl BridgeNetwork {
         &self.cfg
     }
 
+    /// This daemon's identity (the mark on its bridge and veths).
+    pub fn owner(&self) -> &OwnerId {
+        &self.owner
+    }
+
+    /// The nftables table this daemon owns (`podhost` on the default bridge).
+    pub fn nft_table(&self) -> &str {
+        self.nft.table()
+    }
+
+    /// The host end of pod `uid`'s veth: the recorded name (a pod set up by an older
+    /// podhost keeps its own), else this daemon's name for it.
+    pub fn host_veth(&self, uid: &str) -> String {
+        let recorded = lock(&self.records)
+            .ok()
+            .and_then(|r| r.get(uid).map(|r| r.host_veth.clone()));
+        recorded.unwrap_or_else(|| host_veth_name(self.owner.id(), uid))
+    }
+
     /// Sets the pod's network up; idempotent (the same addresses come back).
     pub async fn setup(&self, req: &PodNetRequest) -> Result<PodNetStatus, BridgeError> {
         let status = self.setup_until(req, None).await?;
@@ -163,11 +197,18 @@ impl BridgeNetwork {
     ) -> Result<Option<PodNetStatus>, BridgeError> {
         check_uid(&req.uid)?;
         let stops_at = |step: SetupStep| stop == Some(step);
+        // A repeated setup (a new daemon adopting the pod, or a repair) keeps the
+        // recorded veth name and re-applies the ruleset, which may be what was lost.
+        let previous = lock(&self.records)?.get(&req.uid).cloned();
+        let repeated = previous.is_some();
         let mut record = PodRecord {
             uid: req.uid.clone(),
             namespace: req.namespace.clone(),
             name: req.name.clone(),
-            host_veth: host_veth_name(&req.uid),
+            host_veth: previous.map_or_else(
+                || host_veth_name(self.owner.id(), &req.uid),
+                |p| p.host_veth,
+            ),
             ips: Vec::new(),
             host_ports: req
                 .host_ports
@@ -208,9 +249,20 @@ impl BridgeNetwork {
         let bridge = match nl.index_of(&self.cfg.bridge).await? {
             Some(index) => index,
             // Someone deleted the bridge: make it again rather than fail every pod.
-            None => nl.ensure_bridge(&self.cfg.bridge, &self.cfg.cidrs).await?,
+            None => claim::remake_bridge(&nl, &self.cfg, &self.owner).await?,
         };
-        nl.create_veth(&record.host_veth, bridge, &netns).await?;
+        // An existing host end is adopted when it carries this daemon's mark or none
+        // (made by an older podhost); another daemon's is refused.
+        let owner = &self.owner;
+        let adoptable = |alias: Option<&str>| alias.is_none() || owner.owns(alias);
+        nl.create_veth(
+            &record.host_veth,
+            bridge,
+            &netns,
+            &owner.veth_alias(&record.uid),
+            adoptable,
+        )
+        .await?;
         drop(nl);
         if stops_at(SetupStep::HostVeth) {
             return Ok(None);
@@ -223,7 +275,7 @@ impl BridgeNetwork {
         }
 
         // 5: only a pod that publishes (or published) ports changes the ruleset.
-        if !record.host_ports.is_empty() || had_ports {
+        if !record.host_ports.is_empty() || had_ports || (repeated && self.nft_problem.is_none()) {
             self.apply_ruleset().await?;
         }
         if stops_at(SetupStep::HostPorts) {
@@ -274,9 +326,10 @@ impl BridgeNetwork {
             Some(r) => Some(r),
             None => records::load(&self.cfg.state_dir, uid)?,
         };
-        let veth = recorded
-            .as_ref()
-            .map_or_else(|| host_veth_name(uid), |r| r.host_veth.clone());
+        let veth = recorded.as_ref().map_or_else(
+            || host_veth_name(self.owner.id(), uid),
+            |r| r.host_veth.clone(),
+        );
         keep(self.delete_veth(&veth).await);
         if stop == Some(TeardownStep::Link) {
             return first_error.map_or(Ok(()), Err);
@@ -310,8 +363,17 @@ impl BridgeNetwork {
         recovery::reconcile(self, live).await
     }
 
+    /// Deletes this daemon's veth `name`: one carrying another daemon's mark is left.
     async fn delete_veth(&self, name: &str) -> Result<(), BridgeError> {
-        Netlink::connect()?.delete_link(name).await.map(|_| ())
+        let nl = Netlink::connect()?;
+        match nl.link(name).await? {
+            None => Ok(()),
+            Some(l) if l.alias.is_some() && !self.owner.owns(l.alias.as_deref()) => {
+                tracing::warn!(veth = name, alias = ?l.alias, "pod network: not deleting another daemon's veth");
+                Ok(())
+            }
+            Some(_) => nl.delete_link(name).await.map(|_| ()),
+        }
     }
 
     /// Renders the ruleset from the current records and applies it.

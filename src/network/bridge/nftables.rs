@@ -24,6 +24,8 @@ pub(super) struct Nft {
     /// The program found, or `None` with `wanted` (what was looked for) missing.
     program: Option<PathBuf>,
     wanted: String,
+    /// The table this daemon owns (`podhost`, or `podhost-<bridge>` for another bridge).
+    table: String,
     /// Serializes transactions so that the last one applied is the newest rendering.
     lock: tokio::sync::Mutex<()>,
 }
@@ -31,7 +33,7 @@ pub(super) struct Nft {
 impl Nft {
     /// `program` as given when it holds a `/`, else looked up in PATH and in the sbin
     /// directories (a daemon's PATH may lack them).
-    pub(super) fn find(program: &Path) -> Self {
+    pub(super) fn find(program: &Path, table: String) -> Self {
         let found = if program.components().count() > 1 {
             program.is_file().then(|| program.to_path_buf())
         } else {
@@ -44,6 +46,7 @@ impl Nft {
         Self {
             program: found,
             wanted: program.display().to_string(),
+            table,
             lock: tokio::sync::Mutex::new(()),
         }
     }
@@ -67,6 +70,7 @@ impl Nft {
         let text = render();
         let failed = |message: String| BridgeError::Nft {
             program: program.clone(),
+            table: self.table.clone(),
             message,
         };
         let mut child = tokio::process::Command::new(&program)
@@ -96,5 +100,35 @@ impl Nft {
                 String::from_utf8_lossy(&out.stderr).trim()
             )))
         }
+    }
+
+    /// The table this daemon owns.
+    pub(super) fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// `nft list table inet <table>`: its text, or `None` when it does not exist.
+    pub(super) async fn list_table(&self) -> Result<Option<String>, BridgeError> {
+        let Some(program) = self.program.clone() else {
+            return Err(BridgeError::NftMissing {
+                program: self.wanted.clone(),
+            });
+        };
+        let out = tokio::process::Command::new(&program)
+            .args(["list", "table", "inet", &self.table])
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| BridgeError::Nft {
+                program: program.clone(),
+                table: self.table.clone(),
+                message: format!("could not run it: {e}"),
+            })?;
+        // nft says "No such file or directory" for a table that does not exist.
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
     }
 }

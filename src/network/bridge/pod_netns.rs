@@ -46,6 +46,40 @@ pub(super) async fn configure(
     Ok(())
 }
 
+/// What of the pod's side is gone: `eth0`, one of `ips` on it, or a default route via
+/// a CIDR's gateway; `None` when all is there.
+pub(super) async fn missing(
+    netns: &Path,
+    cidrs: &[Cidr],
+    ips: &[IpAddr],
+) -> Result<Option<String>, BridgeError> {
+    let nl = connect_in(netns).await?;
+    let Some(eth0) = nl.index_of(POD_INTERFACE).await? else {
+        return Ok(Some(format!(
+            "{POD_INTERFACE} in the pod's network namespace"
+        )));
+    };
+    let present: Vec<IpAddr> = nl
+        .addresses()
+        .await?
+        .into_iter()
+        .filter(|(index, _, _)| *index == eth0)
+        .map(|(_, ip, _)| ip)
+        .collect();
+    if let Some(ip) = ips.iter().find(|ip| !present.contains(ip)) {
+        return Ok(Some(format!("address {ip} on {POD_INTERFACE}")));
+    }
+    for cidr in cidrs {
+        if !nl.has_default_route(eth0, cidr.gateway()).await? {
+            return Ok(Some(format!(
+                "the default route via {} in the pod",
+                cidr.gateway()
+            )));
+        }
+    }
+    Ok(None)
+}
+
 /// An rtnetlink connection inside the namespace at `netns`.
 async fn connect_in(netns: &Path) -> Result<Netlink, BridgeError> {
     let runtime = tokio::runtime::Handle::current();

@@ -1,11 +1,12 @@
 //! Reconcile: what a daemon killed during a setup or teardown left behind is released
 //! once the next daemon knows which pods live — records, IPAM entries and veths on the
-//! bridge of every other UID — and the ruleset is re-applied from the live records.
+//! bridge of every other UID that carry this daemon's mark — and the ruleset is
+//! re-applied from the live records.
 
 use std::collections::HashSet;
 
 use super::links::Netlink;
-use super::{BridgeError, BridgeNetwork, host_veth_name, lock};
+use super::{BridgeError, BridgeNetwork, lock};
 
 pub(super) async fn reconcile(net: &BridgeNetwork, live: &HashSet<String>) -> Vec<BridgeError> {
     let mut errors = Vec::new();
@@ -79,6 +80,9 @@ pub(super) async fn reconcile(net: &BridgeNetwork, live: &HashSet<String>) -> Ve
     errors
 }
 
+/// Deletes the veths on the bridge that carry this daemon's mark and belong to no live
+/// pod. A veth without the mark, or with another daemon's, is never deleted: it is not
+/// this daemon's to judge (its own pods that are gone were torn down by their records).
 async fn delete_stale_veths(
     net: &BridgeNetwork,
     live: &HashSet<String>,
@@ -87,11 +91,16 @@ async fn delete_stale_veths(
     let Some(bridge) = nl.index_of(&net.cfg.bridge).await? else {
         return Ok(());
     };
-    let owned: HashSet<String> = live.iter().map(|u| host_veth_name(u)).collect();
-    for name in nl.bridge_veths(bridge).await? {
-        if !owned.contains(&name) {
-            tracing::info!(veth = %name, "pod network: deleting a veth no live pod owns");
-            nl.delete_link(&name).await?;
+    let owned: HashSet<String> = live.iter().map(|u| net.host_veth(u)).collect();
+    for link in nl.bridge_veths(bridge).await? {
+        if owned.contains(&link.name) {
+            continue;
+        }
+        if net.owner.owns(link.alias.as_deref()) {
+            tracing::info!(veth = %link.name, "pod network: deleting a veth of this daemon no live pod owns");
+            nl.delete_link(&link.name).await?;
+        } else {
+            tracing::info!(veth = %link.name, alias = ?link.alias, "pod network: leaving a veth this daemon did not mark");
         }
     }
     Ok(())
