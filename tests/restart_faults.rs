@@ -347,3 +347,72 @@ fn a_fresh_pod_waits_for_the_pod_network_and_a_host_network_pod_never_does() {
     let log = d.daemon_log();
     assert!(!log.contains("its sandbox is made anew"), "{log}");
 }
+
+/// A running pod whose host veth is deleted under it (by an administrator, another tool)
+/// is noticed within the daemon's sandbox check and gets its network back with the same
+/// addresses; its container keeps running and its hostPort answers again.
+#[test]
+fn a_network_deleted_under_a_running_pod_is_noticed_and_set_up_again() {
+    require_root();
+    let mut d = TestDaemon::prepare_with(&[]);
+    d.spawn_daemon();
+    d.load(netcheck_layout());
+    let web = manifests()
+        .into_iter()
+        .find(|(n, _)| *n == "web")
+        .unwrap()
+        .1;
+    d.write_manifest("web.yaml", &web);
+    d.wait_pod("web", "web Running", 60, |p| {
+        (phase(p) == "Running").then_some(())
+    });
+    wait_until(Duration::from_secs(30), "the hostPort answering", || {
+        host_port_answers(&d).ok()
+    })
+    .unwrap_or_else(|| panic!("the hostPort never answered:\n{}", d.daemon_log()));
+    let before = snapshot(&d, "web");
+    let veth = veths(&d);
+    assert_eq!(veth.len(), 1, "{veth:?}");
+    d.netns.as_ref().unwrap().ip(&["link", "del", &veth[0]]);
+    assert!(
+        host_port_answers(&d).is_err(),
+        "the hostPort answers without a veth"
+    );
+    let since = chrono::Utc::now() - chrono::Duration::seconds(1);
+    let events = wait_until(
+        Duration::from_secs(40),
+        "NetworkMissing then SandboxRepaired",
+        || {
+            let reasons: Vec<String> = d
+                .pod_events("web")
+                .iter()
+                .filter(|e| {
+                    e["time"]
+                        .as_str()
+                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                        .is_some_and(|t| t >= since)
+                })
+                .map(|e| e["reason"].as_str().unwrap_or_default().to_string())
+                .collect();
+            (reasons.iter().any(|r| r == "NetworkMissing")
+                && reasons.iter().any(|r| r == "SandboxRepaired"))
+            .then_some(reasons)
+        },
+    )
+    .unwrap_or_else(|| {
+        panic!(
+            "not repaired: {:#?}\n{}",
+            d.pod_events("web"),
+            d.daemon_log()
+        )
+    });
+    assert!(events.iter().any(|r| r == "NetworkMissing"), "{events:?}");
+    let answer = wait_until(
+        Duration::from_secs(10),
+        "the hostPort answering again",
+        || host_port_answers(&d).ok(),
+    );
+    assert!(answer.is_some_and(|a| a.ends_with("ping")));
+    assert_eq!(veths(&d), veth, "the veth came back under its name");
+    assert_eq!(snapshot(&d, "web"), before, "the pod changed");
+}

@@ -447,14 +447,31 @@ impl Faults {
     }
 }
 
-/// What of the pod's network is missing (`None`: all there).
+/// What of the pod's network is missing (`None`: all there): its veth, `eth0`, an
+/// address, a route, the nftables table or its hostPort rules.
 async fn check_network(
     ctx: &Ctx,
     pod: &PodInfo,
     ips: &[IpAddr],
 ) -> Result<Option<String>, crate::network::NetworkError> {
-    let _ = (ctx, pod, ips);
-    Ok(None)
+    let backend = ctx.network.backend().await?;
+    Ok(
+        match backend.check(&pod_net_request(ctx, pod), ips).await? {
+            crate::network::NetworkHealth::Attached => None,
+            crate::network::NetworkHealth::Missing(what) => Some(what),
+        },
+    )
+}
+
+/// What the network backend needs of the pod.
+fn pod_net_request(ctx: &Ctx, pod: &PodInfo) -> crate::network::PodNetRequest {
+    crate::network::PodNetRequest {
+        uid: pod.uid.clone(),
+        namespace: pod.namespace.clone(),
+        name: pod.name.clone(),
+        netns: ctx.layout.pod_ns_dir(&pod.uid).join("net"),
+        host_ports: crate::model::host_ports::host_ports(&pod.pod),
+    }
 }
 
 /// The pod's network (its own, or the host's with hostNetwork) and its IPs and the
@@ -478,13 +495,7 @@ async fn setup_network(ctx: &Ctx, pod: &PodInfo) -> Result<Vec<std::net::IpAddr>
             .backend()
             .await
             .map_err(failed("network is not ready"))?;
-        let request = crate::network::PodNetRequest {
-            uid: pod.uid.clone(),
-            namespace: pod.namespace.clone(),
-            name: pod.name.clone(),
-            netns: ctx.layout.pod_ns_dir(&pod.uid).join("net"),
-            host_ports: crate::model::host_ports::host_ports(&pod.pod),
-        };
+        let request = pod_net_request(ctx, pod);
         if matches!(backend, crate::network::PodNetwork::None) && !request.host_ports.is_empty() {
             let ports: Vec<String> = request.host_ports.iter().map(|p| p.describe()).collect();
             ctx.store.pod_event(
