@@ -416,3 +416,104 @@ fn a_network_deleted_under_a_running_pod_is_noticed_and_set_up_again() {
     assert_eq!(veths(&d), veth, "the veth came back under its name");
     assert_eq!(snapshot(&d, "web"), before, "the pod changed");
 }
+
+/// A real cause rather than an injected one: the daemon restarted with a pod network that
+/// cannot work (a CNI config naming a plugin that does not exist). The running pods keep
+/// their sandbox, their bridge network and hostPort; the failure is a Warning naming the
+/// network and the pod is not Ready; restarted with its bridge again, everything is as
+/// it was.
+#[test]
+fn a_daemon_restarted_with_a_broken_pod_network_leaves_running_pods_alone() {
+    require_root();
+    let mut d = TestDaemon::prepare_with(&[]);
+    d.spawn_daemon();
+    d.load(netcheck_layout());
+    let pods: Vec<(&str, String)> = manifests()
+        .into_iter()
+        .filter(|(n, _)| matches!(*n, "web" | "shared"))
+        .collect();
+    for (name, yaml) in &pods {
+        d.write_manifest(&format!("{name}.yaml"), yaml);
+    }
+    for (name, _) in &pods {
+        d.wait_pod(name, &format!("{name} Running"), 60, |p| {
+            (phase(p) == "Running").then_some(())
+        });
+    }
+    wait_until(Duration::from_secs(30), "the hostPort answering", || {
+        host_port_answers(&d).ok()
+    })
+    .unwrap_or_else(|| panic!("the hostPort never answered:\n{}", d.daemon_log()));
+    let before: Vec<PodSnapshot> = pods.iter().map(|(n, _)| snapshot(&d, n)).collect();
+    let veths_before = veths(&d);
+
+    let broken = d.dir.path().join("broken-cni");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("10-broken.conflist"),
+        r#"{"cniVersion": "1.0.0", "name": "broken", "plugins": [{"type": "podhost-no-such-plugin"}]}"#,
+    )
+    .unwrap();
+    let normal_args = d.extra_args.clone();
+    d.extra_args.push("--pod-network=cni".into());
+    d.extra_args
+        .push(format!("--cni-conf-dir={}", broken.display()));
+    let since = chrono::Utc::now();
+    d.kill9();
+    d.spawn_daemon();
+    for (name, _) in &pods {
+        let pod = d.wait_pod(
+            name,
+            &format!("{name} not Ready, naming the network"),
+            60,
+            |p| {
+                let unready = p["status"]["conditions"].as_array()?.iter().any(|c| {
+                    c["type"] == "Ready"
+                        && c["status"] == "False"
+                        && c["reason"] == "PodSandboxNotReady"
+                        && c["message"]
+                            .as_str()
+                            .is_some_and(|m| m.starts_with("network"))
+                });
+                unready.then(|| p.clone())
+            },
+        );
+        assert_eq!(phase(&pod), "Running", "{name}");
+        let warned = d.pod_events(name).iter().any(|e| {
+            e["reason"] == "FailedSandboxRepair"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("the pod's network could not be set up"))
+                && e["time"]
+                    .as_str()
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                    .is_some_and(|t| t >= since)
+        });
+        assert!(warned, "{name}: {:#?}", d.pod_events(name));
+    }
+    for ((name, _), was) in pods.iter().zip(&before) {
+        assert_eq!(&snapshot(&d, name), was, "broken network: {name} changed");
+    }
+    assert_eq!(veths(&d), veths_before, "the veths changed");
+    let answer = host_port_answers(&d);
+    assert!(
+        answer.as_ref().is_ok_and(|a| a.ends_with("ping")),
+        "the hostPort stopped answering: {answer:?}"
+    );
+
+    d.extra_args = normal_args;
+    d.kill9();
+    d.spawn_daemon();
+    for ((name, _), was) in pods.iter().zip(&before) {
+        d.wait_pod(name, &format!("{name} Ready again"), 60, |p| {
+            let ready = p["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            ready.then_some(())
+        });
+        assert_eq!(&snapshot(&d, name), was, "bridge again: {name} changed");
+    }
+    assert_eq!(veths(&d), veths_before, "the veths changed");
+    assert!(!d.daemon_log().contains("its sandbox is made anew"));
+}

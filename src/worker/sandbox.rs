@@ -252,13 +252,10 @@ async fn run_steps(
                             unreachable!("an error is retried")
                         };
                         let (reason, text) = if creating {
+                            // The kubelet's event, word for word (the log names the step).
                             (
                                 "FailedCreatePodSandBox",
-                                format!(
-                                    "Failed to create pod sandbox: {}: {message}; retried in {}s",
-                                    step.describe(),
-                                    after.as_secs()
-                                ),
+                                format!("Failed to create pod sandbox: {message}"),
                             )
                         } else {
                             (
