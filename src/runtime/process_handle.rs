@@ -77,6 +77,11 @@ impl StartCheck {
         }
     }
 
+    /// Whether the recorded process still runs at `pid` (never a later one with its pid).
+    pub fn still_runs(&self, pid: i32) -> bool {
+        self.matches(&LinuxKernel, pid)
+    }
+
     /// Whether the process now at `pid` is the recorded one, as /proc tells it.
     fn matches(&self, kernel: &dyn Kernel, pid: i32) -> bool {
         let Some(start) = read_start_ticks(kernel, pid) else {

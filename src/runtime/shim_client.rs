@@ -483,6 +483,21 @@ async fn wait_for_start_or_exit(bundle: &Path, pid: i32) {
     }
 }
 
+/// Whether something of the attempt in `bundle` may still run: it has no exit record,
+/// and its shim lives or the container's init it recorded still runs (a shim killed
+/// alone leaves its container running until a daemon reaps it). A pod's sandbox is never
+/// recreated while this holds for one of its containers.
+pub fn may_run(bundle: &Path) -> bool {
+    if bundle.join(EXIT_FILE).exists() {
+        return false;
+    }
+    if find_shim(bundle).is_some() {
+        return true;
+    }
+    let started: Option<StartedRecord> = read_json(&bundle.join(STARTED_FILE)).ok().flatten();
+    started.is_some_and(|r| super::process_handle::StartCheck::of(&r).still_runs(r.init_pid))
+}
+
 /// The live shim process of `bundle`, by the pid it recorded before forking anything.
 fn find_shim(bundle: &Path) -> Option<i32> {
     let pid: i32 = std::fs::read_to_string(bundle.join(SHIM_PID_FILE))

@@ -19,7 +19,6 @@ use super::context::{Ctx, PodInfo};
 use super::dns_files::write_pod_dns_files;
 use super::error::WorkerError;
 use super::report::{Report, ReportSender};
-use crate::disk::records::{EXIT_FILE, SHIM_CONFIG_FILE};
 use crate::model::podsync::{
     FailureKind, FailureResponse, SandboxObserved, SandboxStep, StepState, decide_sandbox,
     on_step_failure,
@@ -27,6 +26,7 @@ use crate::model::podsync::{
 use crate::model::qos::pod_resources;
 use crate::model::resources::pod_cgroup_config;
 use crate::runtime::sandbox::{self, SandboxPaths};
+use crate::runtime::shim_client;
 use crate::status::EventKind;
 use crate::status::k8s_time;
 use crate::volume::PodVolumesState;
@@ -116,6 +116,9 @@ pub(super) async fn guard(
     reports: ReportSender,
     mut term: watch::Receiver<Option<Duration>>,
 ) {
+    // The sync loop starts containers at any time from now on: the guard repairs parts,
+    // it never recreates the sandbox under them.
+    sandbox.observed.containers_may_run = true;
     let mut told: Option<Option<String>> = None;
     let mut next_check = tokio::time::Instant::now() + CHECK_INTERVAL;
     loop {
@@ -344,8 +347,8 @@ fn observe_namespaces(ctx: &Ctx, pod: &PodInfo, observed: &mut SandboxObserved) 
     }
 }
 
-/// A container of the pod may run: its newest attempt has a shim config and no exit
-/// record. Conservative (a shim that died without a record counts) on purpose.
+/// A container of the pod may run: its newest attempt has no exit record and its shim,
+/// or the container's init, is alive ([`shim_client::may_run`]).
 fn containers_may_run(ctx: &Ctx, pod: &PodInfo) -> bool {
     let containers = ctx.layout.pod_dir(&pod.uid).join("containers");
     std::fs::read_dir(&containers)
@@ -356,10 +359,7 @@ fn containers_may_run(ctx: &Ctx, pod: &PodInfo) -> bool {
             let dir = c.path();
             crate::disk::layout::attempts(&dir)
                 .last()
-                .is_some_and(|last| {
-                    let attempt = dir.join(last.to_string());
-                    attempt.join(SHIM_CONFIG_FILE).exists() && !attempt.join(EXIT_FILE).exists()
-                })
+                .is_some_and(|last| shim_client::may_run(&dir.join(last.to_string())))
         })
 }
 
