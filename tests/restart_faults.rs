@@ -162,6 +162,25 @@ fn host_port_answers(d: &TestDaemon) -> Result<String, String> {
     })
 }
 
+/// Whether an event happened at or after `since`.
+fn since(e: &Value, since: chrono::DateTime<chrono::Utc>) -> bool {
+    e["time"]
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .is_some_and(|t| t >= since)
+}
+
+/// Waits until the pod's Ready condition is True again; returns the pod.
+fn wait_ready(d: &TestDaemon, name: &str) -> Value {
+    d.wait_pod(name, &format!("{name} Ready again"), 60, |p| {
+        let ready = p["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        ready.then(|| p.clone())
+    })
+}
+
 fn restart_with_fault(d: &mut TestDaemon, fault: &str) {
     d.kill9();
     d.spawn_daemon_with_env(&[("PODHOST_TEST_SANDBOX_FAULT", fault)]);
@@ -188,12 +207,7 @@ fn saw_failure_and_repair(
     let events: Vec<Value> = d
         .pod_events(name)
         .into_iter()
-        .filter(|e| {
-            e["time"]
-                .as_str()
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                .is_some_and(|t| t >= since)
-        })
+        .filter(|e| self::since(e, since))
         .collect();
     let failed = events.iter().any(|e| match fault {
         "network-pending" => e["reason"] == "NetworkNotReady",
