@@ -286,13 +286,7 @@ fn a_daemon_restarted_while_each_sandbox_step_fails_leaves_every_running_pod_as_
             });
         }
         for ((name, _), was) in pods.iter().zip(&before) {
-            let pod = d.wait_pod(name, &format!("{name} Ready again"), 30, |p| {
-                let ready = p["status"]["conditions"]
-                    .as_array()?
-                    .iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True");
-                ready.then(|| p.clone())
-            });
+            let pod = wait_ready(&d, name);
             assert_eq!(phase(&pod), "Running", "{fault}: {name}");
             assert_eq!(&snapshot(&d, name), was, "{fault}: {name} changed");
         }
@@ -519,13 +513,7 @@ fn a_daemon_restarted_with_a_broken_pod_network_leaves_running_pods_alone() {
     d.kill9();
     d.spawn_daemon();
     for ((name, _), was) in pods.iter().zip(&before) {
-        d.wait_pod(name, &format!("{name} Ready again"), 60, |p| {
-            let ready = p["status"]["conditions"]
-                .as_array()?
-                .iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True");
-            ready.then_some(())
-        });
+        wait_ready(&d, name);
         assert_eq!(&snapshot(&d, name), was, "bridge again: {name} changed");
     }
     assert_eq!(veths(&d), veths_before, "the veths changed");
