@@ -63,7 +63,8 @@ wait_pod_gone "$b" 60
 left=$(ls -d /sys/class/net/veth* 2>/dev/null)
 [ -z "$left" ] || fail "veths left after the pods went: $left"
 nft list table inet podhost | grep -q 18080 && fail "the hostPort rule outlived its pod"
-entries=$(find "$PODHOST_ROOT/network" -type f -name '*[.:]*' ! -name '*.json' ! -name last_reserved_ip 2>/dev/null)
+# An address held is a file named after it under <network>/ipam/<range>/.
+entries=$(find "$PODHOST_ROOT/network" -path '*/ipam/*' -type f ! -name last_reserved_ip 2>/dev/null)
 [ -z "$entries" ] || fail "IPAM entries left: $entries"
 records=$(find "$PODHOST_ROOT/network" -path '*/pods/*' -type f 2>/dev/null)
 [ -z "$records" ] || fail "pod network records left: $records"
