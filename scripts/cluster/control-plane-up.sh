@@ -2,10 +2,14 @@
 # scripts/cluster/control-plane-up.sh DIR NODE...
 #
 # Starts a loopback-only Kubernetes control plane for podhost's cluster-mode tests:
-# etcd (Debian's etcd-server) and the kube-apiserver binary $KUBE_APISERVER (not
-# installable from Debian: bring your own build), with `Node,RBAC` authorization and the
-# NodeRestriction admission, and kube-controller-manager when $KUBE_CONTROLLER_MANAGER
-# names one. Certificates, kubeconfigs (admin, and one per NODE as system:node:NODE),
+# etcd (Debian's etcd-server) and the kube-apiserver binary $KUBE_APISERVER (built by
+# scripts/cluster/build-control-plane.sh), with `Node,RBAC` authorization and the
+# NodeRestriction admission, kube-controller-manager when $KUBE_CONTROLLER_MANAGER names
+# one and kube-scheduler when $KUBE_SCHEDULER does.
+#
+# Supported releases: Kubernetes 1.24 to 1.36 (tested with the one pinned in
+# tests/cluster/controlplane/go.mod). 1.24 removed the API server's --insecure-port and
+# the controller manager's --port, which this script no longer passes. Certificates, kubeconfigs (admin, and one per NODE as system:node:NODE),
 # data and logs live in DIR; DIR/env.sh has the exports. Stop with control-plane-down.sh.
 #
 # Optional environment:
@@ -33,6 +37,7 @@ NODES=("$@")
 HERE=$(cd "$(dirname "$0")" && pwd)
 KUBE_APISERVER=${KUBE_APISERVER:?set KUBE_APISERVER to a kube-apiserver binary}
 KUBE_CONTROLLER_MANAGER=${KUBE_CONTROLLER_MANAGER:-}
+KUBE_SCHEDULER=${KUBE_SCHEDULER:-}
 BOOTSTRAP_TOKEN=${BOOTSTRAP_TOKEN:-}
 CLUSTER_SIGNING_DURATION=${CLUSTER_SIGNING_DURATION:-}
 if [ -n "$BOOTSTRAP_TOKEN" ]; then
@@ -91,6 +96,7 @@ ETCD_CLIENT_PORT=$(pick_port); PICKED="$PICKED $ETCD_CLIENT_PORT"
 ETCD_PEER_PORT=$(pick_port);   PICKED="$PICKED $ETCD_PEER_PORT"
 API_PORT=$(pick_port);         PICKED="$PICKED $API_PORT"
 KCM_PORT=$(pick_port);         PICKED="$PICKED $KCM_PORT"
+SCHED_PORT=$(pick_port);       PICKED="$PICKED $SCHED_PORT"
 SERVER=https://$API_ADDRESS:$API_PORT
 
 # ---------- certificates (openssl) ----------
@@ -133,6 +139,7 @@ done
 # client cert the apiserver presents to kubelets (logs/exec/port-forward via :10250)
 sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 sign kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
+sign kube-scheduler "/CN=system:kube-scheduler" clientAuth
 # service-account token signing key pair
 ossl genrsa -out "$PKI/sa.key" 2048
 ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
@@ -169,6 +176,8 @@ for NODE in "${NODES[@]}"; do
 done
 kubeconfig "$DIR/kube-controller-manager.kubeconfig" system:kube-controller-manager \
   "$PKI/kube-controller-manager.crt" "$PKI/kube-controller-manager.key"
+kubeconfig "$DIR/kube-scheduler.kubeconfig" system:kube-scheduler \
+  "$PKI/kube-scheduler.crt" "$PKI/kube-scheduler.key"
 
 # ---------- etcd ----------
 mkdir -p "$DIR/etcd-data"; chmod 700 "$DIR/etcd-data"
@@ -192,7 +201,6 @@ done
 setsid "$KUBE_APISERVER" \
   --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
   --bind-address="$API_ADDRESS" --advertise-address="$API_ADDRESS" --secure-port="$API_PORT" \
-  --insecure-port=0 \
   --endpoint-reconciler-type=none \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
   --client-ca-file="$PKI/ca.crt" \
@@ -276,7 +284,7 @@ if [ "$WITH_KCM" = 1 ]; then
     --kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
     --authentication-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
     --authorization-kubeconfig="$DIR/kube-controller-manager.kubeconfig" \
-    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" --port=0 \
+    --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
     --leader-elect=false \
     --use-service-account-credentials=true \
     --service-account-private-key-file="$PKI/sa.key" \
@@ -293,6 +301,21 @@ if [ "$WITH_KCM" = 1 ]; then
   kill -0 "$(cat "$DIR/kcm.pid")" 2>/dev/null || { echo "kube-controller-manager died; see $DIR/logs/kube-controller-manager.log" >&2; exit 1; }
 fi
 
+# ---------- kube-scheduler (optional) ----------
+if [ -n "$KUBE_SCHEDULER" ]; then
+  [ -x "$KUBE_SCHEDULER" ] || { echo "kube-scheduler not found at $KUBE_SCHEDULER" >&2; exit 1; }
+  setsid "$KUBE_SCHEDULER" \
+    --kubeconfig="$DIR/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig="$DIR/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig="$DIR/kube-scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" \
+    --leader-elect=false --profiling=false --v=1 \
+    </dev/null >"$DIR/logs/kube-scheduler.log" 2>&1 &
+  echo $! > "$DIR/scheduler.pid"
+  sleep 1
+  kill -0 "$(cat "$DIR/scheduler.pid")" 2>/dev/null || { echo "kube-scheduler died; see $DIR/logs/kube-scheduler.log" >&2; exit 1; }
+fi
+
 cat > "$DIR/env.sh" <<EOF
 export KUBECONFIG=$DIR/admin.kubeconfig
 export PODHOST_ADMIN_KUBECONFIG=$DIR/admin.kubeconfig
@@ -302,4 +325,4 @@ export ETCD_ENDPOINT=http://127.0.0.1:$ETCD_CLIENT_PORT
 EOF
 if [ -n "$BOOTSTRAP_TOKEN" ]; then echo "export BOOTSTRAP_KUBECONFIG=$DIR/bootstrap.kubeconfig" >> "$DIR/env.sh"; fi
 cat "$DIR/env.sh"
-echo "# cluster up: kube-apiserver $SERVER (pid $(cat "$DIR/apiserver.pid")), etcd 127.0.0.1:$ETCD_CLIENT_PORT (pid $(cat "$DIR/etcd.pid"))$( [ "$WITH_KCM" = 1 ] && echo ", kube-controller-manager (pid $(cat "$DIR/kcm.pid"))"); logs in $DIR/logs; stop with: $HERE/control-plane-down.sh $DIR" >&2
+echo "# cluster up: kube-apiserver $SERVER (pid $(cat "$DIR/apiserver.pid")), etcd 127.0.0.1:$ETCD_CLIENT_PORT (pid $(cat "$DIR/etcd.pid"))$( [ "$WITH_KCM" = 1 ] && echo ", kube-controller-manager (pid $(cat "$DIR/kcm.pid"))")$( [ -n "$KUBE_SCHEDULER" ] && echo ", kube-scheduler (pid $(cat "$DIR/scheduler.pid"))"); logs in $DIR/logs; stop with: $HERE/control-plane-down.sh $DIR" >&2

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# scripts/cluster/build-control-plane.sh — builds the Kubernetes control plane that the
+# cluster-mode tests run podhost against: kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubectl of one pinned release, from Go modules.
+#
+# The pin is tests/cluster/controlplane/go.mod: it requires k8s.io/kubernetes and replaces
+# each of its staging modules (k8s.io/api, apimachinery, client-go, …) by the published
+# v0.Y.Z of the same release; go.sum is committed. The binaries are cached by release
+# and go.sum outside the checkout, in $PODHOST_CACHE_DIR (default
+# ${XDG_CACHE_HOME:-~/.cache}/podhost/control-plane/<release>-<go.sum hash>), so a fresh
+# clone on the same machine finds them in seconds.
+#
+#   bash scripts/cluster/build-control-plane.sh          # prints the binaries' directory last
+#   FORCE=1 bash scripts/cluster/build-control-plane.sh  # rebuild even when cached
+#
+# Needs go (1.26, the machine's) and the Go module proxy. The last line of its output is
+# the directory holding the four binaries; everything else goes to stderr.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+MODULE_DIR=$PWD/tests/cluster/controlplane
+PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+
+log() { printf 'build-control-plane: %s\n' "$*" >&2; }
+
+command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
+command -v go >/dev/null || { log "go is not installed (the polyglot machine has it in /usr/local/go/bin)"; exit 1; }
+
+release=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v[0-9]/ { print $2 }' "$MODULE_DIR/go.mod")
+[ -n "$release" ] || { log "$MODULE_DIR/go.mod requires no k8s.io/kubernetes vX.Y.Z"; exit 1; }
+pin=$(sha256sum "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" | sha256sum | cut -c1-12)
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/podhost/control-plane
+out=${PODHOST_CACHE_DIR:-$cache_root/$release-$pin}
+
+complete() {
+  local p
+  for p in "${PROGRAMS[@]}"; do [ -x "$out/$p" ] || return 1; done
+  [ -f "$out/.complete" ]
+}
+
+if [ "${FORCE:-}" != 1 ] && complete; then
+  log "cached: Kubernetes $release in $out"
+  printf '%s\n' "$out"
+  exit 0
+fi
+
+# One build per cache directory at a time (a session and a CI run may share the machine).
+mkdir -p "$out"
+exec 8>"$out/.lock"
+if ! flock -n 8; then
+  log "another build holds $out/.lock; waiting"
+  flock 8
+fi
+if [ "${FORCE:-}" != 1 ] && complete; then
+  log "cached: Kubernetes $release in $out (built meanwhile)"
+  printf '%s\n' "$out"
+  exit 0
+fi
+
+started=$SECONDS
+log "building Kubernetes $release (${PROGRAMS[*]}) with $(go version | cut -d' ' -f3); a cold build takes minutes"
+cd "$MODULE_DIR"
+# -mod=readonly: the committed go.mod/go.sum are the pin; a build never rewrites them.
+go mod download
+staging=$(mktemp -d "$out/.build.XXXXXX")
+trap 'rm -rf "$staging"' EXIT
+# -trimpath: no paths of this machine in the binaries; CGO off as Kubernetes releases
+# build these programs; -s -w: no symbol tables (a third of the size).
+# The version stamp Kubernetes' own build writes (hack/lib/version.sh): without it the
+# server reports v0.0.0-master and clients warn about skew.
+minor=${release#v1.}
+minor=${minor%%.*}
+stamp=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  stamp+=" -X $pkg.gitVersion=$release -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  stamp+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+for p in "${PROGRAMS[@]}"; do
+  t=$SECONDS
+  CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w$stamp" -o "$staging/$p" "k8s.io/kubernetes/cmd/$p"
+  log "$p built ($((SECONDS - t)) s)"
+done
+for p in "${PROGRAMS[@]}"; do mv -f "$staging/$p" "$out/$p"; done
+printf '%s\n' "$release" >"$out/.complete"
+log "Kubernetes $release built in $((SECONDS - started)) s"
+printf '%s\n' "$out"
