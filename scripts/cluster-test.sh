@@ -200,6 +200,10 @@ for n in "${NODES[@]}"; do
     [ "$(node_field "$n" "{.status.conditions[?(@.type==\"$c\")].status}")" = False ] || fail "$n: $c"
   done
   pass "$n: labels, taints, capacity, allocatable, nodeInfo, conditions"
+  images=$(node_field "$n" '{range .status.images[*]}{.sizeBytes} {.names}{"\n"}{end}')
+  busybox_line=$(grep -F '"localhost/busybox:latest"' <<<"$images") || fail "$n: status.images lacks localhost/busybox:latest: $images"
+  [[ "$busybox_line" =~ ^[1-9][0-9]*\ \[\"localhost/busybox@sha256:[0-9a-f]{64}\" ]] || fail "$n: status.images entry '$busybox_line'"
+  pass "$n: status.images lists the loaded busybox by digest and tag with its size"
   [ "$(k -n kube-node-lease get lease "$n" -o jsonpath='{.spec.holderIdentity}/{.spec.leaseDurationSeconds}/{.metadata.ownerReferences[0].name}')" = "$n/40/$n" ] \
     || fail "$n: lease holder, duration, owner"
 done
@@ -733,32 +737,86 @@ YAML
   python3 -c 'import ipaddress,sys; sys.exit(1 if ipaddress.ip_network(sys.argv[1]).overlaps(ipaddress.ip_network(sys.argv[2])) else 0)' \
     "${CIDR_OF[podhost-a]}" "${CIDR_OF[podhost-b]}" || fail "the nodes' pod CIDRs overlap: ${CIDR_OF[*]}"
   pass "the nodes' pods do not collide: ${POD_IP[podhost-a]} (${CIDR_OF[podhost-a]}) and ${POD_IP[podhost-b]} (${CIDR_OF[podhost-b]})"
+
+  # A restart never breaks a running pod's sandbox (issue 29): podhost-a restarted
+  # (without --pod-cidr when the controller manager allocates: its network backend waits
+  # for the Node's podCIDR again until the node is registered), then restarted while the
+  # API server answers nothing. Its pod keeps its container, address and veth, answers
+  # throughout, and no sandbox event or restart follows.
+  n=podhost-a
+  cid=$(pod_field "net-$n" '{.status.containerStatuses[0].containerID}')
+  answers() { [ "$(nsenter --net="/run/netns/${NODE_NETNS[$n]}" curl -sf --max-time 3 "http://${POD_IP[$n]}:8080/")" = "hello from $n" ]; }
+  same_pod() {
+    [ "$(pod_field "net-$n" '{.status.containerStatuses[0].containerID}/{.status.containerStatuses[0].restartCount}/{.status.podIP}/{.status.containerStatuses[0].ready}')" \
+      = "$cid/0/${POD_IP[$n]}/true" ]
+  }
+  sandbox_events() {
+    k get events --field-selector "involvedObject.name=net-$n" -o jsonpath='{range .items[*]}{.reason}{"\n"}{end}' |
+      grep -E '^(FailedCreatePodSandBox|FailedSandboxRepair|NetworkMissing|SandboxChanged|NetworkNotReady)$' || true
+  }
+  kill "${PID_OF[$n]}"; wait "${PID_OF[$n]}" 2>/dev/null || true
+  answers || fail "net-$n: no answer on ${POD_IP[$n]} while its node is down"
+  start_node "$n" "tier=core,podhost.io/test=$n"
+  for _ in 1 2 3 4 5 6 7 8 9 10; do answers || fail "net-$n: no answer on ${POD_IP[$n]} after its node's restart"; sleep 1; done
+  wait_for 30 "net-$n Running and Ready with the same container after the restart" same_pod
+  [ -z "$(sandbox_events)" ] || fail "net-$n: sandbox events after a restart: $(sandbox_events | tr '\n' ' ')"
+  pass "$n restarted$([ -n "$KUBE_CONTROLLER_MANAGER" ] && echo " without --pod-cidr"): net-$n kept its container, ${POD_IP[$n]} and veth, answered throughout; no sandbox event"
+  apiserver_pid=$(cat "$WORK/cp/apiserver.pid")
+  kill "${PID_OF[$n]}"; wait "${PID_OF[$n]}" 2>/dev/null || true
+  kill -STOP "$apiserver_pid"
+  start_node "$n" "tier=core,podhost.io/test=$n"
+  for _ in $(seq 1 15); do
+    answers || { kill -CONT "$apiserver_pid"; fail "net-$n: no answer on ${POD_IP[$n]} while its node restarted with the API server unreachable"; }
+    sleep 1
+  done
+  kill -CONT "$apiserver_pid"
+  wait_for 60 "net-$n Running and Ready with the same container once the API server answers" same_pod
+  answers || fail "net-$n: no answer on ${POD_IP[$n]} after the API server came back"
+  [ -z "$(sandbox_events)" ] || fail "net-$n: sandbox events after a restart without the API server: $(sandbox_events | tr '\n' ' ')"
+  pass "$n restarted while the API server answered nothing for 15 s: net-$n kept running and answering, then the same container Running in the API"
+
   k delete pod net-podhost-a net-podhost-b --grace-period=1 >/dev/null
 
-  # A node without --pod-cidr whose Node has no podCIDR (no controller manager here):
-  # its pods wait, as with the kubelet's kubenet, and get their network once the
-  # podCIDR arrives (set here as the controller manager would).
-  if [ -z "$KUBE_CONTROLLER_MANAGER" ]; then
-    start_node "$LATE" "podhost.io/test=$LATE"
-    wait_for 30 "node $LATE Ready" bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $LATE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
-    pod late "$LATE" 1 'echo waited; while :; do sleep 1; done' | k create -f - >/dev/null
-    sandbox_failed() { k get events --field-selector "reason=FailedCreatePodSandBox,involvedObject.name=late" -o jsonpath='{.items[*].message}' | grep -q podCIDR; }
-    wait_for 30 "pod late's FailedCreatePodSandBox event naming the podCIDR" sandbox_failed
-    [ "$(pod_field late '{.status.phase}')" = Pending ] || fail "late: $(pod_field late '{.status.phase}') without a pod network"
+  # A node without --pod-cidr whose Node has no podCIDR yet: the controller manager is
+  # paused (or absent, then the podCIDR is set by hand as it would). The Node is
+  # NotReady with the kubelet's "network not ready" so the scheduler places nothing
+  # there; a pod bound to it waits (Pending, FailedCreatePodSandBox) as with the
+  # kubelet's kubenet, and runs once the podCIDR arrives; the Node goes Ready.
+  kcm_pid=""
+  [ -n "$KUBE_CONTROLLER_MANAGER" ] && kcm_pid=$(cat "$WORK/cp/kcm.pid")
+  [ -z "$kcm_pid" ] || kill -STOP "$kcm_pid"
+  start_node "$LATE" "podhost.io/test=$LATE"
+  node_ready() { node_field "$LATE" '{.status.conditions[?(@.type=="Ready")].status}'; }
+  wait_for 30 "node $LATE registered" node_field "$LATE" '{.metadata.uid}'
+  wait_for 30 "node $LATE NotReady for want of a pod network" bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $LATE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = False ]"
+  msg=$(node_field "$LATE" '{.status.conditions[?(@.type=="Ready")].message}')
+  [[ "$msg" == "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:"*podCIDR* ]] \
+    || { [ -z "$kcm_pid" ] || kill -CONT "$kcm_pid"; fail "$LATE: Ready message '$msg'"; }
+  pod late "$LATE" 1 'echo waited; while :; do sleep 1; done' | k create -f - >/dev/null
+  sandbox_failed() { k get events --field-selector "reason=FailedCreatePodSandBox,involvedObject.name=late" -o jsonpath='{.items[*].message}' | grep -q podCIDR; }
+  wait_for 30 "pod late's FailedCreatePodSandBox event naming the podCIDR" sandbox_failed
+  [ "$(pod_field late '{.status.phase}')" = Pending ] || fail "late: $(pod_field late '{.status.phase}') without a pod network"
+  t0=$SECONDS
+  if [ -n "$kcm_pid" ]; then
+    kill -CONT "$kcm_pid"
+    has_pod_cidr() { [ -n "$(node_field "$LATE" '{.spec.podCIDR}')" ]; }
+    wait_for 30 "the controller manager gave $LATE a podCIDR" has_pod_cidr
+    late_cidr=$(node_field "$LATE" '{.spec.podCIDR}')
+  else
     late_cidr=${NODE_POD_CIDR[$LATE]}
-    t0=$SECONDS
     k patch node "$LATE" --type merge -p "{\"spec\":{\"podCIDR\":\"$late_cidr\",\"podCIDRs\":[\"$late_cidr\"]}}" >/dev/null
-    wait_for 30 "pod late Running once its Node has a podCIDR" running late
-    waited=$((SECONDS - t0))
-    ip=$(pod_field late '{.status.podIP}')
-    in_cidr "$ip" "$late_cidr" || fail "late: podIP $ip not in the Node's podCIDR $late_cidr"
-    msg=$(k get events -A --field-selector "reason=PodCIDR,involvedObject.name=$LATE" -o jsonpath='{.items[*].message}')
-    [[ "$msg" == *"$late_cidr (the Node's spec.podCIDR)"* ]] || fail "$LATE: PodCIDR event '$msg'"
-    pass "a pod on $LATE waited for the Node's podCIDR (Pending, FailedCreatePodSandBox), then Running with $ip from $late_cidr ${waited} s after it was set"
-    k delete pod late --grace-period=1 >/dev/null
-    wait_for 30 "pod late deleted" gone late
-    kill "${PID_OF[$LATE]}"; wait "${PID_OF[$LATE]}" 2>/dev/null || true
   fi
+  wait_for 30 "pod late Running once its Node has a podCIDR" running late
+  waited=$((SECONDS - t0))
+  wait_for 15 "node $LATE Ready once its pod network started" bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $LATE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
+  ip=$(pod_field late '{.status.podIP}')
+  in_cidr "$ip" "$late_cidr" || fail "late: podIP $ip not in the Node's podCIDR $late_cidr"
+  msg=$(k get events -A --field-selector "reason=PodCIDR,involvedObject.name=$LATE" -o jsonpath='{.items[*].message}')
+  [[ "$msg" == *"$late_cidr (the Node's spec.podCIDR)"* ]] || fail "$LATE: PodCIDR event '$msg'"
+  pass "$LATE without a podCIDR: Node NotReady (network not ready), its pod Pending with FailedCreatePodSandBox; Running with $ip from $late_cidr ${waited} s after the podCIDR came, Node Ready"
+  k delete pod late --grace-period=1 >/dev/null
+  wait_for 30 "pod late deleted" gone late
+  kill "${PID_OF[$LATE]}"; wait "${PID_OF[$LATE]}" 2>/dev/null || true
 fi
 
 # Start latency and API requests per pod, 10 pods at once on podhost-a.

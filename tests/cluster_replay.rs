@@ -123,10 +123,15 @@ async fn first_registration_creates_node_and_lease_and_posts_ready() {
     );
 
     let nodes: Api<Node> = Api::all(client.clone());
-    let conditions =
-        node_status::post_once(&nodes, &host(), &node_settings, &NodePressure::default())
-            .await
-            .unwrap();
+    let conditions = node_status::post_once(
+        &nodes,
+        &host(),
+        &node_settings,
+        &NodePressure::default(),
+        &[],
+    )
+    .await
+    .unwrap();
     assert_eq!(conditions.len(), 4);
     let patch = &asked(&replay, "PATCH", "/nodes/podhost-a/status")[0];
     let posted: Vec<(String, String, String)> = patch["status"]["conditions"]
@@ -192,7 +197,7 @@ async fn re_registration_patches_only_the_labels_that_differ_and_posts_pressure(
         disk: true,
         ..NodePressure::default()
     };
-    node_status::post_once(&nodes, &host(), &node_settings, &pressure)
+    node_status::post_once(&nodes, &host(), &node_settings, &pressure, &[])
         .await
         .unwrap();
     let status = &asked(&replay, "PATCH", "/nodes/podhost-a/status")[0]["status"];

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition};
+use k8s_openapi::api::core::v1::{ContainerImage, Node, NodeCondition};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 
@@ -22,10 +22,13 @@ pub fn status_patch(
     host: &HostFacts,
     settings: &NodeSettings,
     conditions: &[NodeCondition],
+    images: &[ContainerImage],
 ) -> serde_json::Value {
     serde_json::json!({
         "status": {
             "conditions": conditions,
+            // A list without a merge key: the patch replaces it whole.
+            "images": images,
             "capacity": capacity(host, settings),
             "allocatable": allocatable(host, settings),
             "nodeInfo": crate::model::node::object::node_info(host, settings),
@@ -40,6 +43,7 @@ pub async fn post_once(
     host: &HostFacts,
     settings: &NodeSettings,
     observed: &NodePressure,
+    images: &[ContainerImage],
 ) -> Result<Vec<NodeCondition>, ClusterError> {
     let name = &settings.name;
     let node = nodes
@@ -61,13 +65,20 @@ pub async fn post_once(
         .patch_status(
             name,
             &params,
-            &Patch::Strategic(status_patch(host, settings, &ours)),
+            &Patch::Strategic(status_patch(host, settings, &ours, images)),
         )
         .await
         .map_err(ClusterError::api(format!(
             "posting the status of Node {name}"
         )))?;
     Ok(ours)
+}
+
+/// What the last successful post said, and when.
+struct Posted {
+    conditions: Vec<NodeCondition>,
+    images: Vec<ContainerImage>,
+    at: Instant,
 }
 
 fn is_ours(type_: &str) -> bool {
@@ -78,29 +89,40 @@ fn is_ours(type_: &str) -> bool {
 }
 
 /// Keeps the status posted for ever. `observe` says what the eviction manager and the
-/// daemon see now.
+/// daemon see now, `images` what the image store holds (`status.images`); a change of `wake` (the pod network starting) has it looked at at
+/// once rather than at the next update period.
 pub async fn run(
     client: kube::Client,
     host: HostFacts,
     settings: super::ClusterSettings,
     observe: impl Fn() -> NodePressure + Send,
+    images: impl Fn() -> Vec<ContainerImage> + Send,
+    mut wake: tokio::sync::watch::Receiver<bool>,
 ) {
     let nodes: Api<Node> = Api::all(client);
-    let mut posted: Option<(Vec<NodeCondition>, Instant)> = None;
+    let mut posted: Option<Posted> = None;
     loop {
         let observed = observe();
+        let images_now = images();
         let due = match &posted {
             None => true,
-            Some((last, at)) => {
+            Some(last) => {
                 let now = crate::model::k8s_time::to_k8s(chrono::Utc::now());
-                conditions_changed(last, &next_conditions(last, &observed, &now))
-                    || at.elapsed() >= settings.status_report_every
+                conditions_changed(
+                    &last.conditions,
+                    &next_conditions(&last.conditions, &observed, &now),
+                ) || last.images != images_now
+                    || last.at.elapsed() >= settings.status_report_every
             }
         };
         let wait = if due {
-            match post_once(&nodes, &host, &settings.node, &observed).await {
+            match post_once(&nodes, &host, &settings.node, &observed, &images_now).await {
                 Ok(conditions) => {
-                    posted = Some((conditions, Instant::now()));
+                    posted = Some(Posted {
+                        conditions,
+                        images: images_now,
+                        at: Instant::now(),
+                    });
                     settings.status_update_every
                 }
                 Err(error) => {
@@ -111,6 +133,14 @@ pub async fn run(
         } else {
             settings.status_update_every
         };
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            changed = wake.changed() => {
+                if changed.is_err() {
+                    // Nothing will wake it any more: the period alone from now on.
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
     }
 }

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use super::cluster_flags::ClusterConfig;
 use super::node_facts::NodeFacts;
 use crate::cluster::{ClusterError, ClusterSettings};
+use crate::image::ImageStore;
+use crate::model::node::images::{StoredImage, node_images};
 use crate::model::node::{NodePressure, node_object};
+use crate::network::NodeNetwork;
 use crate::status::StatusStore;
 
 /// The node side at work, and its client for the pod side.
@@ -29,6 +32,8 @@ pub async fn start(
     cluster: &ClusterConfig,
     store: Arc<StatusStore>,
     facts: NodeFacts,
+    network: Arc<NodeNetwork>,
+    images: Arc<ImageStore>,
 ) -> Result<ClusterNode, ClusterError> {
     let credentials = super::cluster_certs::node_client(cluster, &facts.settings.name).await?;
     let client = credentials.client;
@@ -52,15 +57,26 @@ pub async fn start(
             settings.lease_duration,
             settings.lease_renew_every(),
         ));
+        let network_started = network.watch_ready();
         let observe = move || {
-            let stuck = crate::metrics::health().check();
-            NodePressure::from_eviction(
-                &store.node_conditions(),
-                stuck.iter().map(ToString::to_string).collect(),
-            )
+            let mut not_ready: Vec<String> = crate::metrics::health()
+                .check()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            if let Some(reason) = network.not_ready_reason() {
+                not_ready.push(network_not_ready(&reason));
+            }
+            NodePressure::from_eviction(&store.node_conditions(), not_ready)
         };
+        let stored_images = move || stored_images(&images);
         let status = tokio::spawn(crate::cluster::node_status::run(
-            client, host, settings, observe,
+            client,
+            host,
+            settings,
+            observe,
+            stored_images,
+            network_started,
         ));
         // Both loops run for ever; if either panics, the daemon's essential-task
         // watch sees this task end.
@@ -72,4 +88,33 @@ pub async fn start(
         rotation: credentials.rotation,
         node_uid,
     })
+}
+
+/// The Ready condition's message for a node whose pods cannot get a network, in the
+/// kubelet's words (its runtime's NetworkReady=false), which tools and people search for.
+fn network_not_ready(reason: &str) -> String {
+    format!(
+        "container runtime network not ready: NetworkReady=false \
+         reason:NetworkPluginNotReady message:podhost: {reason}"
+    )
+}
+
+/// `status.images` from the store; empty (and a warning) when the store cannot be read.
+fn stored_images(store: &ImageStore) -> Vec<k8s_openapi::api::core::v1::ContainerImage> {
+    match store.list() {
+        Ok(list) => node_images(
+            &list
+                .into_iter()
+                .map(|i| StoredImage {
+                    reference: i.reference,
+                    manifest_digest: i.digest,
+                    size_bytes: i.size,
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Err(error) => {
+            tracing::warn!(%error, "the image store cannot be listed for the Node's status.images");
+            Vec::new()
+        }
+    }
 }

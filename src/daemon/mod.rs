@@ -396,7 +396,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         ephemeral: Arc::new(ephemeral),
         port_forward: port_forwarder.clone(),
         store: store.clone(),
-        images,
+        images: images.clone(),
         layout,
         images_changed: images_tx,
         puller,
@@ -464,7 +464,14 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     );
     let mut api_source = None;
     if let Some(cluster) = &cfg.cluster {
-        let node = cluster_node::start(cluster, store.clone(), node_facts).await?;
+        let node = cluster_node::start(
+            cluster,
+            store.clone(),
+            node_facts,
+            network.clone(),
+            images.clone(),
+        )
+        .await?;
         // The node's own Node as the API server has it: its labels and taints for
         // admission, its spec.podCIDR for the bridge's IPAM.
         let own_node =

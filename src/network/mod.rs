@@ -157,6 +157,28 @@ impl NodeNetwork {
         self.backend.initialized()
     }
 
+    /// Why pods cannot get a network now, or `None` once the backend started: the
+    /// Node's Ready condition carries it, as the kubelet's "container runtime network
+    /// not ready", so the scheduler places no pod on a node that cannot run it.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        if self.is_ready() {
+            return None;
+        }
+        let waits_for_cidr = matches!(self.settings.mode, NetworkMode::Bridge | NetworkMode::Auto)
+            && !cni::has_config(&self.settings.cni_conf_dir)
+            && self.pod_cidr_choice().is_none();
+        Some(if waits_for_cidr {
+            "the Node has no spec.podCIDR yet and no --pod-cidr was given".to_string()
+        } else {
+            "the pod network has not started (see the node's NetworkNotReady event)".to_string()
+        })
+    }
+
+    /// Changes to `true` when the backend starts.
+    pub fn watch_ready(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.ready.subscribe()
+    }
+
     /// Returns once the backend started (a pod whose sandbox failed for want of a
     /// network, e.g. while the Node's podCIDR was awaited, retries then rather than at
     /// its next 10 s retry).

@@ -3,6 +3,7 @@
 //! settings, so they are unit-tested without a host or an API server.
 
 pub mod conditions;
+pub mod images;
 pub mod labels;
 pub mod object;
 pub mod reserved;
