@@ -160,12 +160,14 @@ pod_net_flags() { # NAME
 start_node() { # NAME LABELS
   local n=$1 labels=$2 dir=$WORK/$1
   mkdir -p "$dir/manifests"
+  # No image GC: the test's images are loaded once, offline, and a build machine's disk
+  # is often past the kubelet's 85 % (the GC would delete them under the pods to come).
   # nsenter, not `ip netns exec`: the daemon keeps the host's mounts and /sys/fs/cgroup.
   # shellcheck disable=SC2046
   nsenter --net="/run/netns/${NODE_NETNS[$n]}" \
   "$PODHOST" --socket "$dir/podhost.sock" daemon --node-name "$n" \
     --root-dir "$dir/root" --pod-manifest-path "$dir/manifests" --log-dir "$dir/logs" \
-    --config-dir "$dir/config" $(pod_net_flags "$n") --eviction-hard= \
+    --config-dir "$dir/config" $(pod_net_flags "$n") --eviction-hard= --image-gc-high-threshold 100 \
     --cgroup-root "$CGROUP_ROOT/$n" \
     --kubeconfig "$WORK/cp/node-$n.kubeconfig" --kube-record "$dir/api.jsonl" \
     --node-labels "$labels" --register-with-taints "dedicated=$n:NoSchedule" \
@@ -177,9 +179,9 @@ start_node() { # NAME LABELS
   PID_OF[$n]=$!
 }
 wait_for() { # SECONDS DESCRIPTION COMMAND...
-  local until=$((SECONDS + $1)) what=$2; shift 2
+  local secs=$1 until=$((SECONDS + $1)) what=$2; shift 2
   until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $until ] || fail "$what (after ${until}s)"
+    [ $SECONDS -lt $until ] || fail "$what (not within ${secs} s)"
     sleep 0.2
   done
 }
@@ -780,8 +782,8 @@ YAML
   # A node without --pod-cidr whose Node has no podCIDR yet: the controller manager is
   # paused (or absent, then the podCIDR is set by hand as it would). The Node is
   # NotReady with the kubelet's "network not ready" so the scheduler places nothing
-  # there; a pod bound to it waits (Pending, FailedCreatePodSandBox) as with the
-  # kubelet's kubenet, and runs once the podCIDR arrives; the Node goes Ready.
+  # there; a pod bound to it waits (Pending, a NetworkNotReady event) as with the
+  # kubelet, and runs once the podCIDR arrives; the Node goes Ready.
   kcm_pid=""
   [ -n "$KUBE_CONTROLLER_MANAGER" ] && kcm_pid=$(cat "$WORK/cp/kcm.pid")
   [ -z "$kcm_pid" ] || kill -STOP "$kcm_pid"
@@ -793,8 +795,9 @@ YAML
   [[ "$msg" == "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:"*podCIDR* ]] \
     || { [ -z "$kcm_pid" ] || kill -CONT "$kcm_pid"; fail "$LATE: Ready message '$msg'"; }
   pod late "$LATE" 1 'echo waited; while :; do sleep 1; done' | k create -f - >/dev/null
-  sandbox_failed() { k get events --field-selector "reason=FailedCreatePodSandBox,involvedObject.name=late" -o jsonpath='{.items[*].message}' | grep -q podCIDR; }
-  wait_for 30 "pod late's FailedCreatePodSandBox event naming the podCIDR" sandbox_failed
+  # The kubelet's event for a pod that waits for the network (not a sandbox failure).
+  network_waits() { k get events --field-selector "reason=NetworkNotReady,involvedObject.name=late" -o jsonpath='{.items[*].message}' | grep -q '^network is not ready: .*podCIDR'; }
+  wait_for 30 "pod late's NetworkNotReady event naming the podCIDR" network_waits
   [ "$(pod_field late '{.status.phase}')" = Pending ] || fail "late: $(pod_field late '{.status.phase}') without a pod network"
   t0=$SECONDS
   if [ -n "$kcm_pid" ]; then
@@ -813,7 +816,7 @@ YAML
   in_cidr "$ip" "$late_cidr" || fail "late: podIP $ip not in the Node's podCIDR $late_cidr"
   msg=$(k get events -A --field-selector "reason=PodCIDR,involvedObject.name=$LATE" -o jsonpath='{.items[*].message}')
   [[ "$msg" == *"$late_cidr (the Node's spec.podCIDR)"* ]] || fail "$LATE: PodCIDR event '$msg'"
-  pass "$LATE without a podCIDR: Node NotReady (network not ready), its pod Pending with FailedCreatePodSandBox; Running with $ip from $late_cidr ${waited} s after the podCIDR came, Node Ready"
+  pass "$LATE without a podCIDR: Node NotReady (network not ready), its pod Pending with NetworkNotReady; Running with $ip from $late_cidr ${waited} s after the podCIDR came, Node Ready"
   k delete pod late --grace-period=1 >/dev/null
   wait_for 30 "pod late deleted" gone late
   kill "${PID_OF[$LATE]}"; wait "${PID_OF[$LATE]}" 2>/dev/null || true
@@ -865,7 +868,7 @@ else
     mkdir -p "$dir/manifests"
     "$PODHOST" --socket "$dir/podhost.sock" daemon --node-name "$n" \
       --root-dir "$dir/root" --pod-manifest-path "$dir/manifests" --log-dir "$dir/logs" \
-      --config-dir "$dir/config" --pod-network none --eviction-hard= \
+      --config-dir "$dir/config" --pod-network none --eviction-hard= --image-gc-high-threshold 100 \
       --cgroup-root "$CGROUP_ROOT/$n" --port 0 --kube-record "$dir/api.jsonl" "$@" \
       >>"$dir/daemon.log" 2>&1 &
     PIDS+=($!)

@@ -2,7 +2,8 @@
 # The kill -9 torture test: a churn of pods while the daemon is kill -9'd and restarted
 # at random moments and a few shims are kill -9'd; the containers' own records (their
 # log lines) are compared with podhost's, and nothing may be left behind (see
-# scripts/torture.py). Run as root, with the release build.
+# scripts/torture.py). Run as root, with the release build (PODHOST_BIN=path: that
+# binary instead, e.g. target/debug/podhost as scripts/test.sh runs it).
 # Usage: scripts/torture.sh [--short] [torture.py options, e.g. --seed N --pods 300]
 #   full (default): 200 pods, 50 daemon kills, 5 shim kills over 5 minutes
 #   --short (CI):    40 pods, 10 daemon kills, 2 shim kills over 1 minute
@@ -15,7 +16,10 @@ if [ "${1:-}" = "--short" ]; then
   size=(--pods 40 --kills 10 --shim-kills 2 --duration 60 --live 12)
 fi
 command -v python3 >/dev/null || bash scripts/install-deps.sh python3
-cargo build --release --locked -q
+PODHOST=${PODHOST_BIN:-target/release/podhost}
+[ -n "${PODHOST_BIN:-}" ] || cargo build --release --locked -q
+[ -x "$PODHOST" ] || { echo "torture: $PODHOST missing" >&2; exit 1; }
+PODHOST=$(cd "$(dirname "$PODHOST")" && pwd)/$(basename "$PODHOST")
 work=$(mktemp -d /tmp/podhost-torture.XXXXXX)
 export PODHOST_TORTURE_CGROUP_ROOT=/podhost-torture-$$
 # The daemon's "host" network namespace (see torture.py).
@@ -38,5 +42,5 @@ cleanup() {
 }
 trap cleanup EXIT
 bash oci/busybox/build.sh "$work/layout" >/dev/null 2>&1
-target/release/podhost load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
-python3 scripts/torture.py --podhost "$(pwd)/target/release/podhost" --work "$work" "${size[@]}" "$@"
+"$PODHOST" load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
+python3 scripts/torture.py --podhost "$PODHOST" --work "$work" "${size[@]}" "$@"

@@ -122,7 +122,10 @@ fi
 # it expects podhost and the busybox layout (compiled-in paths).
 LIFECYCLE_TEST=
 if command -v cargo >/dev/null; then
-  LIFECYCLE_TEST=$(cargo test --release --locked --test lifecycle --no-run --message-format=json |
+  # The same profile as the podhost under test: release, or debug for a target/debug one.
+  profile=(--release)
+  [[ "$PODHOST" == */debug/podhost ]] && profile=()
+  LIFECYCLE_TEST=$(cargo test "${profile[@]}" --locked --test lifecycle --no-run --message-format=json |
     sed -n 's/.*"executable":"\([^"]*\/deps\/lifecycle-[^"]*\)".*/\1/p' | tail -1)
 fi
 step "podhost built ($(since "$t"))"
@@ -136,6 +139,9 @@ install -m 0755 "$PODHOST" "$SHARE/bin/podhost"
 install -m 0755 "$(dirname "$PODHOST")/podhost-monitor" "$SHARE/bin/podhost-monitor"
 # The shim's own binary (src/shim_main.rs), which podhost execs per container.
 install -m 0755 "$(dirname "$PODHOST")/podhost-shim" "$SHARE/bin/podhost-shim"
+# Without debug info (a debug build's line tables are most of its 400 MB), so the
+# guest's 1 GiB is not spent caching it.
+strip --strip-debug "$SHARE/bin/podhost" "$SHARE/bin/podhost-monitor" "$SHARE/bin/podhost-shim"
 bash oci/busybox/build.sh "$SHARE/busybox-oci" >/dev/null 2>"$VM_DIR/busybox-oci.log" || {
   cat "$VM_DIR/busybox-oci.log" >&2
   exit 1
@@ -152,9 +158,13 @@ bash oci/busybox/build.sh --ref localhost/seccomp-probe:latest --add "$VM_DIR/se
 cp -r tests/vm "$SHARE/suite"
 if [ -n "$LIFECYCLE_TEST" ]; then
   install -m 0755 "$LIFECYCLE_TEST" "$SHARE/bin/lifecycle-test"
+  strip --strip-debug "$SHARE/bin/lifecycle-test"
   # <target>/release/deps/lifecycle-HASH → <target>
   printf 'LIFECYCLE_TARGET_DIR=%q\n' "$(dirname "$(dirname "$(dirname "$LIFECYCLE_TEST")")")" \
     >"$SHARE/bin/lifecycle-test.env"
+  # <target>/<profile>/deps/lifecycle-HASH → <profile> (release or debug)
+  printf 'LIFECYCLE_PROFILE=%q\n' "$(basename "$(dirname "$(dirname "$LIFECYCLE_TEST")")")" \
+    >>"$SHARE/bin/lifecycle-test.env"
 fi
 # 70-apparmor loads a renamed copy to test its rules on a privileged (rw /proc, /sys) container.
 cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"

@@ -201,6 +201,8 @@ async fn node(reviews: Vec<Exchange>) -> Node {
         KubeletApiState {
             store,
             port_forward: Arc::new(podhost::daemon::PodPortForwarder::new(layout.clone())),
+            // The statistics paths are tested live (scripts/cluster-test.sh).
+            stats: None,
             layout,
             node_name: "node-1".into(),
             // As the daemon wires it: the kubelet's caches in front of the reviews.

@@ -1,6 +1,7 @@
-//! The statistics routes, `GET /stats/summary` (the kubelet's Summary API JSON) and
-//! `GET /metrics/cadvisor` (Prometheus text), as plain functions of the state so the
-//! read-only TCP server can route to the same handlers.
+//! The statistics routes, `GET /stats/summary` (the kubelet's Summary API JSON),
+//! `GET /metrics/cadvisor` and `GET /metrics/resource` (Prometheus text), as plain
+//! functions of the state so the read-only and the kubelet API servers route to the
+//! same handlers.
 
 use hyper::Response;
 
@@ -14,6 +15,18 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub async fn stats_summary(stats: &Collector) -> Response<Body> {
     match stats.summary().await {
         Ok(summary) => ok_json(&summary),
+        Err(e) => error(500, e.to_string()),
+    }
+}
+
+/// `GET /metrics/resource`: the kubelet's resource metrics, what metrics-server reads.
+pub async fn metrics_resource(stats: &Collector) -> Response<Body> {
+    match stats.summary().await {
+        Ok(summary) => respond(
+            200,
+            PROMETHEUS_TEXT,
+            crate::model::stats::resource::resource_metrics(&summary).into_bytes(),
+        ),
         Err(e) => error(500, e.to_string()),
     }
 }

@@ -59,6 +59,8 @@ pub struct KubeletApiParts {
     pub podhost_exe: PathBuf,
     /// Connections into pods, shared with the local API's port-forward.
     pub port_forward: Arc<dyn crate::api::PortForwardTarget>,
+    /// The node's statistics, shared with the local and read-only APIs.
+    pub stats: Arc<crate::stats::Collector>,
 }
 
 /// Builds the TLS settings (a bad certificate stops the daemon at start, naming the
@@ -89,6 +91,7 @@ pub async fn start(
         }))),
         podhost_exe: parts.podhost_exe,
         port_forward: parts.port_forward,
+        stats: Some(parts.stats),
     };
     crate::api::kubelet::serve(SocketAddr::new(cluster.address, cluster.port), tls, state).await
 }

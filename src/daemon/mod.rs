@@ -417,7 +417,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         let state = crate::api::readonly::ReadOnlyState {
             store: store.clone(),
             health: crate::metrics::health().clone(),
-            stats,
+            stats: stats.clone(),
         };
         essential.watch(
             "read-only HTTP endpoint",
@@ -500,6 +500,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
                 root_dir: cfg.root_dir.clone(),
                 podhost_exe: podhost_exe.clone(),
                 port_forward: port_forwarder.clone(),
+                stats: stats.clone(),
             },
         )
         .await?;

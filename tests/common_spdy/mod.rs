@@ -473,6 +473,8 @@ pub async fn serve_kubelet_api(d: TestDaemon, name: &str) -> Setup {
         KubeletApiState {
             store: Arc::new(store),
             port_forward: Arc::new(podhost::daemon::PodPortForwarder::new(layout.clone())),
+            // The statistics paths are tested live (scripts/cluster-test.sh).
+            stats: None,
             layout,
             // The name the recorded review was asked for (authorization only).
             node_name: REVIEWED_NODE.to_string(),

@@ -99,6 +99,10 @@ pub struct KubeletApiState {
     pub podhost_exe: PathBuf,
     /// Opens `/portForward`'s connections into pods.
     pub port_forward: Arc<dyn crate::api::PortForwardTarget>,
+    /// `/stats/summary`, `/metrics/cadvisor` and `/metrics/resource` (the daemon's
+    /// collector); `None` where a server is built for its other paths only, which then
+    /// answers 503 there.
+    pub stats: Option<Arc<crate::stats::Collector>>,
 }
 
 /// Binds `addr` now (a taken port fails the daemon's start) and serves on it until the

@@ -79,6 +79,19 @@ pub async fn handle(
                 ),
             }
         }
+        (
+            &Method::GET,
+            ["stats", "summary"] | ["metrics", "cadvisor"] | ["metrics", "resource"],
+        ) => {
+            let Some(stats) = &state.stats else {
+                return text(503, "statistics are not collected by this server");
+            };
+            match parts.as_slice() {
+                ["stats", "summary"] => crate::api::stats_routes::stats_summary(stats).await,
+                ["metrics", "cadvisor"] => crate::api::stats_routes::metrics_cadvisor(stats).await,
+                _ => crate::api::stats_routes::metrics_resource(stats).await,
+            }
+        }
         _ => text(404, &format!("404 page not found: {path}")),
     }
 }

@@ -34,7 +34,12 @@ pub async fn handle(state: &ReadOnlyState, req: &Request<Incoming>) -> Response<
     }
     let known = matches!(
         parts.as_slice(),
-        ["healthz"] | ["pods"] | ["metrics"] | ["metrics", "cadvisor"] | ["stats", "summary"]
+        ["healthz"]
+            | ["pods"]
+            | ["metrics"]
+            | ["metrics", "cadvisor"]
+            | ["metrics", "resource"]
+            | ["stats", "summary"]
     );
     if !known {
         return text(404, &format!("404 page not found: {path}\n"));
@@ -59,6 +64,7 @@ pub async fn handle(state: &ReadOnlyState, req: &Request<Incoming>) -> Response<
         ["metrics"] => metrics(state, req),
         ["stats", "summary"] => crate::api::stats_routes::stats_summary(&state.stats).await,
         ["metrics", "cadvisor"] => crate::api::stats_routes::metrics_cadvisor(&state.stats).await,
+        ["metrics", "resource"] => crate::api::stats_routes::metrics_resource(&state.stats).await,
         _ => text(404, &format!("404 page not found: {path}\n")),
     }
 }

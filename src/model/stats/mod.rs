@@ -1,9 +1,10 @@
 //! Node, pod and container statistics as pure data: the kubelet's Summary API types
 //! (`summary`), the parsers of the kernel's statistics files (`parse`), the cadvisor
-//! Prometheus text (`cadvisor`), and the CPU rate between two samples.
+//! Prometheus text (`cadvisor`), the kubelet's resource metrics (`resource`), and the CPU rate between two samples.
 
 pub mod cadvisor;
 pub mod parse;
+pub mod resource;
 pub mod summary;
 
 /// `usageNanoCores`: CPU nanoseconds used per wall-clock second between two samples

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # 15-lifecycle: tests/lifecycle.rs itself on a pure cgroup v2 kernel. scripts/vm-test.sh
-# builds its release test binary and puts it in the share (bin/lifecycle-test, with the
-# target dir it was built in, bin/lifecycle-test.env). The binary has two paths compiled
-# in: podhost (<target>/release/podhost, CARGO_BIN_EXE_podhost) and the busybox layout it
+# builds its test binary (release, or debug when it tests a debug podhost) and puts it in
+# the share (bin/lifecycle-test, with the target dir and profile it was built with,
+# bin/lifecycle-test.env). The binary has two paths compiled in: podhost
+# (<target>/<profile>/podhost, CARGO_BIN_EXE_podhost) and the busybox layout it
 # would build (<target>/tmp/busybox-layout, CARGO_TARGET_TMPDIR); both are made here,
 # from the share. Each test starts its own daemon, dirs and cgroup subtree, as on a host.
 # Under TCG on a busy host each test takes 30-40 s, hence a longer watchdog:
@@ -15,11 +16,12 @@ bin=$share/bin/lifecycle-test
 # shellcheck disable=SC1091
 . "$bin.env"
 [ -n "${LIFECYCLE_TARGET_DIR:-}" ] || fail "$bin.env names no LIFECYCLE_TARGET_DIR"
-mkdir -p "$LIFECYCLE_TARGET_DIR/release" "$LIFECYCLE_TARGET_DIR/tmp" ||
+profile=${LIFECYCLE_PROFILE:-release}
+mkdir -p "$LIFECYCLE_TARGET_DIR/$profile" "$LIFECYCLE_TARGET_DIR/tmp" ||
   fail "cannot make $LIFECYCLE_TARGET_DIR in the guest"
-ln -sf "$share/bin/podhost" "$LIFECYCLE_TARGET_DIR/release/podhost"
-ln -sf "$share/bin/podhost-monitor" "$LIFECYCLE_TARGET_DIR/release/podhost-monitor"
-ln -sf "$share/bin/podhost-shim" "$LIFECYCLE_TARGET_DIR/release/podhost-shim"
+ln -sf "$share/bin/podhost" "$LIFECYCLE_TARGET_DIR/$profile/podhost"
+ln -sf "$share/bin/podhost-monitor" "$LIFECYCLE_TARGET_DIR/$profile/podhost-monitor"
+ln -sf "$share/bin/podhost-shim" "$LIFECYCLE_TARGET_DIR/$profile/podhost-shim"
 rm -rf "$LIFECYCLE_TARGET_DIR/tmp/busybox-layout"
 cp -r "$share/busybox-oci" "$LIFECYCLE_TARGET_DIR/tmp/busybox-layout"
 
