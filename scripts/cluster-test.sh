@@ -401,6 +401,43 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$pki/ca.crt" --cert "$pk
 [ "$(curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$kapi/containerLogs/default/talk/app?tailLines=1")" = tick ] \
   || fail "kubelet API as admin: containerLogs"
 pass "kubelet API: anonymous 401, system:node:podhost-b 403 (SubjectAccessReview), system:masters served"
+# Statistics as the kubelet serves them: through the API server's node proxy, and
+# straight to a caller allowed nodes/stats and nodes/metrics only (metrics-server's
+# RBAC), which may not read logs.
+summary=$(k get --raw /api/v1/nodes/podhost-a/proxy/stats/summary) || fail "stats/summary through the API server: $summary"
+python3 - "$summary" <<'PY' || fail "stats/summary of podhost-a: $(head -c 600 <<<"$summary")"
+import json, sys
+s = json.loads(sys.argv[1])
+assert s["node"]["nodeName"] == "podhost-a", s["node"]["nodeName"]
+assert s["node"]["cpu"]["usageCoreNanoSeconds"] > 0
+assert s["node"]["memory"]["workingSetBytes"] > 0
+talk = [p for p in s["pods"] if (p["podRef"]["namespace"], p["podRef"]["name"]) == ("default", "talk")]
+assert talk, [p["podRef"] for p in s["pods"]]
+app = [c for c in talk[0]["containers"] if c["name"] == "app"][0]
+assert app["memory"]["workingSetBytes"] > 0 and app["cpu"]["usageCoreNanoSeconds"] > 0, app
+PY
+resource=$(k get --raw /api/v1/nodes/podhost-a/proxy/metrics/resource) || fail "metrics/resource: $resource"
+for series in 'node_cpu_usage_seconds_total' 'node_memory_working_set_bytes' \
+  'container_cpu_usage_seconds_total\{container="app",namespace="default",pod="talk"\}' \
+  'container_memory_working_set_bytes\{container="app",namespace="default",pod="talk"\}' \
+  'container_start_time_seconds\{container="app",namespace="default",pod="talk"\}' \
+  'pod_memory_working_set_bytes\{namespace="default",pod="talk"\}'; do
+  grep -qE "^$series [0-9.]+ [0-9]{13}\$" <<<"$resource" || fail "metrics/resource lacks $series: $resource"
+done
+cadvisor=$(k get --raw /api/v1/nodes/podhost-a/proxy/metrics/cadvisor) || fail "metrics/cadvisor: $cadvisor"
+grep -q '^container_cpu_usage_seconds_total{.*pod="talk"' <<<"$cadvisor" || fail "metrics/cadvisor lacks talk's cpu"
+openssl req -new -newkey rsa:2048 -nodes -keyout "$WORK/reader.key" -out "$WORK/reader.csr" -subj "/CN=stats-reader" 2>/dev/null
+openssl x509 -req -in "$WORK/reader.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 1 \
+  -out "$WORK/reader.crt" 2>/dev/null
+k create clusterrole stats-reader --verb=get --resource=nodes/stats,nodes/metrics >/dev/null
+k create clusterrolebinding stats-reader --clusterrole=stats-reader --user=stats-reader >/dev/null
+reader=(--cacert "$pki/ca.crt" --cert "$WORK/reader.crt" --key "$WORK/reader.key")
+# (a refusal before the binding is seen is cached for 30 s, as the kubelet's is)
+wait_for 45 "stats-reader allowed /stats/summary" curl -sf "${reader[@]}" "$kapi/stats/summary"
+curl -sf "${reader[@]}" "$kapi/metrics/resource" | grep -q '^node_cpu_usage_seconds_total ' || fail "stats-reader: /metrics/resource"
+code=$(curl -s -o /dev/null -w '%{http_code}' "${reader[@]}" "$kapi/containerLogs/default/talk/app")
+[ "$code" = 403 ] || fail "stats-reader read logs: $code"
+pass "kubelet API statistics: /stats/summary, /metrics/resource (metrics-server's series with timestamps), /metrics/cadvisor through the API server; a nodes/stats+nodes/metrics identity served them and refused logs (403)"
 # kubectl exec: kubectl 1.30+ asks for a websocket (v5.channel.k8s.io); the 1.20 API
 # server passes the upgrade through to the kubelet API.
 [ "$(k exec talk -- cat /etc/hostname)" = talk ] || fail "kubectl exec talk -- cat /etc/hostname: $(k exec talk -- cat /etc/hostname 2>&1)"
