@@ -3,7 +3,8 @@
 //! posts its status as the kubelet does, follows the pods bound to the node (`pods`)
 //! and writes their status and final deletion (`pod_status`), keeps a mirror pod of each
 //! static pod (`mirror_plan`, `mirror_client`), follows the ConfigMaps and Secrets the
-//! API pods name (`objects`) and their service account tokens (`tokens`), and posts
+//! API pods name (`objects`) and their service account tokens (`tokens`), follows the
+//! cluster's Services for the containers' service variables (`services`), and posts
 //! the events (`events`); every exchange can be recorded
 //! (`--kube-record FILE`) and replayed in tests (`replay`).
 
@@ -26,6 +27,7 @@ pub mod rate;
 pub mod record;
 pub mod register;
 pub mod replay;
+pub mod services;
 pub mod tokens;
 
 pub use error::ClusterError;

@@ -274,6 +274,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // watches that fill this channel start with the pod watch below.
     let api_objects = (cfg.cluster.is_some() && cfg.runonce.is_none())
         .then(|| tokio::sync::watch::channel(Arc::new(Default::default())));
+    // Cluster mode's Services (static pods get their variables too, --runonce included);
+    // the watch that fills this channel starts with the node below.
+    let api_services = cfg
+        .cluster
+        .is_some()
+        .then(|| tokio::sync::watch::channel(Arc::new(Default::default())));
     let ctx = Arc::new(Ctx {
         layout: layout.clone(),
         store: store.clone(),
@@ -297,6 +303,7 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         ephemeral: ephemeral.clone(),
         config_objects: config_objects.clone(),
         api_objects: api_objects.as_ref().map(|(_, rx)| rx.clone()),
+        api_services: api_services.as_ref().map(|(_, rx)| rx.clone()),
         host_ips: host::node_host_ips(
             cfg.cluster
                 .as_ref()
@@ -487,6 +494,15 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
             store.clone(),
         ));
         essential.watch("cluster node (registration, lease, status)", node.task);
+        if let Some((services, _)) = api_services {
+            essential.watch(
+                "Services watch (the containers' service variables)",
+                tokio::spawn(crate::cluster::services::follow_services(
+                    node.client.clone(),
+                    services,
+                )),
+            );
+        }
         if let Some(rotation) = node.rotation {
             essential.watch("client certificate rotation", rotation);
         }

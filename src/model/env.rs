@@ -52,6 +52,9 @@ pub enum EnvError {
         namespace: String,
         name: String,
     },
+    /// The service variables cannot be built yet (cluster mode).
+    #[error(transparent)]
+    Services(#[from] super::service_env::ServiceEnvError),
     /// A fieldRef or resourceFieldRef that cannot be resolved.
     #[error("env {var}: {source}")]
     Downward {
@@ -112,8 +115,9 @@ pub fn is_env_var_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
 }
 
-/// Builds `container`'s environment on top of `base` (the image's, which `$(VAR)` may
-/// refer to, as podhost always allowed): `envFrom` sources, then `env`.
+/// Builds `container`'s environment on top of `base` (the image's, then in cluster mode
+/// the service variables, which override it; `$(VAR)` may refer to any of them):
+/// `envFrom` sources, then `env`.
 pub fn resolve_env(
     base: &[(String, String)],
     pod: &Pod,

@@ -30,6 +30,7 @@ pub mod restart;
 pub mod review_cache;
 pub mod rlimits;
 pub mod security;
+pub mod service_env;
 pub mod stats;
 pub mod status_reconcile;
 pub mod sysctl;

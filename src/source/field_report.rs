@@ -166,12 +166,23 @@ mod tests {
         let r = field_report(&links);
         assert_eq!(r[0].path, "spec.enableServiceLinks");
         assert_eq!(r[0].status.as_str(), "ignored");
-        assert!(r[0].status.reason().contains("no services"));
+        assert!(r[0].status.reason().contains("none standalone"));
         assert_eq!(
             unhonoured_fields(&links),
             Vec::<String>::new(),
             "no warning"
         );
+    }
+
+    #[test]
+    fn service_links_are_honoured_for_api_pods_and_informational_in_manifests() {
+        let links = json!({"spec": {"enableServiceLinks": false}});
+        let api = field_report_for(&links, FieldOrigin::Api);
+        assert_eq!(api[0].path, "spec.enableServiceLinks");
+        assert_eq!(api[0].status, FieldStatus::Honoured);
+        let manifest = field_report_for(&links, FieldOrigin::Manifest);
+        assert!(matches!(manifest[0].status, FieldStatus::Informational(_)));
+        assert!(manifest[0].status.reason().contains("cluster mode"));
     }
 
     #[test]

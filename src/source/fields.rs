@@ -198,7 +198,9 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ),
     (
         "spec.enableServiceLinks",
-        Informational("there are no services, so no service environment variables"),
+        Informational(
+            "service environment variables come from the API server's Services: honoured in cluster mode, none standalone",
+        ),
     ),
     (
         "spec.nodeSelector",
@@ -231,6 +233,8 @@ pub const API_FIELDS: &[(&str, FieldStatus)] = &[
     ("spec.serviceAccountName", Honoured),
     ("spec.serviceAccount", Honoured),
     ("spec.automountServiceAccountToken", Honoured),
+    // The Services watch gives the pod its namespace's service variables.
+    ("spec.enableServiceLinks", Honoured),
     // Checked at admission (NodeAffinity), as the kubelet does.
     ("spec.nodeSelector", Honoured),
     (

@@ -55,6 +55,10 @@ pub struct Ctx {
     /// server (the only place an API pod's objects come from; see `config_source`).
     pub api_objects:
         Option<tokio::sync::watch::Receiver<Arc<crate::model::config_refs::ObjectSet>>>,
+    /// Cluster mode: the cluster's Services, for the containers' service variables
+    /// (`service_source`); `None` standalone, where there are no Services.
+    pub api_services:
+        Option<tokio::sync::watch::Receiver<Arc<crate::model::service_env::ServiceSet>>>,
     /// The node's IPs for the downward API (`status.hostIP(s)`; hostNetwork pods' IPs).
     pub host_ips: Vec<String>,
     /// The limits the downward API reports for containers that set none.

@@ -25,6 +25,7 @@ mod prepare;
 mod report;
 mod sandbox;
 pub mod security;
+mod service_source;
 mod start;
 mod sync_loop;
 mod termination_message;

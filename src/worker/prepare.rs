@@ -77,9 +77,9 @@ fn termination_log(bundle: &Path, c: &Container) -> Result<Vec<(PathBuf, String)
     Ok(vec![(host, dest)])
 }
 
-/// The container's environment: image env first, then the pod's `envFrom` and `env`
-/// (later wins; ConfigMaps and Secrets from `--config-dir`, or the API server for an
-/// API pod; the downward API). A pod
+/// The container's environment: image env first, then the service variables (cluster
+/// mode), then the pod's `envFrom` and `env` (later wins; ConfigMaps and Secrets from
+/// `--config-dir`, or the API server for an API pod; the downward API). A pod
 /// value may refer to variables defined before it with `$(VAR)`, as in Kubernetes.
 fn merged_env(
     ctx: &Ctx,
@@ -99,9 +99,13 @@ fn merged_env(
             None => (kv, String::new()),
         })
         .collect();
+    // The kubelet gives the service variables to the runtime as container env, which
+    // overrides the image's; the container's own envFrom/env override them in turn.
+    let mut base = image_env;
+    base.extend(super::service_source::service_vars(ctx, pod)?);
     let objects = super::config_source::current(ctx, pod);
     let mut env = crate::model::env::resolve_env(
-        &image_env,
+        &base,
         &pod.pod,
         c,
         objects.lookup(),

@@ -67,6 +67,15 @@ async fn start_report(
     let _ = ctx.images.touch(&image.reference);
     let image_id = image.manifest_digest.clone();
     let id = container_id(&pod.uid, &c.name, attempt);
+    // An API pod's service variables need the Services listed once (the kubelet's
+    // "services have not yet been read at least once"), retried like any config error.
+    if let Err(e) =
+        super::service_source::wait_for_services(ctx, pod, super::config_source::FIRST_ANSWER_WAIT)
+            .await
+    {
+        crate::metrics::container_start_failed(container_type, "CreateContainerConfigError");
+        return config_error(ctx, pod, c, attempt, e.to_string());
+    }
     // An API pod's ConfigMaps and Secrets: their watches answer once before the env
     // and volumes are built from them (else a missing one would be only unknown).
     if let Err(message) = super::config_source::wait_for_first_answers(
