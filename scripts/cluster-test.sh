@@ -427,8 +427,9 @@ done
 cadvisor=$(k get --raw /api/v1/nodes/podhost-a/proxy/metrics/cadvisor) || fail "metrics/cadvisor: $cadvisor"
 grep -q '^container_cpu_usage_seconds_total{.*pod="talk"' <<<"$cadvisor" || fail "metrics/cadvisor lacks talk's cpu"
 openssl req -new -newkey rsa:2048 -nodes -keyout "$WORK/reader.key" -out "$WORK/reader.csr" -subj "/CN=stats-reader" 2>/dev/null
+printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$WORK/reader.ext"
 openssl x509 -req -in "$WORK/reader.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 1 \
-  -out "$WORK/reader.crt" 2>/dev/null
+  -extfile "$WORK/reader.ext" -out "$WORK/reader.crt" 2>/dev/null
 k create clusterrole stats-reader --verb=get --resource=nodes/stats,nodes/metrics >/dev/null
 k create clusterrolebinding stats-reader --clusterrole=stats-reader --user=stats-reader >/dev/null
 reader=(--cacert "$pki/ca.crt" --cert "$WORK/reader.crt" --key "$WORK/reader.key")
@@ -460,9 +461,12 @@ n=$(ks exec talk -- head -c 3000000 /dev/zero | wc -c)
 pass "kubectl exec over SPDY/3.1 through the API server: stdout, stdin (-i), stderr, exit code 5, 3 MB of output"
 # -t: script(1) gives kubectl a terminal of 30 rows by 100 columns; the command gets a
 # pty of the container's own (tty names it) sized by kubectl's resize message. Both
-# protocols. (script types a NUL when its stdin ends, echoed back as ^@: dropped.)
+# protocols. (script types a NUL when its stdin ends, echoed back as ^@: dropped.) The
+# command is started once the first size came or after 1 s; on a loaded machine kubectl
+# sends it later, so the size is read until it is set (busybox's stty fails on 0x0).
+size_loop='for i in 1 2 3 4 5 6 7 8 9 10; do s=$(stty size 2>/dev/null) && [ "$s" != "0 0" ] && break; sleep 0.5; done; echo "$s"'
 for ws in true false; do
-  out=$(KUBECTL_REMOTE_COMMAND_WEBSOCKETS=$ws script -qec "stty rows 30 cols 100; $KUBECTL --kubeconfig $KUBECONFIG exec -it talk -- sh -c 'tty; stty size'" /dev/null </dev/null | tr -d '\r' | sed 's/^\(\^@\)*//')
+  out=$(KUBECTL_REMOTE_COMMAND_WEBSOCKETS=$ws script -qec "stty rows 30 cols 100; $KUBECTL --kubeconfig $KUBECONFIG exec -it talk -- sh -c 'tty; $size_loop'" /dev/null </dev/null | tr -d '\r' | sed 's/^\(\^@\)*//')
   grep -qx '/dev/pts/[0-9]*' <<<"$out" && grep -qx '30 100' <<<"$out" \
     || fail "kubectl exec -it (websockets $ws): tty and stty size: $out"
 done
@@ -501,6 +505,43 @@ done
 pass "kubectl port-forward through the API server (SPDY; kubectl's websocket default falls back to it): two GETs to httpd in the pod"
 k delete pod talk --grace-period=1 >/dev/null
 wait_for 20 "pod talk deleted" gone talk
+
+# ---------- service environment variables ----------
+# As the kubelet: the default/kubernetes service's variables in every pod (client-go's
+# in-cluster config needs KUBERNETES_SERVICE_HOST/PORT), the pod's namespace's services'
+# unless enableServiceLinks is false.
+k apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Service
+metadata: {name: web-svc}
+spec:
+  selector: {app: none}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: metrics, port: 9090, protocol: TCP}
+YAML
+kip=$(k get service kubernetes -o jsonpath='{.spec.clusterIP}')
+wip=$(k get service web-svc -o jsonpath='{.spec.clusterIP}')
+[ -n "$kip" ] && [ -n "$wip" ] || fail "service cluster IPs: kubernetes=$kip web-svc=$wip"
+pod svc-links podhost-a 1 'while :; do sleep 1; done' | k create -f - >/dev/null
+pod svc-nolinks podhost-a 1 'while :; do sleep 1; done' | sed 's/^spec:$/spec:\n  enableServiceLinks: false/' | k create -f - >/dev/null
+wait_for 30 "pod svc-links Running" running svc-links
+wait_for 30 "pod svc-nolinks Running" running svc-nolinks
+links=$(k exec svc-links -- env)
+for want in "KUBERNETES_SERVICE_HOST=$kip" KUBERNETES_SERVICE_PORT=443 KUBERNETES_SERVICE_PORT_HTTPS=443 \
+  "KUBERNETES_PORT=tcp://$kip:443" "WEB_SVC_SERVICE_HOST=$wip" WEB_SVC_SERVICE_PORT=80 \
+  WEB_SVC_SERVICE_PORT_HTTP=80 WEB_SVC_SERVICE_PORT_METRICS=9090 "WEB_SVC_PORT=tcp://$wip:80" \
+  "WEB_SVC_PORT_9090_TCP_ADDR=$wip"; do
+  grep -qx -- "$want" <<<"$links" || fail "svc-links: no $want in its env: $links"
+done
+pass "service environment variables: the kubernetes service's and the namespace's web-svc's"
+nolinks=$(k exec svc-nolinks -- env)
+grep -qx "KUBERNETES_SERVICE_HOST=$kip" <<<"$nolinks" && grep -qx KUBERNETES_SERVICE_PORT=443 <<<"$nolinks" \
+  || fail "svc-nolinks: no KUBERNETES_SERVICE_HOST/PORT: $nolinks"
+! grep -q '^WEB_SVC_' <<<"$nolinks" || fail "svc-nolinks (enableServiceLinks: false) has web-svc's variables: $nolinks"
+pass "enableServiceLinks: false gives only the kubernetes service's variables"
+k delete pod svc-links svc-nolinks --grace-period=1 >/dev/null
+k delete service web-svc >/dev/null
 
 # ---------- ConfigMaps and Secrets from the API server (issue 13) ----------
 # A configMap volume, a secretKeyRef env and an optional envFrom of a missing

@@ -45,16 +45,19 @@ cargo test --all-targets --locked -- --test-threads=2
 target_dir=${CARGO_TARGET_DIR:-target}
 [[ "$target_dir" == /* ]] || target_dir=$(pwd)/$target_dir
 debug_podhost=$target_dir/debug/podhost
-# The kill -9 torture test in its short form (the full run: scripts/torture.sh).
-PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short
-PODHOST_BIN=$debug_podhost bash scripts/vm-test.sh
-# Cluster mode against the live control plane built above.
+# The control plane built above, for the cluster-mode torture and tests.
 if ! wait "$control_plane_build"; then
   cat "$control_plane_log" >&2
   echo "scripts/test.sh: building the control plane failed (log above)" >&2
   exit 1
 fi
 bin=$(tail -1 "$control_plane_log")
+# The kill -9 torture test in its short form (the full run: scripts/torture.sh), alone
+# and as a node of a live control plane without --pod-cidr.
+PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short
+PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short --cluster
+PODHOST_BIN=$debug_podhost bash scripts/vm-test.sh
+# Cluster mode against the live control plane.
 KUBE_APISERVER=$bin/kube-apiserver KUBE_CONTROLLER_MANAGER=$bin/kube-controller-manager \
   KUBE_SCHEDULER=$bin/kube-scheduler KUBECTL=$bin/kubectl PODHOST=$debug_podhost \
   bash scripts/cluster-test.sh

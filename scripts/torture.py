@@ -96,7 +96,7 @@ class Daemon:
              # config there, which --pod-network auto would pick).
              "--pod-network", "bridge",
              # The configMap shape's ConfigMap.
-             "--config-dir", self.a.config],
+             "--config-dir", self.a.config] + self.cluster_flags(),
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             env=dict(os.environ, RUST_LOG="info"))
         for _ in range(400):
@@ -106,6 +106,13 @@ class Daemon:
                 sys.exit(f"the daemon exited at start; see {self.a.work}/daemon.log")
             time.sleep(0.025)
         sys.exit("the daemon did not answer within 10 s")
+
+    def cluster_flags(self):
+        """Cluster mode (--kubeconfig): a node without --pod-cidr, so that every start
+        waits for the Node's podCIDR again while the pods of the last one run on."""
+        if not self.a.kubeconfig:
+            return []
+        return ["--kubeconfig", self.a.kubeconfig, "--port", "0"]
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -254,13 +261,15 @@ def main():
     p.add_argument("--duration", type=float, default=300)
     p.add_argument("--live", type=int, default=24, help="pods alive at once, about")
     p.add_argument("--seed", type=int, default=int(time.time()))
+    p.add_argument("--kubeconfig", help="cluster mode: the node's kubeconfig")
+    p.add_argument("--node-name", help="the node's name (cluster mode: the kubeconfig's)")
     a = p.parse_args()
     a.manifests = os.path.join(a.work, "manifests")
     a.root = os.path.join(a.work, "root")
     a.logs = os.path.join(a.work, "logs")
     a.sock = os.path.join(a.work, "sock")
     a.config = os.path.join(a.work, "config")
-    a.node = f"torture{os.getpid()}"
+    a.node = a.node_name or f"torture{os.getpid()}"
     # torture.sh names it, so that its exit trap removes it in every hierarchy.
     a.cgroup_root = os.environ.get("PODHOST_TORTURE_CGROUP_ROOT", f"/podhost-torture-{os.getpid()}")
     os.makedirs(a.manifests, exist_ok=True)
@@ -268,8 +277,10 @@ def main():
     with open(os.path.join(a.config, "torture.yaml"), "w") as f:
         f.write(CONFIG_MAP)
     rng = random.Random(a.seed)
+    mode = f"cluster mode as node {a.node}, no --pod-cidr" if a.kubeconfig else "standalone"
     print(f"torture: seed {a.seed}, {a.pods} pods, {a.kills} daemon kills, "
-          f"{a.shim_kills} shim kills over {a.duration:.0f}s; work dir {a.work}", flush=True)
+          f"{a.shim_kills} shim kills over {a.duration:.0f}s, {mode}; work dir {a.work}",
+          flush=True)
 
     daemon = Daemon(a)
     daemon.start()
@@ -364,12 +375,16 @@ def main():
           f"{removals} removed, {daemon.kills} daemon kills, {len(killed_shims)} shims killed",
           flush=True)
 
+    def manifest_name(pod):
+        """A static pod is named <manifest's name>-<node name> (node names have dashes)."""
+        return pod["metadata"]["name"].removesuffix(f"-{a.node}")
+
     # Settle: the daemon runs undisturbed until the API shows exactly the manifests' pods.
     want = set(live)
     deadline = time.time() + 120
     while time.time() < deadline:
         pods = api_pods(a.sock) or []
-        names = {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods}
+        names = {manifest_name(p) for p in pods}
         terminating = [p for p in pods if p["metadata"].get("deletionTimestamp")]
         if names == want and not terminating and len(pods) == len(want):
             break
@@ -385,7 +400,7 @@ def main():
         counts[kind] += 1
         problems.append(f"{kind}: {msg}")
 
-    seen = {p["metadata"]["name"].rsplit("-", 1)[0]: p for p in pods}
+    seen = {manifest_name(p): p for p in pods}
     for name in want - set(seen):
         bad("pods_missing", f"{name} has a manifest but no pod")
     attempts_checked = 0

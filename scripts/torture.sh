@@ -4,9 +4,13 @@
 # log lines) are compared with podhost's, and nothing may be left behind (see
 # scripts/torture.py). Run as root, with the release build (PODHOST_BIN=path: that
 # binary instead, e.g. target/debug/podhost as scripts/test.sh runs it).
-# Usage: scripts/torture.sh [--short] [torture.py options, e.g. --seed N --pods 300]
+# Usage: scripts/torture.sh [--short] [--cluster] [torture.py options, e.g. --seed N]
 #   full (default): 200 pods, 50 daemon kills, 5 shim kills over 5 minutes
 #   --short (CI):    40 pods, 10 daemon kills, 2 shim kills over 1 minute
+#   --cluster:       the daemon is a node of a live control plane (etcd, kube-apiserver
+#                    and kube-controller-manager from scripts/cluster/build-control-plane.sh,
+#                    in the run's network namespace) without --pod-cidr: every restart
+#                    waits for the Node's podCIDR again while the last one's pods run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "scripts/torture.sh must run as root" >&2; exit 1; }
@@ -14,6 +18,11 @@ size=(--pods 200 --kills 50 --shim-kills 5 --duration 300)
 if [ "${1:-}" = "--short" ]; then
   shift
   size=(--pods 40 --kills 10 --shim-kills 2 --duration 60 --live 12)
+fi
+cluster=0
+if [ "${1:-}" = "--cluster" ]; then
+  shift
+  cluster=1
 fi
 command -v python3 >/dev/null || bash scripts/install-deps.sh python3
 PODHOST=${PODHOST_BIN:-target/release/podhost}
@@ -27,6 +36,7 @@ export PODHOST_TORTURE_NETNS=podhost-torture-$$
 ip netns add "$PODHOST_TORTURE_NETNS"
 ip -n "$PODHOST_TORTURE_NETNS" link set lo up
 cleanup() {
+  [ "$cluster" = 0 ] || bash scripts/cluster/control-plane-down.sh "$work/cp" --keep >/dev/null 2>&1 || true
   # Only what this run started: processes whose command line names its work dir.
   for p in $(grep -l -s -F "$work" /proc/[0-9]*/cmdline | cut -d/ -f3); do
     kill -9 "$p" 2>/dev/null || true
@@ -43,4 +53,15 @@ cleanup() {
 trap cleanup EXIT
 bash oci/busybox/build.sh "$work/layout" >/dev/null 2>&1
 "$PODHOST" load --socket "$work/sock" --root-dir "$work/root" "$work/layout" >/dev/null
-python3 scripts/torture.py --podhost "$PODHOST" --work "$work" "${size[@]}" "$@"
+mode=()
+if [ "$cluster" = 1 ]; then
+  bin=$(bash scripts/cluster/build-control-plane.sh | tail -1)
+  command -v etcd >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+  # The control plane on the namespace's loopback, where the daemon reaches it; the
+  # controller manager allocates the Node a /24 of CLUSTER_CIDR.
+  ip netns exec "$PODHOST_TORTURE_NETNS" env KUBE_APISERVER="$bin/kube-apiserver" \
+    KUBE_CONTROLLER_MANAGER="$bin/kube-controller-manager" KUBE_SCHEDULER= CLUSTER_CIDR=10.88.0.0/16 \
+    bash scripts/cluster/control-plane-up.sh "$work/cp" torture-node >/dev/null
+  mode=(--kubeconfig "$work/cp/node-torture-node.kubeconfig" --node-name torture-node)
+fi
+python3 scripts/torture.py --podhost "$PODHOST" --work "$work" "${size[@]}" "${mode[@]}" "$@"
