@@ -3,9 +3,10 @@
 #
 # The control plane is Kubernetes' own: kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl of the release pinned in tests/cluster/controlplane/go.mod,
-# built from Go modules (or found cached) by scripts/cluster/build-control-plane.sh;
-# etcd is Debian's etcd-server. KUBE_APISERVER (with KUBE_CONTROLLER_MANAGER,
-# KUBE_SCHEDULER, KUBECTL) runs it against binaries of your own instead; without
+# and metrics-server, built from Go modules (or found cached) by
+# scripts/cluster/build-control-plane.sh; etcd is Debian's etcd-server. KUBE_APISERVER
+# (with KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBECTL, METRICS_SERVER) runs it against
+# binaries of your own instead; without
 # KUBE_CONTROLLER_MANAGER each node gets its own --pod-cidr and a late node waits for a
 # podCIDR set by hand.
 #
@@ -56,6 +57,7 @@ if [ -z "${KUBE_APISERVER:-}" ]; then
   bin=$(bash scripts/cluster/build-control-plane.sh | tail -1)
   export KUBE_APISERVER=$bin/kube-apiserver KUBE_CONTROLLER_MANAGER=$bin/kube-controller-manager
   export KUBE_SCHEDULER=$bin/kube-scheduler KUBECTL=${KUBECTL:-$bin/kubectl}
+  export METRICS_SERVER=$bin/metrics-server
 fi
 echo "control plane: $("$KUBE_APISERVER" --version)"
 command -v etcd >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
@@ -390,6 +392,15 @@ timeout 4 "$KUBECTL" --kubeconfig "$KUBECONFIG" logs -f --tail=0 talk >"$WORK/fo
 ticks=$(grep -c '^tick$' "$WORK/follow.out" || true)
 [ "$ticks" -ge 2 ] || fail "kubectl logs -f: $ticks new lines in 4 s: $(cat "$WORK/follow.out")"
 pass "kubectl logs through the API server: whole, --tail=1, --previous after a restart, -f ($ticks lines in 4 s)"
+# A container that cannot start has no log: kubectl says why, as with the kubelet.
+pod nopull podhost-a 1 'true' | sed "s#image: $IMAGE#image: localhost/not-loaded:1#" | k create -f - >/dev/null
+nopull_waits() { [ "$(pod_field nopull '{.status.containerStatuses[0].state.waiting.reason}')" = ErrImageNeverPull ]; }
+wait_for 30 "pod nopull waiting with ErrImageNeverPull" nopull_waits
+out=$(k logs nopull 2>&1) && fail "kubectl logs of a container that never started succeeded: $out"
+[ "$out" = 'Error from server (BadRequest): container "app" in pod "nopull" is waiting to start: ErrImageNeverPull' ] \
+  || fail "kubectl logs nopull: $out"
+k delete pod nopull --grace-period=1 >/dev/null
+pass "kubectl logs of a container waiting to start: the kubelet's BadRequest naming the reason"
 # Other callers of the kubelet API: none without credentials, a node's own identity
 # may not proxy (no nodes/proxy for system:node), the masters' certificate may.
 kapi="https://${NODE_ADDR[podhost-a]}:${KPORT[podhost-a]}"
@@ -439,6 +450,19 @@ curl -sf "${reader[@]}" "$kapi/metrics/resource" | grep -q '^node_cpu_usage_seco
 code=$(curl -s -o /dev/null -w '%{http_code}' "${reader[@]}" "$kapi/containerLogs/default/talk/app")
 [ "$code" = 403 ] || fail "stats-reader read logs: $code"
 pass "kubelet API statistics: /stats/summary, /metrics/resource (metrics-server's series with timestamps), /metrics/cadvisor through the API server; a nodes/stats+nodes/metrics identity served them and refused logs (403)"
+# kubectl top: metrics-server (built with the control plane) as the aggregated API
+# metrics.k8s.io, scraping the podhost nodes' /metrics/resource as it scrapes kubelets.
+if [ -n "${METRICS_SERVER:-}" ]; then
+  KUBECTL=$KUBECTL bash scripts/cluster/metrics-server-up.sh "$WORK/cp" "$METRICS_SERVER"
+  t0=$SECONDS
+  top_node() { "$KUBECTL" --kubeconfig "$KUBECONFIG" top node podhost-a --no-headers 2>/dev/null | grep -E '^podhost-a +[0-9]+m +[0-9]+% +[1-9][0-9]*Mi +[0-9]+%'; }
+  wait_for 90 "kubectl top node podhost-a" top_node
+  top_pod() { "$KUBECTL" --kubeconfig "$KUBECONFIG" top pod talk --containers --no-headers 2>/dev/null | grep -E '^talk +app +[0-9]+m +[0-9]+Mi'; }
+  wait_for 60 "kubectl top pod talk --containers" top_pod
+  pass "kubectl top node: '$(top_node | tr -s ' ')'; kubectl top pod talk --containers: '$(top_pod | tr -s ' ')' ($((SECONDS - t0)) s after metrics-server started)"
+else
+  echo "SKIP kubectl top: METRICS_SERVER is not set (scripts/cluster/build-control-plane.sh builds it)"
+fi
 # kubectl exec: kubectl 1.30+ asks for a websocket (v5.channel.k8s.io); the 1.20 API
 # server passes the upgrade through to the kubelet API.
 [ "$(k exec talk -- cat /etc/hostname)" = talk ] || fail "kubectl exec talk -- cat /etc/hostname: $(k exec talk -- cat /etc/hostname 2>&1)"

@@ -59,5 +59,6 @@ PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short --cluster
 PODHOST_BIN=$debug_podhost bash scripts/vm-test.sh
 # Cluster mode against the live control plane.
 KUBE_APISERVER=$bin/kube-apiserver KUBE_CONTROLLER_MANAGER=$bin/kube-controller-manager \
-  KUBE_SCHEDULER=$bin/kube-scheduler KUBECTL=$bin/kubectl PODHOST=$debug_podhost \
+  KUBE_SCHEDULER=$bin/kube-scheduler KUBECTL=$bin/kubectl METRICS_SERVER=$bin/metrics-server \
+  PODHOST=$debug_podhost \
   bash scripts/cluster-test.sh

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/cluster/build-control-plane.sh — builds the Kubernetes control plane that the
 # cluster-mode tests run podhost against: kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubectl of one pinned release, from Go modules.
+# kube-scheduler and kubectl of one pinned release, from Go modules, and metrics-server
+# (tests/cluster/metrics-server/go.mod, its own module: it builds on older k8s.io
+# libraries) for `kubectl top`.
 #
 # The pin is tests/cluster/controlplane/go.mod: it requires k8s.io/kubernetes and replaces
 # each of its staging modules (k8s.io/api, apimachinery, client-go, …) by the published
@@ -14,11 +16,12 @@
 #   FORCE=1 bash scripts/cluster/build-control-plane.sh  # rebuild even when cached
 #
 # Needs go (1.26, the machine's) and the Go module proxy. The last line of its output is
-# the directory holding the four binaries; everything else goes to stderr.
+# the directory holding the five binaries; everything else goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODULE_DIR=$PWD/tests/cluster/controlplane
-PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+METRICS_MODULE_DIR=$PWD/tests/cluster/metrics-server
+PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubectl metrics-server)
 
 log() { printf 'build-control-plane: %s\n' "$*" >&2; }
 
@@ -27,7 +30,9 @@ command -v go >/dev/null || { log "go is not installed (the polyglot machine has
 
 release=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v[0-9]/ { print $2 }' "$MODULE_DIR/go.mod")
 [ -n "$release" ] || { log "$MODULE_DIR/go.mod requires no k8s.io/kubernetes vX.Y.Z"; exit 1; }
-pin=$(sha256sum "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" | sha256sum | cut -c1-12)
+# Of the files' contents only: every clone (another path) finds the same cache.
+pin=$(cat "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$METRICS_MODULE_DIR/go.mod" \
+  "$METRICS_MODULE_DIR/go.sum" | sha256sum | cut -c1-12)
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/podhost/control-plane
 out=${PODHOST_CACHE_DIR:-$cache_root/$release-$pin}
 
@@ -76,7 +81,13 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 for p in "${PROGRAMS[@]}"; do
   t=$SECONDS
-  CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w$stamp" -o "$staging/$p" "k8s.io/kubernetes/cmd/$p"
+  if [ "$p" = metrics-server ]; then
+    (cd "$METRICS_MODULE_DIR" && go mod download &&
+      CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w" -o "$staging/$p" \
+        sigs.k8s.io/metrics-server/cmd/metrics-server)
+  else
+    CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w$stamp" -o "$staging/$p" "k8s.io/kubernetes/cmd/$p"
+  fi
   log "$p built ($((SECONDS - t)) s)"
 done
 for p in "${PROGRAMS[@]}"; do mv -f "$staging/$p" "$out/$p"; done

@@ -1,6 +1,6 @@
 #!/bin/bash
 # scripts/cluster/control-plane-down.sh DIR [--keep]
-# Stops the kube-scheduler, kube-controller-manager, kube-apiserver and etcd started by control-plane-up.sh DIR
+# Stops metrics-server, the kube-scheduler, kube-controller-manager, kube-apiserver and etcd started by control-plane-up.sh DIR
 # (by the pids recorded in DIR/*.pid, nothing else), then deletes DIR unless --keep is given.
 # DIR is only deleted if it carries control-plane-up.sh's marker file.
 set -uo pipefail
@@ -21,6 +21,7 @@ stop_pid() { # NAME PIDFILE
   fi
   rm -f "$f"
 }
+stop_pid metrics-server "$DIR/metrics-server.pid"
 stop_pid kube-scheduler "$DIR/scheduler.pid"
 stop_pid kube-controller-manager "$DIR/kcm.pid"
 stop_pid kube-apiserver "$DIR/apiserver.pid"

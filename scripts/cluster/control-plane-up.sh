@@ -140,6 +140,18 @@ done
 sign apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
 sign kube-controller-manager "/CN=system:kube-controller-manager" clientAuth
 sign kube-scheduler "/CN=system:kube-scheduler" clientAuth
+# The aggregation layer (metrics-server's metrics.k8s.io behind the API server): its own
+# CA for the front proxy's client certificate, as kubeadm makes it.
+ossl req -x509 -newkey rsa:2048 -nodes -sha256 -days 365 \
+  -keyout "$PKI/front-proxy-ca.key" -out "$PKI/front-proxy-ca.crt" -subj "/CN=podhost-front-proxy-ca" \
+  -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"
+ossl req -new -newkey rsa:2048 -nodes -keyout "$PKI/front-proxy-client.key" -out "$PKI/front-proxy-client.csr" \
+  -subj "/CN=front-proxy-client"
+printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' \
+  >"$PKI/front-proxy-client.ext"
+ossl x509 -req -in "$PKI/front-proxy-client.csr" -CA "$PKI/front-proxy-ca.crt" -CAkey "$PKI/front-proxy-ca.key" \
+  -CAcreateserial -days 365 -sha256 -extfile "$PKI/front-proxy-client.ext" -out "$PKI/front-proxy-client.crt"
+rm -f "$PKI/front-proxy-client.csr" "$PKI/front-proxy-client.ext"
 # service-account token signing key pair
 ossl genrsa -out "$PKI/sa.key" 2048
 ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
@@ -216,6 +228,11 @@ setsid "$KUBE_APISERVER" \
   --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
   --kubelet-certificate-authority="$PKI/ca.crt" \
   --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP \
+  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+  --requestheader-extra-headers-prefix=X-Remote-Extra- \
+  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
+  --enable-aggregator-routing=true \
   --cert-dir="$DIR/apiserver-certs" \
   --profiling=false \
   ${BOOTSTRAP_TOKEN:+--enable-bootstrap-token-auth=true} \
@@ -321,6 +338,7 @@ export KUBECONFIG=$DIR/admin.kubeconfig
 export PODHOST_ADMIN_KUBECONFIG=$DIR/admin.kubeconfig
 export KUBE_APISERVER_URL=$SERVER
 export KUBE_CA_FILE=$PKI/ca.crt
+export KUBE_API_ADDRESS=$API_ADDRESS
 export ETCD_ENDPOINT=http://127.0.0.1:$ETCD_CLIENT_PORT
 EOF
 if [ -n "$BOOTSTRAP_TOKEN" ]; then echo "export BOOTSTRAP_KUBECONFIG=$DIR/bootstrap.kubeconfig" >> "$DIR/env.sh"; fi

@@ -16,6 +16,7 @@ use super::server::{Body, error, respond};
 use crate::disk::Layout;
 use crate::disk::records::EXIT_FILE;
 use crate::logs::reader::{ReadOptions, follow, read_log};
+use crate::model::log_target::log_attempt;
 use crate::status::PodRecord;
 
 /// The log of `container` (its current attempt, `restarts` being its restart count,
@@ -29,6 +30,12 @@ pub async fn container_logs(
 ) -> Response<Body> {
     let current = restarts;
     let previous = query.get("previous").is_some_and(|v| v == "true");
+    // A container without a log to show answers as the kubelet does (400, saying why:
+    // "is waiting to start: ContainerCreating"), not with a bare not-found.
+    let status = super::routes::container_status(rec, container);
+    if let Err(message) = log_attempt(status.as_ref(), rec.name(), container, previous) {
+        return error(400, message);
+    }
     let attempt = if previous { current - 1 } else { current };
     let Ok(attempt) = u32::try_from(attempt) else {
         return error(

@@ -18,6 +18,7 @@ pub mod host_ports;
 pub mod image_ref;
 pub mod k8s_time;
 pub mod kubelet_auth;
+pub mod log_target;
 pub mod net;
 pub mod node;
 pub mod phase;

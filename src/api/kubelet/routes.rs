@@ -48,6 +48,18 @@ pub async fn handle(
             let query = parse_query(req.uri().query());
             match find_container(&state, namespace, pod, container) {
                 Ok((rec, restarts)) => {
+                    // The kubelet's refusal is plain text, which kubectl shows as is
+                    // ("Error from server (BadRequest): container … is waiting to start").
+                    let previous = query.get("previous").is_some_and(|v| v == "true");
+                    let status = crate::api::routes::container_status(&rec, container);
+                    if let Err(message) = crate::model::log_target::log_attempt(
+                        status.as_ref(),
+                        rec.name(),
+                        container,
+                        previous,
+                    ) {
+                        return text(400, &message);
+                    }
                     crate::api::container_logs::container_logs(
                         &state.layout,
                         &rec,
