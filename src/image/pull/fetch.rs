@@ -16,7 +16,10 @@ use super::super::{BlobWriter, ImageError, ImageStore};
 use super::cancel::{Cancel, stopped};
 use super::error::{Ctx, PullError};
 use super::progress::{PullProgress, Reporter};
-use super::retry::{Attempts, io_is_transient, oci_is_transient, with_attempts};
+use super::retry::{
+    Attempts, io_is_transient, oci_is_connect_failure, oci_is_transient, with_attempts,
+    worth_retrying,
+};
 use super::streamed::{Tee, TeeSender};
 
 /// Chunks are handed to the writer thread in batches of about this many bytes.
@@ -55,14 +58,20 @@ pub(super) async fn download(
     let mut attempts = Attempts::new();
     let mut partial: Option<BlobWriter> = None;
     loop {
+        let began = std::time::Instant::now();
         let tried = attempt(client, repo, store, &blob, tee, ctx, partial.take(), cancel).await;
         let failure = match tried {
             Ok(()) => return Ok(()),
             Err(f) => f,
         };
-        let wait = match failure.transient {
-            true => attempts.failed(),
-            false => None,
+        let retry = worth_retrying(failure.transient, failure.connect_failure, began.elapsed());
+        let wait = match (failure.transient, retry) {
+            (true, true) => attempts.failed(),
+            (true, false) => {
+                attempts.failed();
+                None
+            }
+            (false, _) => None,
         };
         let Some(wait) = wait else {
             return Err(match failure.transient {
@@ -92,6 +101,8 @@ struct Failure {
     error: PullError,
     /// Worth another attempt.
     transient: bool,
+    /// The registry could not be resolved or connected to (see `worth_retrying`).
+    connect_failure: bool,
     /// The bytes written so far, to resume from.
     kept: Option<BlobWriter>,
 }
@@ -101,6 +112,7 @@ impl Failure {
         Failure {
             error,
             transient: false,
+            connect_failure: false,
             kept: None,
         }
     }
@@ -132,6 +144,7 @@ async fn attempt(
     };
     let response = response.map_err(|e| Failure {
         transient: oci_is_transient(&e),
+        connect_failure: oci_is_connect_failure(&e),
         error: ctx.oci(&blob.what, e),
         kept: None,
     });
@@ -237,6 +250,7 @@ async fn pump(
                 }
                 return Err(Stop::Failed(Box::new(Failure {
                     transient: io_is_transient(&e),
+                    connect_failure: false,
                     error: ctx.io(&blob.what, e),
                     kept: None,
                 })));

@@ -22,6 +22,32 @@ pub(super) const BACKOFF: [Duration; 3] = [
     Duration::from_secs(2),
 ];
 
+/// A request that failed at the connection after this long is not made again here.
+/// A registry that could not be resolved or reached within the resolver's or the
+/// connect timeout (5 to 30 s an attempt) will not be reachable a second later, and
+/// four such attempts kept a pod in `ContainerCreating` for minutes before it showed
+/// `ErrImagePull`. The kubelet's image back-off tries again instead, as it does with
+/// containerd, which does not repeat a failed dial either.
+const SLOW_CONNECT_FAILURE: Duration = Duration::from_secs(5);
+
+/// Whether a failed attempt is made again: a transient failure is, unless the
+/// connection itself failed and took [`SLOW_CONNECT_FAILURE`] or longer to do so.
+pub(super) fn worth_retrying(
+    transient: bool,
+    connect_failure: bool,
+    attempt_took: Duration,
+) -> bool {
+    transient && !(connect_failure && attempt_took >= SLOW_CONNECT_FAILURE)
+}
+
+/// Whether `e` is a failure to resolve or connect to the registry (no answer at all).
+pub(super) fn oci_is_connect_failure(e: &OciDistributionError) -> bool {
+    match e {
+        OciDistributionError::RequestError(r) => r.is_connect(),
+        _ => false,
+    }
+}
+
 /// Counts the attempts of one request and says how long to wait before the next.
 #[derive(Debug)]
 pub(super) struct Attempts {
@@ -45,11 +71,12 @@ impl Attempts {
         wait
     }
 
-    /// For the final error: "4 attempts over 3.5 s".
+    /// For the final error: "4 attempts over 3.5 s", "1 attempt over 30.0 s".
     pub(super) fn summary(&self) -> String {
         format!(
-            "{} attempts over {:.1} s",
+            "{} attempt{} over {:.1} s",
             self.made,
+            if self.made == 1 { "" } else { "s" },
             self.started.elapsed().as_secs_f64()
         )
     }
@@ -106,11 +133,16 @@ where
 {
     let mut attempts = Attempts::new();
     loop {
+        let began = Instant::now();
         let e = match request().await {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
         if oci_is_transient(&e) {
+            if !worth_retrying(true, oci_is_connect_failure(&e), began.elapsed()) {
+                attempts.failed();
+                return Err(with_attempts(ctx.oci(what, e), &attempts));
+            }
             if let Some(wait) = attempts.failed() {
                 tracing::warn!(reference = %ctx.reference, what, error = %e,
                     retry_in_ms = crate::model::convert::millis(wait), "registry request failed; retrying");
@@ -144,6 +176,22 @@ mod tests {
             "{}",
             a.summary()
         );
+    }
+
+    #[test]
+    fn a_slow_connection_failure_is_left_to_the_image_back_off() {
+        let fast = Duration::from_millis(20);
+        let slow = SLOW_CONNECT_FAILURE;
+        // A refused connection or a body cut short: tried again.
+        assert!(worth_retrying(true, true, fast));
+        assert!(worth_retrying(true, false, fast));
+        // A long download cut midway is still resumed.
+        assert!(worth_retrying(true, false, Duration::from_secs(120)));
+        // A resolver or connect timeout: not again here.
+        assert!(!worth_retrying(true, true, slow));
+        assert!(!worth_retrying(true, true, Duration::from_secs(30)));
+        // What is not transient never is.
+        assert!(!worth_retrying(false, false, fast));
     }
 
     #[test]
