@@ -53,9 +53,17 @@ if ! wait "$control_plane_build"; then
 fi
 bin=$(tail -1 "$control_plane_log")
 # The kill -9 torture test in its short form (the full run: scripts/torture.sh), alone
-# and as a node of a live control plane without --pod-cidr.
-PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short
-PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short --cluster
+# and as a node of a live control plane without --pod-cidr. Both at once: each has its
+# own network namespace, cgroup root and work dir, and mostly waits.
+PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short >"$target_dir/torture.log" 2>&1 &
+torture_alone=$!
+PODHOST_BIN=$debug_podhost bash scripts/torture.sh --short --cluster >"$target_dir/torture-cluster.log" 2>&1 &
+torture_cluster=$!
+torture_rc=0
+wait "$torture_alone" || torture_rc=1
+wait "$torture_cluster" || torture_rc=1
+cat "$target_dir/torture.log" "$target_dir/torture-cluster.log"
+[ "$torture_rc" = 0 ] || { echo "scripts/test.sh: a torture run failed (output above)" >&2; exit 1; }
 PODHOST_BIN=$debug_podhost bash scripts/vm-test.sh
 # Cluster mode against the live control plane.
 KUBE_APISERVER=$bin/kube-apiserver KUBE_CONTROLLER_MANAGER=$bin/kube-controller-manager \
