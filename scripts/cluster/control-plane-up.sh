@@ -7,10 +7,11 @@
 # NodeRestriction admission, kube-controller-manager when $KUBE_CONTROLLER_MANAGER names
 # one and kube-scheduler when $KUBE_SCHEDULER does.
 #
-# Supported releases: Kubernetes 1.24 to 1.36 (tested with the one pinned in
-# tests/cluster/controlplane/go.mod). 1.24 removed the API server's --insecure-port and
-# the controller manager's --port, which this script no longer passes. Certificates, kubeconfigs (admin, and one per NODE as system:node:NODE),
-# data and logs live in DIR; DIR/env.sh has the exports. Stop with control-plane-down.sh.
+# Releases: written for Kubernetes 1.24 and later (1.24 removed the API server's
+# --insecure-port and the controller manager's --port, which it no longer passes);
+# tested with the one pinned in tests/cluster/controlplane/go.mod (v1.36.3).
+# Certificates, kubeconfigs (admin, and one per NODE as system:node:NODE), data and logs
+# live in DIR; DIR/env.sh has the exports. Stop with control-plane-down.sh.
 #
 # Optional environment:
 #   API_ADDRESS   the address the API server binds and advertises (default 127.0.0.1):
