@@ -34,7 +34,7 @@ pub async fn container_logs(
     // "is waiting to start: ContainerCreating"), not with a bare not-found.
     let status = super::routes::container_status(rec, container);
     if let Err(message) = log_attempt(status.as_ref(), rec.name(), container, previous) {
-        return error(400, message);
+        return error(400, message.to_string());
     }
     let attempt = if previous { current - 1 } else { current };
     let Ok(attempt) = u32::try_from(attempt) else {

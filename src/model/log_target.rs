@@ -15,16 +15,39 @@ pub enum LogAttempt {
     Previous,
 }
 
-/// The kubelet's answer for `container` of `pod`; `Err` is its message (served as 400
-/// Bad Request). `status` is the container's status, `None` when it has none yet.
+/// Why a container has no log to show, in the kubelet's words (served as 400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoLog {
+    #[error("container \"{container}\" in pod \"{pod}\" is waiting to start{why}")]
+    WaitingToStart {
+        pod: String,
+        container: String,
+        /// ": <reason>", or " - no logs yet" without one.
+        why: String,
+    },
+    #[error("container \"{container}\" in pod \"{pod}\" is terminated")]
+    Terminated { pod: String, container: String },
+    #[error("previous terminated container \"{container}\" in pod \"{pod}\" not found")]
+    NoPrevious { pod: String, container: String },
+}
+
+/// The kubelet's answer for `container` of `pod`. `status` is the container's status,
+/// `None` when it has none yet.
 pub fn log_attempt(
     status: Option<&ContainerStatus>,
     pod: &str,
     container: &str,
     previous: bool,
-) -> Result<LogAttempt, String> {
-    let waiting_to_start =
-        |why: &str| format!("container \"{container}\" in pod \"{pod}\" is waiting to start{why}");
+) -> Result<LogAttempt, NoLog> {
+    let waiting_to_start = |why: &str| NoLog::WaitingToStart {
+        pod: pod.to_string(),
+        container: container.to_string(),
+        why: why.to_string(),
+    };
+    let terminated = || NoLog::Terminated {
+        pod: pod.to_string(),
+        container: container.to_string(),
+    };
     let Some(status) = status else {
         return Err(waiting_to_start(" - no logs yet"));
     };
@@ -36,13 +59,13 @@ pub fn log_attempt(
     let has_id = |t: &k8s_openapi::api::core::v1::ContainerStateTerminated| {
         t.container_id.as_deref().is_some_and(|id| !id.is_empty())
     };
-    let terminated_message = || format!("container \"{container}\" in pod \"{pod}\" is terminated");
     if previous {
         return match last_terminated {
             Some(t) if has_id(t) => Ok(LogAttempt::Previous),
-            _ => Err(format!(
-                "previous terminated container \"{container}\" in pod \"{pod}\" not found"
-            )),
+            _ => Err(NoLog::NoPrevious {
+                pod: pod.to_string(),
+                container: container.to_string(),
+            }),
         };
     }
     if state.running.is_some() {
@@ -54,14 +77,14 @@ pub fn log_attempt(
         }
         return match last_terminated {
             Some(last) if has_id(last) => Ok(LogAttempt::Previous),
-            _ => Err(terminated_message()),
+            _ => Err(terminated()),
         };
     }
     if let Some(last) = last_terminated {
         return if has_id(last) {
             Ok(LogAttempt::Previous)
         } else {
-            Err(terminated_message())
+            Err(terminated())
         };
     }
     match state.waiting.as_ref() {
@@ -120,7 +143,9 @@ mod tests {
 
     #[test]
     fn a_waiting_container_says_why_in_the_kubelets_words() {
-        let ask = |s: &ContainerStatus| log_attempt(Some(s), "web", "app", false);
+        let ask = |s: &ContainerStatus| {
+            log_attempt(Some(s), "web", "app", false).map_err(|e| e.to_string())
+        };
         assert_eq!(
             ask(&status(waiting("ContainerCreating"), None)),
             Err("container \"app\" in pod \"web\" is waiting to start: ContainerCreating".into())
@@ -137,14 +162,16 @@ mod tests {
             Err("container \"app\" in pod \"web\" is waiting to start: trying and failing to pull image".into())
         );
         assert_eq!(
-            log_attempt(None, "web", "app", false),
+            log_attempt(None, "web", "app", false).map_err(|e| e.to_string()),
             Err("container \"app\" in pod \"web\" is waiting to start - no logs yet".into())
         );
     }
 
     #[test]
     fn running_terminated_and_previous_attempts() {
-        let ask = |s: &ContainerStatus, previous| log_attempt(Some(s), "web", "app", previous);
+        let ask = |s: &ContainerStatus, previous| {
+            log_attempt(Some(s), "web", "app", previous).map_err(|e| e.to_string())
+        };
         assert_eq!(
             ask(&status(running(), None), false),
             Ok(LogAttempt::Current)

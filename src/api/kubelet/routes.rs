@@ -58,7 +58,7 @@ pub async fn handle(
                         container,
                         previous,
                     ) {
-                        return text(400, &message);
+                        return text(400, &message.to_string());
                     }
                     crate::api::container_logs::container_logs(
                         &state.layout,
