@@ -54,10 +54,11 @@ if ! wait "$control_plane_build"; then
 fi
 bin=$(tail -1 "$control_plane_log")
 # The suites that need a whole host, side by side to keep this run under an hour: the
-# VM suite (its own kernel under KVM) beside the two short kill -9 torture runs (the
-# full one: scripts/torture.sh), alone and as a node of a live control plane without
-# --pod-cidr, then cluster mode against the live control plane. Each has its own
-# network namespaces, cgroup roots, ports and work dirs. Their output follows in turn.
+# VM suite (its own kernel under KVM, its processes out of the host's sight) beside the
+# two short kill -9 torture runs (the full one: scripts/torture.sh), alone and as a node
+# of a live control plane without --pod-cidr, then cluster mode against the live
+# control plane. Each has its own network namespaces, cgroup roots, ports and work
+# dirs. Their output follows in turn.
 failed=()
 start() { # NAME COMMAND...: in the background, its output in $target_dir/NAME.log
   local name=$1
@@ -70,12 +71,12 @@ finish() { # NAME PID: waits for it and prints its output
 }
 start vm-suite env PODHOST_BIN="$debug_podhost" bash scripts/vm-test.sh
 vm_suite=$!
+# The torture runs one after the other: each checks every process on the host for its
+# pods' marks, which the other's pods would carry too.
 start torture env PODHOST_BIN="$debug_podhost" bash scripts/torture.sh --short
-torture=$!
+finish torture $!
 start torture-cluster env PODHOST_BIN="$debug_podhost" bash scripts/torture.sh --short --cluster
-torture_cluster=$!
-finish torture "$torture"
-finish torture-cluster "$torture_cluster"
+finish torture-cluster $!
 start cluster-test env KUBE_APISERVER="$bin/kube-apiserver" \
   KUBE_CONTROLLER_MANAGER="$bin/kube-controller-manager" KUBE_SCHEDULER="$bin/kube-scheduler" \
   KUBECTL="$bin/kubectl" METRICS_SERVER="$bin/metrics-server" PODHOST="$debug_podhost" \
