@@ -14,7 +14,7 @@ use super::health::{kill_cause, post_start_done};
 use super::observed::{
     BlockKind, ContainerObserved, HookProgress, Instance, StartBlock, Termination,
 };
-use super::status::{running, terminated_state, waiting};
+use super::status::{running, starting, terminated_state, waiting};
 use super::stop::{SignalGate, stop_instance};
 use super::{ContainerFacts, PodFacts};
 
@@ -44,7 +44,7 @@ pub(super) fn decide(
             start(spec, obs, obs.backoff.clone(), out);
             waiting("ContainerCreating", None)
         }
-        Instance::Starting { .. } => waiting("ContainerCreating", None),
+        Instance::Starting { .. } => starting(obs),
         Instance::Running { started_at } => running_instance(pod, spec, obs, *started_at, now, out),
         Instance::Blocked(block) => blocked(pod, spec, obs, block, turn.image_generation, now, out),
         Instance::Exited {
@@ -132,7 +132,7 @@ fn blocked(
     let retry_at = block.since + delay;
     if now >= retry_at || block.image_generation != image_generation {
         start(spec, obs, obs.backoff.clone(), out);
-        return waiting("ContainerCreating", None);
+        return starting(obs);
     }
     out.wake(retry_at);
     match block.kind {
@@ -144,7 +144,7 @@ fn blocked(
                 out.wake(shown_until);
                 return waiting("ErrImagePull", Some(block.message.clone()));
             }
-            if obs.shown_waiting.as_deref() != Some("ImagePullBackOff") {
+            if obs.shown_reason() != Some("ImagePullBackOff") {
                 out.event(
                     false,
                     "BackOff",
@@ -190,7 +190,7 @@ fn exited(
             pod.namespace,
             pod.uid
         );
-        if obs.shown_waiting.as_deref() != Some("CrashLoopBackOff") {
+        if obs.shown_reason() != Some("CrashLoopBackOff") {
             out.event(true, "BackOff", &spec.name, message.clone());
         }
         return waiting("CrashLoopBackOff", Some(message));

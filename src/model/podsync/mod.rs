@@ -32,7 +32,7 @@ pub use action::{Action, Decision, SignalKind, SyncEvent};
 pub use facts::{ContainerFacts, ContainerKind, Hook, PodFacts, ProbeFacts};
 pub use observed::{
     BlockKind, ContainerObserved, Health, HookProgress, Instance, PodObserved, ProbeKind,
-    ProbeResult, StartBlock, StopProgress, Termination, TerminationOrder,
+    ProbeResult, ShownWaiting, StartBlock, StopProgress, Termination, TerminationOrder,
 };
 pub use pull::{PullDecision, pull_decision};
 pub use sandbox::{

@@ -71,6 +71,20 @@ pub struct StartBlock {
     pub image_generation: u64,
 }
 
+/// A waiting state as it was published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShownWaiting {
+    pub reason: String,
+    pub message: Option<String>,
+}
+
+impl ContainerObserved {
+    /// The waiting reason last published.
+    pub fn shown_reason(&self) -> Option<&str> {
+        self.shown_waiting.as_ref().map(|w| w.reason.as_str())
+    }
+}
+
 /// The state of the container's current instance.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Instance {
@@ -161,8 +175,9 @@ pub struct ContainerObserved {
     pub stop: StopProgress,
     /// Consecutive blocked starts of one kind (kept across the retries in between).
     pub block_streak: Option<(BlockKind, u32)>,
-    /// The waiting reason last published, so that a transition's event is recorded once.
-    pub shown_waiting: Option<String>,
+    /// The waiting state last published: a transition's event is recorded once, and a
+    /// blocked start's error stays shown while its retry runs (the kubelet's reason cache).
+    pub shown_waiting: Option<ShownWaiting>,
     /// The postStart hook of the current instance.
     pub post_start: HookProgress,
     /// Probe results of the current instance.
@@ -434,9 +449,12 @@ impl PodObserved {
             .chain(self.containers.iter_mut());
         for (c, status) in containers.zip(statuses) {
             let state = status.state.as_ref();
-            c.shown_waiting = state
-                .and_then(|s| s.waiting.as_ref())
-                .and_then(|w| w.reason.clone());
+            c.shown_waiting = state.and_then(|s| s.waiting.as_ref()).and_then(|w| {
+                Some(ShownWaiting {
+                    reason: w.reason.clone()?,
+                    message: w.message.clone(),
+                })
+            });
             c.started_once |= status.started == Some(true);
             c.unhealthy.clear();
         }

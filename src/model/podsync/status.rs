@@ -54,6 +54,27 @@ pub(super) fn waiting(reason: &str, message: Option<String>) -> ContainerState {
     }
 }
 
+/// The waiting reasons of a blocked start, which stay shown while its retry runs.
+const BLOCKED_START_REASONS: [&str; 4] = [
+    "CreateContainerConfigError",
+    "ErrImageNeverPull",
+    "ErrImagePull",
+    "ImagePullBackOff",
+];
+
+/// A start in progress: `ContainerCreating`, unless it retries a blocked start. Then the
+/// block's error stays shown until the retry has an outcome, as the kubelet's reason
+/// cache keeps it from one sync to the next, so that a reader never sees the error
+/// flicker to `ContainerCreating` and back at each retry.
+pub(super) fn starting(obs: &ContainerObserved) -> ContainerState {
+    match &obs.shown_waiting {
+        Some(shown) if BLOCKED_START_REASONS.contains(&shown.reason.as_str()) => {
+            waiting(&shown.reason, shown.message.clone())
+        }
+        _ => waiting("ContainerCreating", None),
+    }
+}
+
 pub(super) fn running(started_at: DateTime<Utc>) -> ContainerState {
     ContainerState {
         running: Some(ContainerStateRunning {

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::ContainerState;
 use super::super::grace::{MINIMUM_STOP_GRACE, stop_grace_after_hook};
 use super::action::{Action, Decision, SignalKind};
 use super::observed::{ContainerObserved, HookProgress, Instance, TerminationOrder};
-use super::status::{running, terminated_state, waiting};
+use super::status::{running, starting, terminated_state, waiting};
 use super::{ContainerFacts, ContainerKind, Hook, PodFacts, PodObserved};
 
 /// When the stop signal may go out.
@@ -118,7 +118,7 @@ fn decide(
 ) -> ContainerState {
     match &obs.instance {
         Instance::None => waiting(unstarted, None),
-        Instance::Starting { .. } => waiting("ContainerCreating", None),
+        Instance::Starting { .. } => starting(obs),
         Instance::Blocked(block) => {
             waiting(blocked_reason(block.kind), Some(block.message.clone()))
         }

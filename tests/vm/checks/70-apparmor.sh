@@ -148,11 +148,15 @@ spec:
       appArmorProfile: {type: Localhost, localhostProfile: podhost-vm-not-loaded}
 YAML
 missing=aa-missing-$NODE
+# The reason and its message are read from one status: the retry after the back-off
+# shows ContainerCreating (no message) for a moment, which a second read could catch.
+missing_status=""
 config_error() {
-  [ "$(container_status "$missing" main | sed -n 's/^state\.waiting\.reason=//p')" = CreateContainerConfigError ]
+  missing_status=$(container_status "$missing" main)
+  [ "$(printf '%s\n' "$missing_status" | sed -n 's/^state\.waiting\.reason=//p')" = CreateContainerConfigError ]
 }
 wait_until 30 "$missing to be refused with CreateContainerConfigError" config_error
-message=$(container_status "$missing" main | sed -n 's/^state\.waiting\.message=//p')
+message=$(printf '%s\n' "$missing_status" | sed -n 's/^state\.waiting\.message=//p')
 case "$message" in
   *podhost-vm-not-loaded*) info "ok: not-loaded Localhost profile: $message" ;;
   *) problems+=("not-loaded Localhost profile: message does not name it: '$message'") ;;

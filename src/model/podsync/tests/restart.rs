@@ -221,11 +221,49 @@ fn image_pull_error_then_back_off_then_retry() {
     );
     assert_eq!(d.wake_at, Some(t(10.5)));
     assert!(step(&pod, &mut obs, t(5.0)).events.is_empty());
-    // The retry keeps attempt 0 (nothing ran); the next failure waits 20 s.
+    // The retry keeps attempt 0 (nothing ran) and the back-off stays shown while it
+    // runs, as the kubelet's reason cache keeps it; the next failure waits 20 s.
     let d = step(&pod, &mut obs, t(10.5));
     assert_eq!(starts(&d), vec![("app".to_string(), 0)]);
+    assert_eq!(reason(&d, 0), "ImagePullBackOff");
+    assert_eq!(
+        reason(&step(&pod, &mut obs, t(10.8)), 0),
+        "ImagePullBackOff"
+    );
     obs.containers[0].on_start_blocked(BlockKind::Image, "no such host".into(), t(11.0), 0);
     assert_eq!(sync_pod(&pod, &obs, t(12.0)).wake_at, Some(t(31.0)));
+}
+
+#[test]
+fn a_config_error_stays_shown_with_its_message_until_the_retry_starts_the_container() {
+    let pod = one(Always);
+    let mut obs = observed(&pod);
+    step(&pod, &mut obs, t(0.0));
+    assert_eq!(
+        reason(&step(&pod, &mut obs, t(0.1)), 0),
+        "ContainerCreating"
+    );
+    let message = "secret \"db\" not found";
+    obs.containers[0].on_start_blocked(BlockKind::Config, message.into(), t(0.5), 0);
+    for at in [1.0, 10.5, 10.9] {
+        let d = step(&pod, &mut obs, t(at));
+        let w = d.container_states[0].waiting.clone().unwrap_or_default();
+        assert_eq!(
+            (w.reason.as_deref(), w.message.as_deref()),
+            (Some("CreateContainerConfigError"), Some(message)),
+            "at {at} s"
+        );
+    }
+    obs.containers[0].on_started(0, t(11.0), "podhost://a0".into());
+    assert_eq!(reason(&step(&pod, &mut obs, t(11.1)), 0), "Running");
+    // A restart after an exit is an ordinary start again: ContainerCreating.
+    obs.containers[0].on_exited(0, exit(1, 11.0, 12.0), true);
+    let d = step(&pod, &mut obs, t(12.0));
+    assert_eq!(starts(&d).len(), 1);
+    assert_eq!(
+        reason(&step(&pod, &mut obs, t(12.1)), 0),
+        "ContainerCreating"
+    );
 }
 
 #[test]
