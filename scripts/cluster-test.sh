@@ -842,6 +842,37 @@ YAML
     "${CIDR_OF[podhost-a]}" "${CIDR_OF[podhost-b]}" || fail "the nodes' pod CIDRs overlap: ${CIDR_OF[*]}"
   pass "the nodes' pods do not collide: ${POD_IP[podhost-a]} (${CIDR_OF[podhost-a]}) and ${POD_IP[podhost-b]} (${CIDR_OF[podhost-b]})"
 
+  # Service-account volumes, as every pod of a cluster has them (kube-api-access-*: a
+  # bound token, kube-root-ca.crt's CA and the namespace): pods bound at once, each
+  # volume written before its container starts, and no FailedMount warning while the
+  # token is requested and the ConfigMap listed, neither now nor after the restarts below.
+  sa_pods=""
+  if [ -n "$KUBE_CONTROLLER_MANAGER" ]; then
+    wait_for 30 "ServiceAccount default (the controller manager's)" k get serviceaccount default
+    wait_for 30 "ConfigMap kube-root-ca.crt (the controller manager's)" k get configmap kube-root-ca.crt
+    sa_pods=$(seq -f 'sa-%g' 1 8)
+    for p in $sa_pods; do
+      cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: $p, labels: {group: sa}}
+spec:
+  nodeName: podhost-a
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: $IMAGE
+    imagePullPolicy: Never
+    command: [sh, -c, 'd=/var/run/secrets/kubernetes.io/serviceaccount; test -s \$d/token && test -s \$d/ca.crt && test "\$(cat \$d/namespace)" = default || exit 3; exec sleep 3600']
+YAML
+    done | k create -f - >/dev/null
+    for p in $sa_pods; do wait_for 60 "pod $p Running with its service-account volume" running "$p"; done
+  fi
+  failed_mounts() {
+    k get events --field-selector reason=FailedMount -o jsonpath='{range .items[*]}{.involvedObject.name}: {.message}{"\n"}{end}' | grep '^sa-' || true
+  }
+
   # A restart never breaks a running pod's sandbox (issue 29): podhost-a restarted
   # (without --pod-cidr when the controller manager allocates: its network backend waits
   # for the Node's podCIDR again until the node is registered), then restarted while the
@@ -880,6 +911,15 @@ YAML
   pass "$n restarted while the API server answered nothing for 15 s: net-$n kept running and answering, then the same container Running in the API"
 
   k delete pod net-podhost-a net-podhost-b --grace-period=1 >/dev/null
+  if [ -n "$sa_pods" ]; then
+    for p in $sa_pods; do
+      [ "$(pod_field "$p" '{.status.containerStatuses[0].restartCount}/{.status.phase}')" = 0/Running ] ||
+        fail "$p: $(pod_field "$p" '{.status.containerStatuses[0].restartCount} restarts, {.status.phase}') (its token, CA or namespace file was missing at start)"
+    done
+    [ -z "$(failed_mounts)" ] || fail "FailedMount warnings for service-account volumes: $(failed_mounts | tr '\n' ';')"
+    k delete pods -l group=sa --grace-period=1 --wait=false >/dev/null
+    pass "8 pods bound at once with the default service-account volume: token, ca.crt and namespace there at start, no FailedMount warning, none after two restarts of their node"
+  fi
 
   # A node without --pod-cidr whose Node has no podCIDR yet: the controller manager is
   # paused (or absent, then the podCIDR is set by hand as it would). The Node is

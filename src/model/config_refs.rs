@@ -275,6 +275,11 @@ impl ObjectSet {
 }
 
 impl ConfigLookup for ObjectSet {
+    fn answered_for(&self, pod: &Pod) -> bool {
+        self.pending(&pod_config_refs(pod)).is_empty()
+            && self.pending_tokens(&pod_token_refs(pod)).is_empty()
+    }
+
     fn config_map(&self, namespace: &str, name: &str) -> Option<&ConfigMap> {
         match self
             .config_maps

@@ -30,6 +30,14 @@ pub trait ConfigLookup {
     fn issues_tokens(&self) -> bool {
         false
     }
+    /// Whether every object and token `pod` names has had its first answer. Until then
+    /// a missing one is unknown rather than missing, and nothing about it is reported
+    /// (a pod bound a moment ago, or a daemon just restarted, whose watches and token
+    /// requests are still under way). A config dir has answered everything.
+    fn answered_for(&self, pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+        let _ = pod;
+        true
+    }
 }
 
 /// Why a container's environment cannot be built: its `CreateContainerConfigError`,

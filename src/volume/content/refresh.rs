@@ -61,6 +61,12 @@ pub async fn keep_fresh<T>(
             _ = tick.tick() => {}
         }
         let store = objects.borrow_and_update().clone();
+        // Objects or tokens still unanswered (a pod bound a moment ago, a restarted
+        // daemon's watches): the volume keeps what it has and nothing is reported; the
+        // answer's arrival wakes this loop.
+        if !store.answered_for(&pod) {
+            continue;
+        }
         for target in &volumes {
             let (t, p, i, s) = (target.clone(), pod.clone(), inputs.clone(), store.clone());
             let outcome = tokio::task::spawn_blocking(move || {
@@ -175,6 +181,91 @@ mod tests {
             ]
         );
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "v2");
+        drop(tx);
+        task.await.unwrap();
+    }
+
+    /// The service-account volume every API pod has (kube-api-access-*): a token and
+    /// the cluster's CA from kube-root-ca.crt.
+    fn api_access_pod() -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "team", "uid": "u1"},
+            "spec": {"containers": [], "volumes": [{"name": "api", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}}
+            ]}}]}
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn nothing_is_reported_until_the_pods_objects_and_tokens_have_answered() {
+        use crate::model::config_refs::{ObjectSet, ObjectState, pod_token_refs};
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let pod = api_access_pod();
+        let volume = pod.spec.as_ref().unwrap().volumes.as_ref().unwrap()[0].clone();
+        let token = pod_token_refs(&pod).into_iter().next().unwrap();
+        // A daemon just (re)started: the token is requested, the ConfigMap's watch has
+        // not listed yet.
+        let mut set = ObjectSet::default();
+        set.tokens.insert(token.clone(), ObjectState::Pending);
+        let (tx, rx) = watch::channel(Arc::new(set.clone()));
+        let reports = Arc::new(Mutex::new(Vec::new()));
+        let seen = reports.clone();
+        let task = tokio::spawn(keep_fresh(
+            vec![ContentVolume {
+                volume,
+                dir: dir.path().to_path_buf(),
+                record: state.path().join("api"),
+            }],
+            pod,
+            DownwardInputs::default(),
+            None,
+            rx,
+            Duration::from_millis(100),
+            move |volume: &str, e: &ContentError| {
+                seen.lock().unwrap().push(format!("{volume}: {e}"));
+            },
+        ));
+        // Several periods pass unanswered: no FailedMount, nothing written.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(reports.lock().unwrap().is_empty(), "{reports:?}");
+        assert!(!dir.path().join("token").exists());
+        // The token is issued, the ConfigMap still unlisted: still nothing to report.
+        set.tokens
+            .insert(token, ObjectState::Present("t0k3n".into()));
+        tx.send(Arc::new(set.clone())).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(reports.lock().unwrap().is_empty(), "{reports:?}");
+        // Both answered: the volume is written, still without a report.
+        let ca = ConfigMap {
+            data: Some([("ca.crt".to_string(), "CA".to_string())].into()),
+            ..Default::default()
+        };
+        set.config_maps.insert(
+            ("team".into(), "kube-root-ca.crt".into()),
+            ObjectState::Present(ca),
+        );
+        tx.send(Arc::new(set.clone())).unwrap();
+        wait_for(&dir.path().join("token"), "t0k3n").await;
+        wait_for(&dir.path().join("ca.crt"), "CA").await;
+        assert!(reports.lock().unwrap().is_empty(), "{reports:?}");
+        // A listed answer that the object is gone is reported, once.
+        set.config_maps.insert(
+            ("team".into(), "kube-root-ca.crt".into()),
+            ObjectState::Missing,
+        );
+        tx.send(Arc::new(set)).unwrap();
+        for _ in 0..400 {
+            if !reports.lock().unwrap().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        let reports = reports.lock().unwrap().clone();
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert!(reports[0].contains("kube-root-ca.crt"), "{reports:?}");
         drop(tx);
         task.await.unwrap();
     }
