@@ -24,13 +24,7 @@ fn spawn_stopping_daemon(d: &mut TestDaemon) {
 /// and waits for its API.
 fn spawn_daemon_with(d: &mut TestDaemon, env: (&str, &str)) {
     d.spawn_daemon_with_env(&[env]);
-    wait_until(Duration::from_secs(10), "daemon socket", || {
-        d.cli(&["get", "pods", "-o", "json"])
-            .status
-            .success()
-            .then_some(())
-    })
-    .expect("the daemon's API answers");
+    d.wait_api_up();
 }
 
 fn attempt_dir(d: &TestDaemon, pod: &Value, attempt: u32) -> PathBuf {

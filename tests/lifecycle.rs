@@ -241,7 +241,8 @@ fn unknown_pod_and_container_errors_are_clear() {
     let d = TestDaemon::start();
     let out = d.cli(&["logs", "nosuchpod"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("pod \"nosuchpod\" not found"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("pod \"nosuchpod\" not found"), "{err}");
     d.write_manifest("one.yaml", &busybox_pod("one", "", "", "sleep 100"));
     d.wait_pod("one", "Running", 60, |p| {
         (phase(p) == "Running").then_some(())

@@ -160,10 +160,7 @@ fn https_is_verified_with_the_system_ca_roots() {
     let mut d = TestDaemon::prepare_on_machine_network(&flags);
     let ca_file = ca.ca_cert.display().to_string();
     d.spawn_daemon_with_env(&[("SSL_CERT_FILE", ca_file.as_str())]);
-    wait_until(Duration::from_secs(10), "the daemon's socket", || {
-        d.cli(&["get", "pods"]).status.success().then_some(())
-    })
-    .unwrap_or_else(|| panic!("the daemon did not start:\n{}", d.daemon_log()));
+    d.wait_api_up();
     let pod = wait_running(&d, "secure");
     assert_eq!(
         pod["metadata"]["annotations"]["kubernetes.io/config.source"],

@@ -244,12 +244,37 @@ impl TestDaemon {
     /// Starts the daemon and waits until its API answers.
     pub fn spawn_daemon(&mut self) {
         self.spawn_daemon_with_env(&[]);
-        wait_until(Duration::from_secs(10), "daemon socket", || {
+        self.wait_api_up();
+    }
+
+    /// Waits until the daemon's API answers; fails the test, with the daemon's log, if
+    /// the daemon exits first or is not up in a minute. (A debug build in a TCG guest
+    /// beside other work has taken more than 10 s to start.)
+    pub fn wait_api_up(&mut self) {
+        let limit = Duration::from_secs(60);
+        let up = wait_until(limit, "daemon socket", || {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok())
+                .flatten()
+            {
+                panic!(
+                    "the daemon exited ({status}) before its API answered; its log:\n{}",
+                    self.daemon_log()
+                );
+            }
             self.cli(&["get", "pods", "-o", "json"])
                 .status
                 .success()
                 .then_some(())
         });
+        if up.is_none() {
+            panic!(
+                "the daemon's API did not answer within {limit:?}; its log:\n{}",
+                self.daemon_log()
+            );
+        }
     }
 
     /// Starts the daemon with more environment variables, without waiting for it.
@@ -515,6 +540,18 @@ impl TestDaemon {
 
 impl Drop for TestDaemon {
     fn drop(&mut self) {
+        // A failed test shows what its daemon said: its temp dir (and log) goes next.
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.dir.path().join("daemon.log"))
+                .unwrap_or_else(|e| format!("(no daemon log: {e})"));
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(60)..];
+            eprintln!(
+                "---- the test daemon's log (last {} lines) ----\n{}\n----",
+                tail.len(),
+                tail.join("\n")
+            );
+        }
         self.cleanup();
     }
 }
