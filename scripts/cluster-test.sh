@@ -87,6 +87,8 @@ cleanup() {
   if [ -n "${KUBECONFIG:-}" ] && [ -f "$KUBECONFIG" ]; then
     timeout 40 "$KUBECTL" --kubeconfig "$KUBECONFIG" delete pods --all --grace-period=1 --timeout=30s >/dev/null 2>&1 || true
   fi
+  # A node paused by a failed check (SIGSTOP) must run again to act on its TERM.
+  for pid in "${PIDS[@]}"; do kill -CONT "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" --keep >/dev/null 2>&1 || true
@@ -326,6 +328,66 @@ k set image pod/keep app=localhost/busybox:v2 >/dev/null
 wait_for 15 "SpecUpdateNotApplied event for keep" bash -c "'$PODHOST' --socket '$WORK/podhost-b/podhost.sock' get events 2>/dev/null | grep -q SpecUpdateNotApplied"
 k delete pod keep --grace-period=2 >/dev/null
 pass "a pod survives its node's restart; an image update is reported as not applied; deleted afterwards"
+
+# ---------- a watch that expired (410 Gone) and a status write that conflicts (409) ----------
+# podhost-a is paused (SIGSTOP) while the cluster changes under it: a pod bound to it is
+# deleted, another is bound to it, and one whose container exits meanwhile is deleted and
+# created again under the same name (a new UID) on podhost-b. Then the API server
+# restarts with etcd compacted, so the node's watches resume from a resourceVersion the
+# new server no longer has: 410 Gone, and a list again. Its status write for the exited
+# pod carries the old UID as a precondition: 409 Conflict, and the pod of that name is
+# left to its own node. Everything that changed while it was away reaches podhost-a.
+pod gap-deleted podhost-a 2 'sleep 3600' | k create -f - >/dev/null
+pod gap-renamed podhost-a 2 'sleep 8; exit 0' | k create -f - >/dev/null
+wait_for 30 "pod gap-deleted Running" running gap-deleted
+wait_for 30 "pod gap-renamed Running" running gap-renamed
+old_uid=$(pod_field gap-renamed '{.metadata.uid}')
+record=$WORK/podhost-a/api.jsonl
+record_from=$(wc -l <"$record")
+kill -STOP "${PID_OF[podhost-a]}"
+k delete pod gap-deleted --wait=false >/dev/null
+pod gap-created podhost-a 2 'sleep 3600' | k create -f - >/dev/null
+# gap-renamed's container exits while its node is paused (the shim records it).
+wait_for 20 "gap-renamed's container to exit" bash -c '! pgrep -f "sleep [8]; exit 0" >/dev/null'
+k delete pod gap-renamed --grace-period=0 --force >/dev/null 2>&1
+pod gap-renamed podhost-b 2 'sleep 3600' | k create -f - >/dev/null
+bash scripts/cluster/restart-apiserver.sh "$WORK/cp" --compact 2>&1 | sed 's/^/  /' ||
+  { kill -CONT "${PID_OF[podhost-a]}"; fail "the API server did not come back"; }
+kill -CONT "${PID_OF[podhost-a]}"
+wait_for 60 "gap-created (bound while podhost-a was away) Running" running gap-created
+wait_for 60 "gap-deleted (deleted while podhost-a was away) stopped and its object gone" gone gap-deleted
+wait_for 30 "gap-renamed, the new one, Running on podhost-b" running gap-renamed
+[ "$(pod_field gap-renamed '{.spec.nodeName}')" = podhost-b ] && [ "$(pod_field gap-renamed '{.metadata.uid}')" != "$old_uid" ] ||
+  fail "gap-renamed: not the new pod on podhost-b"
+# What podhost-a met, from its own record of the exchanges since the pause.
+answers_since() { # CODE: "METHOD PATH" of each exchange since the pause answered with CODE (or a watch event carrying it)
+  tail -n +"$((record_from + 1))" "$record" | python3 -c '
+import json, sys
+code = int(sys.argv[1])
+for line in sys.stdin:
+    x = json.loads(line)
+    events = []
+    if x["status"] == 200 and "watch=" in x.get("query", ""):
+        for e in x["response"].splitlines():
+            try:
+                events.append(json.loads(e))
+            except ValueError:
+                pass
+    if x["status"] == code or any(e.get("type") == "ERROR" and e.get("object", {}).get("code") == code for e in events):
+        print(x["method"], x["path"])
+' "$1"
+}
+expired=$(answers_since 410)
+[ -n "$expired" ] || fail "podhost-a met no 410 Gone although the API server restarted with etcd compacted"
+conflicts=$(answers_since 409)
+grep -q "^PATCH /api/v1/namespaces/default/pods/gap-renamed/status$" <<<"$conflicts" ||
+  fail "podhost-a's status write for the old gap-renamed met no 409 Conflict (answers 409: ${conflicts:-none})"
+sleep 2
+[ "$(pod_field gap-renamed '{.spec.nodeName}/{.status.phase}/{.status.containerStatuses[0].restartCount}')" = podhost-b/Running/0 ] ||
+  fail "gap-renamed on podhost-b: $(pod_field gap-renamed '{.status.phase}') — podhost-a wrote the old pod's status over it?"
+wait_for 30 "the old gap-renamed's processes gone" bash -c '! pgrep -f "sleep [8]; exit 0"'
+k delete pod gap-created gap-renamed --grace-period=1 --wait=false >/dev/null
+pass "410 Gone live (API server restarted, etcd compacted; watches listed again: $(echo "$expired" | sort -u | awk '{print $2}' | tr '\n' ' ')): a pod bound and a pod deleted while podhost-a was away are run and removed; 409 Conflict live on its status write for a pod recreated under the same name, which stays with its own node"
 
 # Node-side admission: the kubelet's reasons and messages, as a Failed status.
 rejected() { [ "$(pod_field "$1" '{.status.phase}/{.status.reason}')" = "Failed/$2" ]; }

@@ -211,34 +211,38 @@ for i in $(seq 1 100); do
 done
 
 # ---------- kube-apiserver ----------
-setsid "$KUBE_APISERVER" \
-  --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
-  --bind-address="$API_ADDRESS" --advertise-address="$API_ADDRESS" --secure-port="$API_PORT" \
-  --endpoint-reconciler-type=none \
-  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-  --client-ca-file="$PKI/ca.crt" \
-  --authorization-mode=Node,RBAC \
-  --enable-admission-plugins=NodeRestriction \
-  --allow-privileged=true \
-  --service-cluster-ip-range="$SVC_CIDR" \
-  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-  --api-audiences=https://kubernetes.default.svc.cluster.local \
-  --service-account-key-file="$PKI/sa.pub" \
-  --service-account-signing-key-file="$PKI/sa.key" \
-  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
-  --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
-  --kubelet-certificate-authority="$PKI/ca.crt" \
-  --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP \
-  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
-  --requestheader-extra-headers-prefix=X-Remote-Extra- \
-  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
-  --enable-aggregator-routing=true \
-  --cert-dir="$DIR/apiserver-certs" \
-  --profiling=false \
-  ${BOOTSTRAP_TOKEN:+--enable-bootstrap-token-auth=true} \
-  --v=1 \
-  </dev/null >"$DIR/logs/kube-apiserver.log" 2>&1 &
+# Its command line is kept in DIR/apiserver.cmd (NUL-separated) so that
+# restart-apiserver.sh can start the same server again.
+APISERVER_ARGS=(
+  --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT"
+  --bind-address="$API_ADDRESS" --advertise-address="$API_ADDRESS" --secure-port="$API_PORT"
+  --endpoint-reconciler-type=none
+  --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key"
+  --client-ca-file="$PKI/ca.crt"
+  --authorization-mode=Node,RBAC
+  --enable-admission-plugins=NodeRestriction
+  --allow-privileged=true
+  --service-cluster-ip-range="$SVC_CIDR"
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local
+  --api-audiences=https://kubernetes.default.svc.cluster.local
+  --service-account-key-file="$PKI/sa.pub"
+  --service-account-signing-key-file="$PKI/sa.key"
+  --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt"
+  --kubelet-client-key="$PKI/apiserver-kubelet-client.key"
+  --kubelet-certificate-authority="$PKI/ca.crt"
+  --kubelet-preferred-address-types=InternalIP,Hostname,ExternalIP
+  --requestheader-client-ca-file="$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client
+  --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group
+  --requestheader-extra-headers-prefix=X-Remote-Extra-
+  --proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key"
+  --enable-aggregator-routing=true
+  --cert-dir="$DIR/apiserver-certs"
+  --profiling=false
+  --v=1
+)
+[ -z "$BOOTSTRAP_TOKEN" ] || APISERVER_ARGS+=(--enable-bootstrap-token-auth=true)
+printf '%s\0' "$KUBE_APISERVER" "${APISERVER_ARGS[@]}" >"$DIR/apiserver.cmd"
+setsid "$KUBE_APISERVER" "${APISERVER_ARGS[@]}" </dev/null >"$DIR/logs/kube-apiserver.log" 2>&1 &
 echo $! > "$DIR/apiserver.pid"
 for i in $(seq 1 300); do
   if curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
