@@ -101,6 +101,16 @@ cleanup() {
       && left="$left processes-in-$name:$(ip netns pids "$name" | tr '\n' ,)"
   done <<<"$state"
   bash scripts/cluster/node-netns.sh down "$WORK/net" || true
+  # Processes still in the run's cgroups are its containers (their pods could not be
+  # deleted, say with the API server down): reported, and killed.
+  local stray
+  stray=$(find /sys/fs/cgroup -path "*/${CGROUP_ROOT#/}/*" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | tr '\n' ' ')
+  if [ -n "${stray// /}" ]; then
+    left="$left processes-in-cgroups:${stray// /,}"
+    # shellcheck disable=SC2086
+    kill -9 $stray 2>/dev/null
+    sleep 1
+  fi
   find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null || true
   find /sys/fs/cgroup -maxdepth 1 -type d -name "${CGROUP_ROOT#/}" -exec rmdir {} + 2>/dev/null || true
   # Nothing of the run may be left: namespaces, links, mounts, cgroups, processes.
@@ -110,7 +120,11 @@ cleanup() {
       link) ip link show "$name" >/dev/null 2>&1 && left="$left link:$name" ;;
     esac
   done <<<"$state"
-  grep -q -- "$WORK" /proc/self/mountinfo && left="$left mounts:$(grep -c -- "$WORK" /proc/self/mountinfo)"
+  if grep -q -- "$WORK" /proc/self/mountinfo; then
+    left="$left mounts:$(grep -c -- "$WORK" /proc/self/mountinfo)"
+    # Reported, and not left on the machine (a failed run's containers, say).
+    awk -v w="$WORK" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l
+  fi
   ls -d /sys/fs/cgroup/"${CGROUP_ROOT#/}" /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" >/dev/null 2>&1 && left="$left cgroup:$CGROUP_ROOT"
   pgrep -f -- "$WORK/" >/dev/null && left="$left processes:$(pgrep -f -- "$WORK/" | tr '\n' ,)"
   if [ "${KEEP_WORK:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
@@ -329,36 +343,41 @@ wait_for 15 "SpecUpdateNotApplied event for keep" bash -c "'$PODHOST' --socket '
 k delete pod keep --grace-period=2 >/dev/null
 pass "a pod survives its node's restart; an image update is reported as not applied; deleted afterwards"
 
-# ---------- a watch that expired (410 Gone) and a status write that conflicts (409) ----------
+# ---------- a watch that expired (410 Gone) and status writes for a replaced pod ----------
 # podhost-a is paused (SIGSTOP) while the cluster changes under it: a pod bound to it is
-# deleted, another is bound to it, and one whose container exits meanwhile is deleted and
-# created again under the same name (a new UID) on podhost-b. Then the API server
-# restarts with etcd compacted, so the node's watches resume from a resourceVersion the
-# new server no longer has: 410 Gone, and a list again. Its status write for the exited
-# pod carries the old UID as a precondition: 409 Conflict, and the pod of that name is
-# left to its own node. Everything that changed while it was away reaches podhost-a.
+# deleted and another bound to it; two pods whose containers exit meanwhile are deleted
+# and created again under their names (new UIDs), gap-renamed on podhost-a itself and
+# gap-moved on podhost-b. Then the API server restarts with etcd compacted, so the
+# node's watches resume from a resourceVersion the new server no longer has: 410 Gone,
+# and a list again. Its status writes for the exited pods carry their old UIDs: for
+# gap-renamed the UID does not match (409 Conflict; v1.36 answers 422 "metadata.uid:
+# field is immutable"); for gap-moved NodeRestriction refuses first (403, the pod is
+# bound elsewhere). One read of the pod shows it is another (or is refused: a node may
+# read only its own pods), the write is dropped and the new pod left alone.
 pod gap-deleted podhost-a 2 'sleep 3600' | k create -f - >/dev/null
 pod gap-renamed podhost-a 2 'sleep 8; exit 0' | k create -f - >/dev/null
-wait_for 30 "pod gap-deleted Running" running gap-deleted
-wait_for 30 "pod gap-renamed Running" running gap-renamed
-old_uid=$(pod_field gap-renamed '{.metadata.uid}')
+pod gap-moved podhost-a 2 'sleep 9; exit 0' | k create -f - >/dev/null
+for p in gap-deleted gap-renamed gap-moved; do wait_for 30 "pod $p Running" running "$p"; done
+old_renamed=$(pod_field gap-renamed '{.metadata.uid}')
 record=$WORK/podhost-a/api.jsonl
 record_from=$(wc -l <"$record")
 kill -STOP "${PID_OF[podhost-a]}"
 k delete pod gap-deleted --wait=false >/dev/null
 pod gap-created podhost-a 2 'sleep 3600' | k create -f - >/dev/null
-# gap-renamed's container exits while its node is paused (the shim records it).
-wait_for 20 "gap-renamed's container to exit" bash -c '! pgrep -f "sleep [8]; exit 0" >/dev/null'
-k delete pod gap-renamed --grace-period=0 --force >/dev/null 2>&1
-pod gap-renamed podhost-b 2 'sleep 3600' | k create -f - >/dev/null
+# The containers exit while their node is paused (their shims record it).
+wait_for 20 "gap-renamed's and gap-moved's containers to exit" bash -c '! pgrep -f "sleep [89]; exit 0" >/dev/null'
+k delete pod gap-renamed gap-moved --grace-period=0 --force >/dev/null 2>&1
+pod gap-renamed podhost-a 2 'sleep 3600' | k create -f - >/dev/null
+pod gap-moved podhost-b 2 'sleep 3600' | k create -f - >/dev/null
 bash scripts/cluster/restart-apiserver.sh "$WORK/cp" --compact 2>&1 | sed 's/^/  /' ||
   { kill -CONT "${PID_OF[podhost-a]}"; fail "the API server did not come back"; }
 kill -CONT "${PID_OF[podhost-a]}"
 wait_for 60 "gap-created (bound while podhost-a was away) Running" running gap-created
 wait_for 60 "gap-deleted (deleted while podhost-a was away) stopped and its object gone" gone gap-deleted
-wait_for 30 "gap-renamed, the new one, Running on podhost-b" running gap-renamed
-[ "$(pod_field gap-renamed '{.spec.nodeName}')" = podhost-b ] && [ "$(pod_field gap-renamed '{.metadata.uid}')" != "$old_uid" ] ||
-  fail "gap-renamed: not the new pod on podhost-b"
+wait_for 60 "gap-renamed, the new one, Running on podhost-a" running gap-renamed
+wait_for 30 "gap-moved, the new one, Running on podhost-b" running gap-moved
+[ "$(pod_field gap-renamed '{.metadata.uid}')" != "$old_renamed" ] || fail "gap-renamed: still the old pod"
+[ "$(pod_field gap-moved '{.spec.nodeName}')" = podhost-b ] || fail "gap-moved: not on podhost-b"
 # What podhost-a met, from its own record of the exchanges since the pause.
 answers_since() { # CODE: "METHOD PATH" of each exchange since the pause answered with CODE (or a watch event carrying it)
   tail -n +"$((record_from + 1))" "$record" | python3 -c '
@@ -378,16 +397,29 @@ for line in sys.stdin:
 ' "$1"
 }
 expired=$(answers_since 410)
-[ -n "$expired" ] || fail "podhost-a met no 410 Gone although the API server restarted with etcd compacted"
-conflicts=$(answers_since 409)
-grep -q "^PATCH /api/v1/namespaces/default/pods/gap-renamed/status$" <<<"$conflicts" ||
-  fail "podhost-a's status write for the old gap-renamed met no 409 Conflict (answers 409: ${conflicts:-none})"
+grep -q "^GET /api/v1/pods$" <<<"$expired" ||
+  fail "podhost-a's pod watch met no 410 Gone although the API server restarted with etcd compacted (410s: ${expired:-none})"
+# A write is refused once or twice (a status change may be under way), then dropped.
+refusals() { # POD CODE: how many of podhost-a's status writes for POD got CODE since the pause
+  answers_since "$2" | grep -c "^PATCH /api/v1/namespaces/default/pods/$1/status$" || true
+}
+renamed_code=""
+for code in 409 422; do [ "$(refusals gap-renamed $code)" -ge 1 ] && renamed_code=$code; done
+[ -n "$renamed_code" ] || fail "podhost-a's status write for the old gap-renamed was not refused (409 or 422 on its UID)"
+moved=$(refusals gap-moved 403)
+[ "$moved" -ge 1 ] || fail "podhost-a's status write for the old gap-moved was not refused (403) by NodeRestriction"
+renamed=$(refusals gap-renamed "$renamed_code")
+sleep 12
+[ "$(refusals gap-moved 403)" = "$moved" ] && [ "$(refusals gap-renamed "$renamed_code")" = "$renamed" ] ||
+  fail "podhost-a keeps writing the old pods' statuses: gap-renamed $(refusals gap-renamed "$renamed_code") x $renamed_code, gap-moved $(refusals gap-moved 403) x 403"
 sleep 2
-[ "$(pod_field gap-renamed '{.spec.nodeName}/{.status.phase}/{.status.containerStatuses[0].restartCount}')" = podhost-b/Running/0 ] ||
-  fail "gap-renamed on podhost-b: $(pod_field gap-renamed '{.status.phase}') — podhost-a wrote the old pod's status over it?"
-wait_for 30 "the old gap-renamed's processes gone" bash -c '! pgrep -f "sleep [8]; exit 0"'
-k delete pod gap-created gap-renamed --grace-period=1 --wait=false >/dev/null
-pass "410 Gone live (API server restarted, etcd compacted; watches listed again: $(echo "$expired" | sort -u | awk '{print $2}' | tr '\n' ' ')): a pod bound and a pod deleted while podhost-a was away are run and removed; 409 Conflict live on its status write for a pod recreated under the same name, which stays with its own node"
+[ "$(pod_field gap-renamed '{.status.phase}/{.status.containerStatuses[0].restartCount}')" = Running/0 ] ||
+  fail "the new gap-renamed: $(pod_field gap-renamed '{.status.phase}') — the old pod's status written over it?"
+[ "$(pod_field gap-moved '{.status.phase}/{.status.containerStatuses[0].restartCount}')" = Running/0 ] ||
+  fail "the new gap-moved on podhost-b: $(pod_field gap-moved '{.status.phase}') — the old pod's status written over it?"
+wait_for 30 "the old gap-renamed's and gap-moved's processes gone" bash -c '! pgrep -f "sleep [89]; exit 0"'
+k delete pod gap-created gap-renamed gap-moved --grace-period=1 --wait=false >/dev/null
+pass "410 Gone live (API server restarted, etcd compacted; watches listed again: $(awk '{print $2}' <<<"$expired" | sort -u | tr '\n' ' ')): a pod bound and a pod deleted while podhost-a was away are run and removed; status writes for pods recreated under their names refused ($renamed_code on the same node: the UID; 403 for one bound elsewhere: NodeRestriction) and dropped after one read; the new pods keep their own status"
 
 # Node-side admission: the kubelet's reasons and messages, as a Failed status.
 rejected() { [ "$(pod_field "$1" '{.status.phase}/{.status.reason}')" = "Failed/$2" ]; }

@@ -19,11 +19,14 @@ mapfile -d '' -t CMD <"$DIR/apiserver.cmd"
 # shellcheck disable=SC1091
 . "$DIR/env.sh" # KUBE_APISERVER_URL, ETCD_ENDPOINT
 
+# SIGTERM, and SIGKILL if its graceful shutdown (which waits for long requests such as
+# watches) takes longer than 10 s: for its clients the two are the same restart.
 pid=$(cat "$DIR/apiserver.pid")
 kill "$pid" 2>/dev/null || true
-for i in $(seq 1 150); do
+for i in $(seq 1 100); do
   kill -0 "$pid" 2>/dev/null || break
-  [ "$i" = 150 ] && { echo "restart-apiserver: kube-apiserver $pid still runs 30 s after SIGTERM" >&2; exit 1; }
+  [ "$i" = 50 ] && kill -KILL "$pid" 2>/dev/null
+  [ "$i" = 100 ] && { echo "restart-apiserver: kube-apiserver $pid still runs 10 s after SIGKILL" >&2; exit 1; }
   sleep 0.2
 done
 

@@ -59,9 +59,10 @@ pub async fn patch_status(
     let result = pods
         .patch_status(name, &params, &Patch::Strategic(status_patch(uid, status)))
         .await;
-    settle(result.map(|_| ()), || {
+    settle(&pods, name, uid, result.map(|_| ()), || {
         format!("patching the status of pod {namespace}/{name}")
     })
+    .await
 }
 
 /// Deletes the fully terminated pod `namespace/name` with `uid`: grace 0, UID
@@ -83,14 +84,25 @@ pub async fn delete_terminated(
         ..DeleteParams::default()
     };
     let result = pods.delete(name, &params).await;
-    settle(result.map(|_| ()), || {
+    settle(&pods, name, uid, result.map(|_| ()), || {
         format!("deleting the terminated pod {namespace}/{name}")
     })
+    .await
 }
 
 /// Not found and conflict (the UID precondition) mean the pod this write was for is
-/// gone; other errors are the caller's to retry.
-fn settle(
+/// gone. A refusal (403) or an invalid write (422) may mean the same: NodeRestriction
+/// refuses a node's write about a pod bound to another node before the UID is looked
+/// at, and a 1.36 API server answers a status patch whose `metadata.uid` is not the
+/// pod's with 422 `metadata.uid: field is immutable` rather than 409. One read of the
+/// pod tells these from a refusal of this node's own pod, which stays an error the
+/// caller retries. (The kubelet's status manager reads the pod before every write;
+/// podhost reads it only when a write was refused.) Other errors are the caller's to
+/// retry.
+async fn settle(
+    pods: &Api<Pod>,
+    name: &str,
+    uid: &str,
     result: Result<(), kube::Error>,
     what: impl FnOnce() -> String,
 ) -> Result<PodWrite, ClusterError> {
@@ -99,10 +111,35 @@ fn settle(
         Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
             Ok(PodWrite::Gone)
         }
+        Err(kube::Error::Api(status)) if status.code == 403 || status.code == 422 => {
+            match pod_now_holds_another(pods, name, uid).await {
+                true => {
+                    tracing::info!(pod = name, %uid, code = status.code, "the pod's name now holds another pod: its status is no longer written");
+                    Ok(PodWrite::Gone)
+                }
+                false => Err(ClusterError::Api {
+                    what: what(),
+                    source: kube::Error::Api(status),
+                }),
+            }
+        }
         Err(source) => Err(ClusterError::Api {
             what: what(),
             source,
         }),
+    }
+}
+
+/// Whether the pod named `name` is gone or is now another pod than `uid`. A node may
+/// read every pod bound to it, so a refused read means the name holds a pod bound
+/// elsewhere (the node authorizer's AuthorizeNodeWithSelectors, which 1.36 applies; an
+/// older server lets the node read it, and the UID tells). False when it cannot be told.
+async fn pod_now_holds_another(pods: &Api<Pod>, name: &str, uid: &str) -> bool {
+    match pods.get_opt(name).await {
+        Ok(None) => true,
+        Ok(Some(pod)) => pod.metadata.uid.as_deref() != Some(uid),
+        Err(kube::Error::Api(status)) if status.code == 403 => true,
+        Err(_) => false,
     }
 }
 
