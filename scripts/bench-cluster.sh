@@ -13,7 +13,7 @@
 #   sudo bash scripts/bench-cluster.sh          # 100 then 300 pods
 #   sudo bash scripts/bench-cluster.sh 20       # a quick look
 # Env: PODHOST (default target/release/podhost, built if missing), KUBE_APISERVER and
-# KUBECTL (default: the pinned build).
+# KUBECTL (default: the pinned build), KEEP_WORK=1 (keep the work dir: logs, record).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "bench-cluster: run as root" >&2; exit 1; }
@@ -44,7 +44,7 @@ cleanup() {
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" --keep >/dev/null 2>&1
   bash scripts/cluster/node-netns.sh down "$WORK/net" >/dev/null 2>&1
   find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" /sys/fs/cgroup/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null
-  rm -rf "$WORK"
+  if [ "${KEEP_WORK:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
@@ -71,11 +71,16 @@ nsenter --net="/run/netns/${NODE_NETNS[$NODE]}" \
   --tls-cert-file "$WORK/cp/pki/kubelet-$NODE.crt" --tls-private-key-file "$WORK/cp/pki/kubelet-$NODE.key" \
   >>"$dir/daemon.log" 2>&1 &
 PID=$!
-for _ in $(seq 1 150); do
+for i in $(seq 1 300); do
   [ "$("$KUBECTL" --kubeconfig "$KUBECONFIG" get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && break
   kill -0 "$PID" 2>/dev/null || { tail -20 "$dir/daemon.log" >&2; exit 1; }
+  [ "$i" = 300 ] && { echo "bench-cluster: node $NODE not Ready after 60 s" >&2; tail -20 "$dir/daemon.log" >&2; exit 1; }
   sleep 0.2
 done
+
+# Without kube-controller-manager nothing creates the namespace's ServiceAccount, which
+# the ServiceAccount admission wants to exist (the pods mount no token).
+"$KUBECTL" --kubeconfig "$KUBECONFIG" create serviceaccount default >/dev/null
 
 echo "bench-cluster: podhost $("$PODHOST" --version 2>/dev/null | head -1), $("$KUBE_APISERVER" --version), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 for n in "${COUNTS[@]}"; do

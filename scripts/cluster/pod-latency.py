@@ -101,16 +101,21 @@ def main():
     t = threading.Thread(target=watch, daemon=True)
     t.start()
     names = [f"lat-{run_id}-{i}" for i in range(n)]
-    creators = []
+    creators, refused = [], []
     for name in names:
         def create(name=name):
             created[name] = time.monotonic()
-            request("POST", base, pod(name, node, image, run_id))
+            try:
+                request("POST", base, pod(name, node, image, run_id))
+            except SystemExit as e:  # a refused create ends only its own thread
+                refused.append(str(e))
         th = threading.Thread(target=create)
         th.start()
         creators.append(th)
     for th in creators:
         th.join()
+    if refused:
+        raise SystemExit(f"{len(refused)} of {n} creates refused, first: {refused[0]}")
     deadline = time.monotonic() + limit
     while len(running) < n and time.monotonic() < deadline:
         time.sleep(0.05)
