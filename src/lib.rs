@@ -28,7 +28,7 @@
 //! | `stats`   | node/pod/container statistics: cgroups, /proc, netns, du | model, disk, runtime, status, volume (its emptyDir dir name) |
 //! | `api`     | the unix-socket HTTP API and its client; the read-only TCP endpoint | model, metrics, disk, logs, image, status, runtime, stats |
 //! | `eviction` | node pressure: signals, conditions, reclaim, evicting one pod | model, metrics, disk, status, runtime, volume, gc |
-//! | `cluster` | cluster mode's API side: client, record/replay, Node registration, Lease, node status, the node's pods and their status, mirror pods | model |
+//! | `cluster` | cluster mode's API side: client, `--kube-record`, Node registration, Lease, node status, the node's pods and their status, mirror pods | model |
 //! | `daemon`  | wires everything together (the only one that may)   | all but cli, shim and probe                                    |
 //! | `cli`     | arguments, each command's body, what it prints      | model, disk, logs, image, source, status, runtime, api, daemon |
 //!

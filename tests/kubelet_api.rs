@@ -1,28 +1,29 @@
 //! The kubelet API (cluster mode's `--port`) over real TLS: certificates made here with
-//! rcgen (a cluster CA, the node's serving certificate, client certificates of that CA
-//! and of another), requests with reqwest. Checks who is let in (a verified client
-//! certificate's CN and O, or a reviewed bearer token; nobody anonymous; a foreign CA
-//! refused in the handshake), that the authorization asks for `nodes/proxy` of this
-//! node, and `/containerLogs` with the API server's parameters.
+//! rcgen (the kubelet API's client CA, the node's serving certificate, client
+//! certificates of that CA and of another), requests with reqwest. Checks who is let in
+//! (a verified client certificate's CN and O, or a reviewed bearer token; nobody
+//! anonymous; a foreign CA refused in the handshake), that the authorization asks for
+//! `nodes/proxy` of this node, and `/containerLogs` with the API server's parameters.
 //! The TokenReviews and SubjectAccessReviews go through the daemon's own reviewer
-//! ([`ClusterReviewer`] behind the kubelet's caches, [`CachingReviewer`]) to a replay of what a real API server (v1.20.2) answered to a
-//! node making the same calls (tests/fixtures/cluster/reviews.jsonl, recorded by
-//! scripts/cluster/record-review-fixture.sh), and what the node asked is compared with
-//! what the recorded node asked.
+//! ([`ClusterReviewer`] behind the kubelet's caches, [`CachingReviewer`]) to a live
+//! kube-apiserver (tests/common_apiserver) as the node `node-1`: RBAC there decides,
+//! and the node's `--kube-record` shows what it asked (each distinct question once).
 
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common_apiserver;
 
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use common_apiserver::{ControlPlane, Options, control_plane};
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStatus, Pod, PodSpec,
 };
 use podhost::api::kubelet::{CachingReviewer, KubeletApiState, ServingCert};
 use podhost::cluster::record::Exchange;
-use podhost::cluster::replay::Replay;
 use podhost::daemon::kubelet_api::ClusterReviewer;
 use podhost::disk::Layout;
 use podhost::status::StatusStore;
@@ -30,56 +31,82 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
 };
 
-/// The certificate the recorded API server presented to kubelets (its
+/// The node whose reviews these are (the reviews' `nodes/proxy` name).
+const NODE: &str = "node-1";
+
+fn plane() -> &'static ControlPlane {
+    control_plane(&Options::api_server(&[NODE]))
+}
+
+/// The certificate the API server presents to kubelets (its
 /// `--kubelet-client-certificate`).
 const APISERVER: (&str, &[&str]) = ("kube-apiserver-kubelet-client", &["system:masters"]);
-/// A certificate of the cluster CA that RBAC gives nothing.
+/// A certificate of the kubelet API's client CA that RBAC gives nothing.
 const BOB: (&str, &[&str]) = ("bob", &["devs"]);
 
-/// The recorded review exchanges for one test: "who" all five (the node keeps
-/// answers, so each distinct question was asked once), "logs" the first (the API
-/// server's certificate allowed `get nodes/proxy`, the one question that test asks).
-fn recorded(scenario: &str) -> Vec<Exchange> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cluster/reviews.jsonl");
-    let all: Vec<Exchange> = std::fs::read_to_string(&path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(all.len(), 5, "{}", path.display());
-    match scenario {
-        "who" => all,
-        "logs" => all[..1].to_vec(),
-        other => panic!("no scenario {other}"),
-    }
+/// A service account `reader` in `kubelet-api` whose token RBAC lets `get nodes/proxy`
+/// (what `kubectl logs` is checked as), and a token of it.
+async fn reader_token() -> String {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use kube::Api;
+    use kube::api::PostParams;
+
+    let admin = plane().admin().await;
+    common_apiserver::namespace(&admin, "kubelet-api").await;
+    let post = PostParams::default();
+    let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), "kubelet-api");
+    let reader: ServiceAccount =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "reader"}})).unwrap();
+    accounts.create(&post, &reader).await.unwrap();
+    let role: ClusterRole = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "node-proxy-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]
+    }))
+    .unwrap();
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&post, &role)
+        .await
+        .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "reader-node-proxy"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "node-proxy-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": "kubelet-api"}]
+    }))
+    .unwrap();
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&post, &binding)
+        .await
+        .unwrap();
+    common_apiserver::service_account_token(&admin, "kubelet-api", "reader").await
 }
 
-/// The bearer token the recorded server issued to the service account `reader`.
-fn recorded_token(exchanges: &[Exchange]) -> String {
-    exchanges
-        .iter()
-        .filter(|e| e.path.ends_with("/tokenreviews"))
-        .map(|e| {
-            e.request.as_ref().unwrap()["spec"]["token"]
-                .as_str()
-                .unwrap()
-                .to_string()
+/// One review the node asked, and the live server's answer: (path end, user, allowed
+/// or authenticated).
+fn asked(record: &Path) -> Vec<(String, String, bool)> {
+    common_apiserver::recorded(record)
+        .into_iter()
+        .map(|e: Exchange| {
+            assert_eq!(e.method, "POST", "{e:?}");
+            assert_eq!(e.status, 201, "{e:?}");
+            let spec = &e.request.as_ref().unwrap()["spec"];
+            let answer: serde_json::Value = serde_json::from_str(&e.response).unwrap();
+            let kind = e.path.rsplit('/').next().unwrap().to_string();
+            if kind == "subjectaccessreviews" {
+                let attributes = &spec["resourceAttributes"];
+                assert_eq!(attributes["resource"], "nodes", "{spec}");
+                assert_eq!(attributes["subresource"], "proxy", "{spec}");
+                assert_eq!(attributes["name"], NODE, "{spec}");
+                let user = spec["user"].as_str().unwrap().to_string();
+                (kind, user, answer["status"]["allowed"] == true)
+            } else {
+                let token = spec["token"].as_str().unwrap();
+                let short = token.chars().take(12).collect();
+                (kind, short, answer["status"]["authenticated"] == true)
+            }
         })
-        .find(|t| t.starts_with("eyJ"))
-        .unwrap()
-}
-
-/// The node asked exactly what the recorded node asked, in order, and nothing is left.
-fn asked_as_recorded(replay: &Replay, recorded: &[Exchange]) {
-    assert!(replay.unexpected().is_empty(), "{:?}", replay.unexpected());
-    assert_eq!(replay.left(), 0, "recorded reviews not asked");
-    let asked = replay.asked();
-    assert_eq!(asked.len(), recorded.len());
-    for (a, r) in asked.iter().zip(recorded) {
-        assert_eq!((&a.method, &a.path), (&r.method, &r.path));
-        let spec = |e: &Exchange| e.request.as_ref().map(|b| b["spec"].clone());
-        assert_eq!(spec(a), spec(r), "{}", r.path);
-    }
+        .collect()
 }
 
 struct Ca {
@@ -116,7 +143,8 @@ fn client_identity(ca: &Ca, user: &str, orgs: &[&str]) -> reqwest::Identity {
 struct Node {
     addr: SocketAddr,
     ca: Ca,
-    replay: Replay,
+    /// The node's `--kube-record`: its reviews and the live server's answers.
+    record: std::path::PathBuf,
     task: tokio::task::JoinHandle<()>,
     _dir: tempfile::TempDir,
 }
@@ -128,8 +156,9 @@ impl Drop for Node {
 }
 
 /// A kubelet API on a free loopback port with one running pod `default/web` whose
-/// container `app` logged three lines, its reviews answered by `reviews`.
-async fn node(reviews: Vec<Exchange>) -> Node {
+/// container `app` logged three lines, its reviews asked of the live API server as
+/// `node-1`.
+async fn node() -> Node {
     let dir = tempfile::tempdir().unwrap();
     let ca = ca("test-cluster-ca");
     // The node's serving certificate, signed by the cluster CA, for 127.0.0.1.
@@ -192,7 +221,8 @@ async fn node(reviews: Vec<Exchange>) -> Node {
     )
     .unwrap();
 
-    let replay = Replay::from_exchanges(reviews);
+    let record = dir.path().join("reviews.jsonl");
+    let client = plane().node_recorded(NODE, &record).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr: SocketAddr = listener.local_addr().unwrap();
     let task = podhost::api::kubelet::serve_listener(
@@ -204,18 +234,16 @@ async fn node(reviews: Vec<Exchange>) -> Node {
             // The statistics paths are tested live (scripts/cluster-test.sh).
             stats: None,
             layout,
-            node_name: "node-1".into(),
+            node_name: NODE.into(),
             // As the daemon wires it: the kubelet's caches in front of the reviews.
-            reviewer: Arc::new(CachingReviewer::new(Arc::new(ClusterReviewer {
-                client: replay.client(),
-            }))),
+            reviewer: Arc::new(CachingReviewer::new(Arc::new(ClusterReviewer { client }))),
             podhost_exe: std::path::PathBuf::from(env!("CARGO_BIN_EXE_podhost")),
         },
     );
     Node {
         addr,
         ca,
-        replay,
+        record,
         task,
         _dir: dir,
     }
@@ -241,9 +269,8 @@ async fn get(client: &reqwest::Client, node: &Node, path: &str) -> (u16, String)
 
 #[tokio::test]
 async fn client_certificates_of_the_ca_and_reviewed_tokens_only() {
-    let reviews = recorded("who");
-    let token = recorded_token(&reviews);
-    let node = node(reviews.clone()).await;
+    let token = reader_token().await;
+    let node = node().await;
     let anonymous = client(&node, None);
     assert_eq!(get(&anonymous, &node, "/healthz").await.0, 401);
 
@@ -280,10 +307,37 @@ async fn client_certificates_of_the_ca_and_reviewed_tokens_only() {
         .await
         .unwrap();
     assert_eq!(bad_token.status().as_u16(), 401);
-    // Each caller was reviewed as the real node asked: the user (and the service
-    // account's groups from the TokenReview) against `nodes/proxy` of node-1; the
-    // second request of the API server's certificate was answered from the cache.
-    asked_as_recorded(&node.replay, &reviews);
+    // Each caller was reviewed once, against `nodes/proxy` of node-1, and RBAC
+    // answered: the API server's certificate allowed (its second request answered from
+    // the cache), bob denied, the reader's token authenticated as the service account
+    // and allowed, the made-up token authenticating nobody.
+    let short: String = token.chars().take(12).collect();
+    let expected = [
+        (
+            "subjectaccessreviews",
+            "kube-apiserver-kubelet-client",
+            true,
+        ),
+        ("subjectaccessreviews", "bob", false),
+        ("tokenreviews", short.as_str(), true),
+        (
+            "subjectaccessreviews",
+            "system:serviceaccount:kubelet-api:reader",
+            true,
+        ),
+        ("tokenreviews", "not-a-token-", false),
+    ]
+    .map(|(k, u, a)| (k.to_string(), u.to_string(), a));
+    assert_eq!(asked(&node.record), expected);
+    let reader_review = &common_apiserver::recorded(&node.record)[3];
+    let groups = &reader_review.request.as_ref().unwrap()["spec"]["groups"];
+    assert!(
+        groups
+            .as_array()
+            .unwrap()
+            .contains(&"system:serviceaccounts:kubelet-api".into()),
+        "the groups of the TokenReview: {groups}"
+    );
 
     // A certificate of another CA does not get through the handshake.
     let other = ca("some-other-ca");
@@ -298,8 +352,7 @@ async fn client_certificates_of_the_ca_and_reviewed_tokens_only() {
 
 #[tokio::test]
 async fn container_logs_with_the_api_servers_parameters() {
-    let reviews = recorded("logs");
-    let node = node(reviews.clone()).await;
+    let node = node().await;
     let (cn, orgs) = APISERVER;
     let admin = client(&node, Some(client_identity(&node.ca, cn, orgs)));
     assert_eq!(
@@ -336,5 +389,13 @@ async fn container_logs_with_the_api_servers_parameters() {
     );
     let (status, _) = get(&admin, &node, "/containerLogs/default/web/other").await;
     assert_eq!(status, 404);
-    asked_as_recorded(&node.replay, &reviews);
+    // Six requests of one certificate, one review: the kubelet's cache answered.
+    assert_eq!(
+        asked(&node.record),
+        [(
+            "subjectaccessreviews".to_string(),
+            "kube-apiserver-kubelet-client".to_string(),
+            true
+        )]
+    );
 }

@@ -1,8 +1,8 @@
-# scripts/cluster/record-common.sh — sourced by the record-*-fixture.sh scripts: one
+# scripts/cluster/record-common.sh — sourced by record-exec-spdy-fixture.sh and
+# record-port-forward-fixture.sh (kubectl's SPDY bytes for tests/common_spdy): one
 # control plane, one podhost node NODE recording its exchanges, cleaned up on exit.
 # The caller sets NODE and RECORD_NAME, then calls record_setup, creates what must exist
-# before the node starts, calls record_start_node, drives the scenario, and ends with
-# record_finish OUT.
+# before the node starts, calls record_start_node and drives the scenario.
 : "${KUBE_APISERVER:?set KUBE_APISERVER}"
 KUBECTL=${KUBECTL:-$(command -v kubectl)}
 PODHOST=${PODHOST:-target/debug/podhost}
@@ -64,12 +64,4 @@ record_start_node() {
     >"$WORK/daemon.log" 2>&1 &
   PID=$!
   wait_for 30 bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
-}
-
-# Stops the node with SIGTERM (it drops its watch, which writes the watch's events to
-# the record) and copies the record to OUT.
-record_finish() {
-  kill "$PID"; wait "$PID" 2>/dev/null || true; PID=
-  cp "$WORK/api.jsonl" "$1"
-  echo "recorded $(wc -l <"$1") exchanges into $1"
 }

@@ -26,9 +26,6 @@ pub enum ClusterError {
         #[source]
         source: std::io::Error,
     },
-    /// A fixture of recorded exchanges cannot be read.
-    #[error("cannot read the recorded exchanges {path}: {reason}")]
-    Fixture { path: PathBuf, reason: String },
     /// The node's client certificate cannot be had or kept (bootstrap, rotation).
     #[error(transparent)]
     Certificate(#[from] super::certs::CertError),

@@ -5,8 +5,7 @@
 //! static pod (`mirror_plan`, `mirror_client`), follows the ConfigMaps and Secrets the
 //! API pods name (`objects`) and their service account tokens (`tokens`), follows the
 //! cluster's Services for the containers' service variables (`services`), and posts
-//! the events (`events`); every exchange can be recorded
-//! (`--kube-record FILE`) and replayed in tests (`replay`).
+//! the events (`events`); every exchange can be recorded (`--kube-record FILE`).
 
 pub mod access_review;
 pub mod certs;
@@ -26,7 +25,6 @@ pub mod pods;
 pub mod rate;
 pub mod record;
 pub mod register;
-pub mod replay;
 pub mod services;
 pub mod tokens;
 

@@ -1,8 +1,8 @@
 //! A pod's status on the API server, as the kubelet's status manager writes it: a
-//! strategic merge patch of `pods/<name>/status` carrying the pod's UID as a
-//! precondition (a pod deleted and recreated under the same name is never written
-//! with its predecessor's status), and, once a pod being deleted has fully
-//! terminated, its deletion with grace 0 and the same UID precondition.
+//! strategic merge patch of `pods/<name>/status` carrying the pod's UID (a pod deleted
+//! and recreated under the same name is never written with its predecessor's status:
+//! the server refuses the patch), and, once a pod being deleted has fully terminated,
+//! its deletion with grace 0 and the UID as precondition.
 //!
 //! The strategic merge keeps what others own: conditions merge by type (a readiness
 //! gate's condition or the scheduler's stay), podIPs by ip.
@@ -90,13 +90,12 @@ pub async fn delete_terminated(
     .await
 }
 
-/// Not found and conflict (the UID precondition) mean the pod this write was for is
-/// gone. A refusal (403) or an invalid write (422) may mean the same: NodeRestriction
-/// refuses a node's write about a pod bound to another node before the UID is looked
-/// at, and a 1.36 API server answers a status patch whose `metadata.uid` is not the
-/// pod's with 422 `metadata.uid: field is immutable` rather than 409. One read of the
-/// pod tells these from a refusal of this node's own pod, which stays an error the
-/// caller retries. (The kubelet's status manager reads the pod before every write;
+/// Not found, conflict (the delete's UID precondition) and a refused change of the
+/// UID (see [`changes_the_uid`]) mean the pod this write was for is gone. Another
+/// refusal (403) or invalid write (422) may mean the same: NodeRestriction refuses a
+/// node's write about a pod bound to another node before the UID is looked at. One
+/// read of the pod tells that from a refusal of this node's own pod, which stays an
+/// error the caller retries. (The kubelet's status manager reads the pod before every write;
 /// podhost reads it only when a write was refused.) Other errors are the caller's to
 /// retry.
 async fn settle(
@@ -108,7 +107,9 @@ async fn settle(
 ) -> Result<PodWrite, ClusterError> {
     match result {
         Ok(()) => Ok(PodWrite::Done),
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+        Err(kube::Error::Api(status))
+            if status.code == 404 || status.code == 409 || changes_the_uid(&status) =>
+        {
             Ok(PodWrite::Gone)
         }
         Err(kube::Error::Api(status)) if status.code == 403 || status.code == 422 => {
@@ -143,6 +144,19 @@ async fn pod_now_holds_another(pods: &Api<Pod>, name: &str, uid: &str) -> bool {
     }
 }
 
+/// Whether the server refused a write because it would change the pod's UID: a PATCH
+/// has no preconditions (a DELETE's are checked, 409), so the UID in a status patch
+/// for a pod since recreated under the same name is a change of the immutable
+/// `metadata.uid`, refused as invalid (422). Without this the write would be retried
+/// for as long as the old pod is known, every try refused.
+fn changes_the_uid(status: &kube::core::Status) -> bool {
+    status.code == 422
+        && status
+            .details
+            .as_ref()
+            .is_some_and(|d| d.causes.iter().any(|c| c.field == "metadata.uid"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +179,30 @@ mod tests {
             ..status
         };
         assert_eq!(status_patch("u-1", &failed)["status"]["reason"], "Evicted");
+    }
+
+    #[test]
+    fn only_a_refused_uid_change_is_a_pod_gone_among_invalid_writes() {
+        let refused = |field: &str| -> kube::core::Status {
+            serde_json::from_value(serde_json::json!({
+                "status": "Failure", "code": 422, "reason": "Invalid",
+                "message": "Pod \"app\" is invalid",
+                "details": {"name": "app", "kind": "Pod",
+                    "causes": [{"reason": "FieldValueInvalid", "field": field}]}
+            }))
+            .unwrap()
+        };
+        assert!(changes_the_uid(&refused("metadata.uid")));
+        assert!(!changes_the_uid(&refused("status.podIPs")));
+        let written = settle(
+            Err(kube::Error::Api(Box::new(refused("metadata.uid")))),
+            String::new,
+        );
+        assert_eq!(written.unwrap(), PodWrite::Gone);
+        let invalid = settle(
+            Err(kube::Error::Api(Box::new(refused("status.podIPs")))),
+            String::new,
+        );
+        assert!(invalid.is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! `--kube-record FILE`: every exchange with the API server as one JSON line (method,
 //! path and query, request body, status, response body — a watch's events as they
-//! arrived), for debugging a node and for the test fixtures that `replay` serves: the
-//! fixtures are recordings of a real API server, never hand-written answers.
+//! arrived), for debugging a node; the live cluster tests read what the node sent from
+//! it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,9 @@
 //! `podhost daemon`: wires the source, the pod workers, the status store and the API.
 
 mod api_pods;
+/// The API's pods as the pod manager runs them (the live cluster tests convert the
+/// pods a real API server defaulted).
+pub use api_pods::ApiPodCache;
 mod cluster_admission;
 mod cluster_certs;
 mod cluster_events;

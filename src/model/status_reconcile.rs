@@ -89,33 +89,6 @@ fn state_key(state: Option<&ContainerState>) -> (u8, Option<String>, Option<i64>
 mod tests {
     use super::*;
 
-    /// Every pod status the node patched in a recorded session with a real API server
-    /// (v1.20.2), against the pod the server answered with: they agree — though the
-    /// server dropped `hostIPs`, which it does not know.
-    #[test]
-    fn the_real_servers_copies_agree_with_what_was_written() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/cluster/pods.jsonl");
-        let mut compared = 0;
-        for line in std::fs::read_to_string(path).unwrap().lines() {
-            let e: serde_json::Value = serde_json::from_str(line).unwrap();
-            let path = e["path"].as_str().unwrap();
-            if e["method"] != "PATCH" || !path.contains("/pods/") || !path.ends_with("/status") {
-                continue;
-            }
-            let ours: PodStatus = serde_json::from_value(e["request"]["status"].clone()).unwrap();
-            let answer: serde_json::Value =
-                serde_json::from_str(e["response"].as_str().unwrap()).unwrap();
-            if answer["kind"] != "Pod" {
-                continue;
-            }
-            let api: PodStatus = serde_json::from_value(answer["status"].clone()).unwrap();
-            assert!(agrees(&ours, &api), "{path}: {ours:?}\nvs {api:?}");
-            compared += 1;
-        }
-        assert!(compared >= 5, "{compared}");
-    }
-
     fn running() -> PodStatus {
         serde_json::from_value(serde_json::json!({
             "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],

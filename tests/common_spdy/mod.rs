@@ -6,13 +6,22 @@
 //! The daemon serves the kubelet API only in cluster mode (an API server is needed for
 //! that), so the test serves it itself with `podhost::api::kubelet::serve` over the
 //! daemon's own state directory (its pods' records, its libcontainer root) and with the
-//! daemon's own way into pods (`PodPortForwarder`). The access review goes through the
-//! daemon's reviewer to a real API server's recorded answer (see `recorded_reviewer`).
+//! daemon's own way into pods (`PodPortForwarder`). The access review is decided here
+//! (see `ApiServerOnly`).
 //!
 //! Replay order: kubectl waits for each SYN_REPLY before opening its next stream, and
 //! ends streams after the server ended its side. So each client frame is written once
 //! the live server has sent as many "milestones" (SYN_REPLYs and stream ends) as the
 //! recorded server had before that frame — the recording's causality, not its timing.
+//!
+//! Why these stay recordings while cluster mode's API exchanges are tested live: they
+//! are a client's bytes, not an API server's answers. kubectl's SPDY frames reach a
+//! kubelet only through a whole cluster, where scripts/cluster-test.sh drives them live
+//! (exec, exec -it, port-forward, over both protocols); the replay checks podhost's
+//! handling of those exact frames (zlib header blocks of one compression stream,
+//! stream order, resize messages, RST_STREAM, GOAWAY) in seconds, without one. The
+//! API server passes the upgraded connection through unchanged, so its version is not
+//! in them.
 
 #![allow(dead_code)]
 
@@ -24,11 +33,9 @@ use std::time::Duration;
 use base64::Engine as _;
 use podhost::api::kubelet::spdy::frame::{self, Frame};
 use podhost::api::kubelet::spdy::headers::{self, Inflater};
-use podhost::api::kubelet::{AccessReviewer, CachingReviewer, KubeletApiState, ServingCert};
-use podhost::cluster::record::Exchange;
-use podhost::cluster::replay::Replay;
-use podhost::daemon::kubelet_api::ClusterReviewer;
+use podhost::api::kubelet::{AccessReviewer, KubeletApiState, ReviewError, ServingCert};
 use podhost::disk::Layout;
+use podhost::model::kubelet_auth::{NodeAccess, UserInfo};
 use podhost::status::StatusStore;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -41,32 +48,39 @@ use crate::common::{TestDaemon, phase, require_root, wait_until};
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
-/// The node name the recorded reviews were asked for (tests/fixtures/cluster/reviews.jsonl).
+/// The node name the kubelet API serves as (its authorization's `nodes/proxy` name).
 const REVIEWED_NODE: &str = "node-1";
 
-/// The daemon's own reviewer (behind the kubelet's caches, as the daemon wires it),
-/// answered by what a real API server answered when the node asked whether the API
-/// server's kubelet client certificate may `get nodes/proxy` (the first exchange of
-/// tests/fixtures/cluster/reviews.jsonl, recorded by record-review-fixture.sh): the one
-/// question the SPDY tests make the node ask, however many connections they open.
-fn recorded_reviewer() -> Arc<dyn AccessReviewer> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/cluster/reviews.jsonl");
-    let first: Exchange = serde_json::from_str(
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    let spec = &first.request.as_ref().unwrap()["spec"];
-    assert_eq!(spec["user"], "kube-apiserver-kubelet-client");
-    assert_eq!(spec["resourceAttributes"]["name"], REVIEWED_NODE);
-    let replay = Replay::from_exchanges(vec![first]);
-    Arc::new(CachingReviewer::new(Arc::new(ClusterReviewer {
-        client: replay.client(),
-    })))
+/// The authorization these tests need, decided here: the API server's kubelet client
+/// certificate (`system:masters`) may use `nodes/proxy` of this node, nobody else
+/// anything. These tests are about the streams; the reviews themselves — the daemon's
+/// reviewer asking a live API server through the kubelet's caches — are tested in
+/// tests/kubelet_api.rs.
+#[derive(Debug)]
+struct ApiServerOnly;
+
+impl AccessReviewer for ApiServerOnly {
+    fn review_token<'a>(
+        &'a self,
+        _token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<Option<UserInfo>, ReviewError>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn review_access<'a>(
+        &'a self,
+        user: &'a UserInfo,
+        access: &'a NodeAccess,
+    ) -> futures::future::BoxFuture<'a, Result<(bool, String), ReviewError>> {
+        let allowed = user.groups.iter().any(|g| g == "system:masters")
+            && access.resource == "nodes"
+            && access.name == REVIEWED_NODE;
+        Box::pin(async move { Ok((allowed, String::new())) })
+    }
+}
+
+fn reviewer() -> Arc<dyn AccessReviewer> {
+    Arc::new(ApiServerOnly)
 }
 
 /// One recorded connection.
@@ -476,9 +490,9 @@ pub async fn serve_kubelet_api(d: TestDaemon, name: &str) -> Setup {
             // The statistics paths are tested live (scripts/cluster-test.sh).
             stats: None,
             layout,
-            // The name the recorded review was asked for (authorization only).
+            // The node the reviewer allows the API server's certificate on.
             node_name: REVIEWED_NODE.to_string(),
-            reviewer: recorded_reviewer(),
+            reviewer: reviewer(),
             podhost_exe: std::path::PathBuf::from(crate::common::BIN),
         },
     );
