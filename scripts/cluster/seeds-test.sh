@@ -68,6 +68,8 @@ declare -A STARTS
 WATCH_PID=""
 FAILED=""
 SHARED=$WORK/shared
+# Marks this run's pods' processes (SEEDMARK=RUN/POD), apart from another run's.
+RUN=${WORK##*/}
 mkdir -p "$SHARED"
 
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
@@ -97,9 +99,9 @@ cleanup() {
     [ "$kind" = netns ] && [ -n "$(ip netns pids "$name" 2>/dev/null)" ] \
       && left="$left processes-in-$name:$(ip netns pids "$name" | tr '\n' ,)"
   done <<<"$state"
-  # So is any process of a pod of the run (they carry SEEDMARK in their environment).
+  # So is any process of a pod of the run (they carry SEEDMARK=RUN/POD in their environment).
   local marked_left
-  marked_left=$(grep -lz '^SEEDMARK=' /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\n' ,)
+  marked_left=$(grep -lzF "SEEDMARK=$RUN/" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | tr '\n' ,)
   [ -z "$marked_left" ] || left="$left pod-processes:$marked_left"
   bash scripts/cluster/node-netns.sh down "$WORK/net"
   find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null
@@ -234,8 +236,8 @@ spread() { # the Deployment's pods as name→node, "(terminating)" after those b
     printf '%s→%s%s ' "$pod" "$node" "${deleting:+ (terminating)}"
   done <<<"$(seeds_pods)"
 }
-# The host processes of a pod of this test: its containers carry SEEDMARK=<pod name>.
-marked() { grep -lzx "SEEDMARK=$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | sort -n | tr '\n' ' '; }
+# The host processes of a pod of this run: its containers carry SEEDMARK=RUN/POD.
+marked() { grep -lzxF "SEEDMARK=$RUN/$1" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | sort -n | tr '\n' ' '; }
 no_marked() { [ -z "$(marked "$1")" ]; }
 # The pod's container's own process (its probes, hooks and `sleep 1` carry the mark too).
 main_pid() {
@@ -310,10 +312,12 @@ containers:
 - name: app
   image: $IMAGE
   imagePullPolicy: IfNotPresent
-  env: [{name: SEEDMARK, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
-  command: [sh, -c, 'echo started >> /shared/\$SEEDMARK; touch /tmp/ready; trap "echo term >> /shared/\$SEEDMARK; exit 0" TERM; while :; do sleep 1; done']
+  env:
+  - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+  - {name: SEEDMARK, value: "$RUN/\$(POD_NAME)"}
+  command: [sh, -c, 'echo started >> /shared/\$POD_NAME; touch /tmp/ready; trap "echo term >> /shared/\$POD_NAME; exit 0" TERM; while :; do sleep 1; done']
   readinessProbe: {exec: {command: [cat, /tmp/ready]}, periodSeconds: 2}
-  lifecycle: {preStop: {exec: {command: [sh, -c, 'echo prestop >> /shared/\$SEEDMARK']}}}
+  lifecycle: {preStop: {exec: {command: [sh, -c, 'echo prestop >> /shared/\$POD_NAME']}}}
   volumeMounts: [{name: shared, mountPath: /shared}]
 YAML
 }
