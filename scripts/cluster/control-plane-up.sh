@@ -29,6 +29,9 @@
 #   CLUSTER_SIGNING_DURATION=<Go duration>  kube-controller-manager's
 #     --cluster-signing-duration (the lifetime of the certificates it signs; its default,
 #     a year, when unset): a short one makes a node's certificate rotation observable.
+#   KCM_EXTRA_ARGS="--flag=value ..."  more flags for kube-controller-manager, split on
+#     whitespace and appended after the others (a flag given twice: the last one wins),
+#     e.g. "--node-monitor-grace-period=16s" to see a dead node NotReady within seconds.
 set -euo pipefail
 
 usage() { echo "usage: $0 DIR NODE..." >&2; exit 2; }
@@ -41,6 +44,8 @@ KUBE_CONTROLLER_MANAGER=${KUBE_CONTROLLER_MANAGER:-}
 KUBE_SCHEDULER=${KUBE_SCHEDULER:-}
 BOOTSTRAP_TOKEN=${BOOTSTRAP_TOKEN:-}
 CLUSTER_SIGNING_DURATION=${CLUSTER_SIGNING_DURATION:-}
+KCM_EXTRA=()
+read -r -a KCM_EXTRA <<<"${KCM_EXTRA_ARGS:-}"
 if [ -n "$BOOTSTRAP_TOKEN" ]; then
   [[ "$BOOTSTRAP_TOKEN" =~ ^([a-z0-9]{6})\.([a-z0-9]{16})$ ]] || { echo "BOOTSTRAP_TOKEN must look like abcdef.0123456789abcdef" >&2; exit 2; }
   TOKEN_ID=${BASH_REMATCH[1]}; TOKEN_SECRET=${BASH_REMATCH[2]}
@@ -317,6 +322,7 @@ if [ "$WITH_KCM" = 1 ]; then
     --controllers='*,-cloud-node-lifecycle,-route,-service' \
     --cert-dir="$DIR/kcm-certs" \
     --profiling=false --v=1 \
+    "${KCM_EXTRA[@]}" \
     </dev/null >"$DIR/logs/kube-controller-manager.log" 2>&1 &
   echo $! > "$DIR/kcm.pid"
   sleep 1

@@ -48,6 +48,8 @@ pub async fn start(
         let client = node_client;
         let node = node_object(&host, &settings.node);
         let registered = crate::cluster::register::register(&client, &node).await;
+        let network_starting = !crate::cluster::pod_cidr::node_pod_cidrs(&registered).is_empty()
+            && !network.is_ready();
         let uid = registered.metadata.uid.unwrap_or_default();
         uid_tx.send_replace(Some(uid.clone()));
         let lease = tokio::spawn(crate::cluster::lease::run(
@@ -58,6 +60,14 @@ pub async fn start(
             settings.lease_renew_every(),
         ));
         let network_started = network.watch_ready();
+        // As the kubelet checks its runtime once before its first status: a restarted
+        // daemon whose pod network is about to start on the Node's podCIDR would
+        // otherwise report a node that runs its pods "network not ready" for a moment,
+        // which taints it not-ready (NoExecute) and marks its pods unready. The lease
+        // keeps the node alive meanwhile; at most one status period is waited.
+        if network_starting {
+            let _ = tokio::time::timeout(settings.status_update_every, network.ready()).await;
+        }
         let observe = move || {
             let mut not_ready: Vec<String> = crate::metrics::health()
                 .check()

@@ -200,7 +200,8 @@ impl NodeNetwork {
     /// The backend, started on first use (then what a previous daemon left of pods that
     /// are gone is released).
     pub async fn backend(&self) -> Result<&PodNetwork, NetworkError> {
-        self.backend
+        let backend = self
+            .backend
             .get_or_try_init(|| async {
                 let backend = self.open().await?;
                 let live = live_pods(&self.pods_dir);
@@ -208,10 +209,15 @@ impl NodeNetwork {
                     tracing::warn!(error = %e, "pod network of a pod that is gone not released");
                 }
                 tracing::info!(mode = backend.mode(), "pod network ready");
-                self.ready.send_replace(true);
-                Ok(backend)
+                Ok::<_, NetworkError>(backend)
             })
-            .await
+            .await?;
+        // Said only now that `is_ready` holds: the node status loop, woken by this,
+        // reads `is_ready` at once; told before, it would post "network not ready" and
+        // sleep a whole status period.
+        self.ready
+            .send_if_modified(|ready| !std::mem::replace(ready, true));
+        Ok(backend)
     }
 
     async fn open(&self) -> Result<PodNetwork, NetworkError> {
@@ -336,6 +342,7 @@ impl PodNetwork {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn bridge_settings(pod_cidrs: Option<&str>) -> NetworkSettings {
         NetworkSettings {
@@ -372,6 +379,29 @@ mod tests {
         let choice = net.pod_cidr_choice().unwrap();
         assert_eq!(choice.cidrs, "10.1.2.0/24");
         assert_eq!(choice.origin, pod_cidr::PodCidrOrigin::Node);
+    }
+
+    /// Whoever is told the network started (the node status loop) finds it started:
+    /// the announcement comes after the backend is in place, never before. Many rounds
+    /// on two workers, as the daemon runs: the receiver wakes on the other worker.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn told_the_network_started_it_is_ready() {
+        for _ in 0..200 {
+            let dir = tempfile::tempdir().unwrap();
+            let mut settings = bridge_settings(None);
+            settings.mode = NetworkMode::None;
+            let net = Arc::new(NodeNetwork::new(settings, dir.path(), dir.path(), None));
+            let mut told = net.watch_ready();
+            let starter = net.clone();
+            let start = tokio::spawn(async move { starter.backend().await.map(|_| ()) });
+            told.changed().await.unwrap();
+            assert!(
+                net.is_ready(),
+                "told the network started before it was ready"
+            );
+            assert!(net.not_ready_reason().is_none());
+            start.await.unwrap().unwrap();
+        }
     }
 
     #[test]
