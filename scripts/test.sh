@@ -57,8 +57,8 @@ bin=$(tail -1 "$control_plane_log")
 # VM suite (its own kernel under KVM, its processes out of the host's sight) beside the
 # two short kill -9 torture runs (the full one: scripts/torture.sh), alone and as a node
 # of a live control plane without --pod-cidr, then cluster mode against the live
-# control plane. Each has its own network namespaces, cgroup roots, ports and work
-# dirs. Their output follows in turn.
+# control plane and the seeds' paths on three nodes. Each has its own network
+# namespaces, cgroup roots, ports and work dirs. Their output follows in turn.
 failed=()
 start() { # NAME COMMAND...: in the background, its output in $target_dir/NAME.log
   local name=$1
@@ -82,6 +82,12 @@ start cluster-test env KUBE_APISERVER="$bin/kube-apiserver" \
   KUBECTL="$bin/kubectl" METRICS_SERVER="$bin/metrics-server" PODHOST="$debug_podhost" \
   bash scripts/cluster-test.sh
 finish cluster-test $!
+# The seeds' paths: a Deployment on three nodes under the scheduler and controller
+# manager, scaled, drained, and a node killed -9 and restarted.
+start seeds-test env KUBE_APISERVER="$bin/kube-apiserver" \
+  KUBE_CONTROLLER_MANAGER="$bin/kube-controller-manager" KUBE_SCHEDULER="$bin/kube-scheduler" \
+  KUBECTL="$bin/kubectl" PODHOST="$debug_podhost" bash scripts/cluster/seeds-test.sh
+finish seeds-test $!
 finish vm-suite "$vm_suite"
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "scripts/test.sh: failed: ${failed[*]} (their output above)" >&2
