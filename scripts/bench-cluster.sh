@@ -55,6 +55,12 @@ env API_ADDRESS="$HOST_ADDR" NODE_IPS="$NODE=${NODE_ADDR[$NODE]}" \
   bash scripts/cluster/control-plane-up.sh "$WORK/cp" "$NODE" >/dev/null 2>&1
 # shellcheck disable=SC1091
 source "$WORK/cp/env.sh"
+# A /24 holds 254 pods (the kubelet's 110 max-pods fits one); more need a wider CIDR: the
+# first /22 of the unused cluster CIDR that node-netns.sh reserved.
+pod_cidr=${NODE_POD_CIDR[$NODE]}
+if [ "$max" -gt 250 ]; then
+  pod_cidr=$(python3 -c 'import ipaddress,sys; print(next(ipaddress.ip_network(sys.argv[1]).subnets(new_prefix=22)))' "$CLUSTER_CIDR")
+fi
 read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range
 port=$(( 10000 + RANDOM % (ephemeral_low - 10000) ))
 dir=$WORK/node
@@ -64,7 +70,7 @@ bash oci/busybox/build.sh "$WORK/busybox-oci" >/dev/null
 nsenter --net="/run/netns/${NODE_NETNS[$NODE]}" \
   "$PODHOST" --socket "$dir/podhost.sock" daemon --node-name "$NODE" \
   --root-dir "$dir/root" --pod-manifest-path "$dir/manifests" --log-dir "$dir/logs" \
-  --pod-network bridge --pod-cidr "${NODE_POD_CIDR[$NODE]}" --eviction-hard= --image-gc-high-threshold 100 \
+  --pod-network bridge --pod-cidr "$pod_cidr" --eviction-hard= --image-gc-high-threshold 100 \
   --cgroup-root "$CGROUP_ROOT" --max-pods $((max + 10)) \
   --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$dir/api.jsonl" \
   --node-ip "${NODE_ADDR[$NODE]}" --port "$port" --client-ca-file "$WORK/cp/pki/ca.crt" \
