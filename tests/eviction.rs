@@ -104,7 +104,8 @@ fn disk_pressure_evicts_the_biggest_writer_but_not_a_critical_pod_nor_a_quiet_on
         d.logs_of("guarded", "main")
             .contains("written")
             .then_some(())
-    });
+    })
+    .expect("the critical pod wrote its file");
     let conditions = node_conditions(&d);
     assert_eq!(
         condition(&conditions, "DiskPressure"),
@@ -160,19 +161,23 @@ fn disk_pressure_evicts_the_biggest_writer_but_not_a_critical_pod_nor_a_quiet_on
 
     // The hog's dead layer is reclaimed, pressure ends after the transition period, and
     // nothing else was evicted meanwhile.
-    wait_until(
+    // The condition and its event are recorded one after the other: both are waited for.
+    let ended = wait_until(
         std::time::Duration::from_secs(60),
-        "DiskPressure False",
+        "DiskPressure False and its event",
         || {
             let c = node_conditions(&d);
-            (condition(&c, "DiskPressure") == "False").then_some(())
+            let event = d
+                .node_events()
+                .iter()
+                .any(|e| e["reason"] == "NodeHasNoDiskPressure");
+            (condition(&c, "DiskPressure") == "False" && event).then_some(())
         },
     );
     assert!(
-        d.node_events()
-            .iter()
-            .any(|e| e["reason"] == "NodeHasNoDiskPressure"),
-        "{:?}",
+        ended.is_some(),
+        "DiskPressure did not end with a NodeHasNoDiskPressure event: {:?} {:?}",
+        node_conditions(&d),
         d.node_events()
     );
     for name in ["quiet", "guarded"] {
