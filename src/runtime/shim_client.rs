@@ -520,17 +520,49 @@ fn watch_pid(pid: i32) -> Result<AsyncFd<OwnedFd>, RuntimeError> {
         )
     })
 }
+
 /// Whether `pid` is the shim of this bundle (and not a reused pid): its command line
 /// names the bundle's shim config. libcontainer's children inherit that command line,
 /// so `pid` must come from the shim's own record (`shim.pid`, `started.json`).
+///
+/// A shim execs the monitor once its container runs, right after `started.json`; while
+/// the kernel swaps the process's image, `/proc/PID/cmdline` reads empty. That moment is
+/// waited out (a few ms), not taken for a dead or foreign process: an adopting daemon
+/// that looked then reaped a live container (seen in CI, tests/reliability.rs).
 pub fn is_our_shim(pid: i32, bundle: &Path) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
-        return false;
-    };
     let expected = bundle.join(SHIM_CONFIG_FILE);
-    cmdline
-        .split(|b| *b == 0)
-        .any(|arg| arg == expected.as_os_str().as_encoded_bytes())
+    for _ in 0..EXEC_SETTLE_LOOKS {
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            return false;
+        };
+        if !cmdline.is_empty() {
+            return cmdline
+                .split(|b| *b == 0)
+                .any(|arg| arg == expected.as_os_str().as_encoded_bytes());
+        }
+        if is_zombie(pid) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    false
+}
+
+/// How many times an empty command line is looked at again, 5 ms apart (an exec takes
+/// well under a millisecond; a loaded machine may not schedule it at once).
+const EXEC_SETTLE_LOOKS: u32 = 40;
+
+/// Whether `pid` has exited and waits to be reaped (its command line reads empty too).
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // The state follows the command name, which is in parentheses and may hold
+            // spaces or parentheses itself.
+            let after = &stat[stat.rfind(')')? + 1..];
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(true)
 }
 
 pub(crate) fn pidfd_open(pid: i32) -> Result<OwnedFd, RuntimeError> {
@@ -573,6 +605,30 @@ mod tests {
         assert!(ours, "the child naming {} is its shim", config.display());
         assert!(!others && !me);
         assert!(!is_our_shim(pid, &bundle), "a reaped pid is nobody's shim");
+        // An exited, unreaped child (its command line reads empty, as during an exec)
+        // is nobody's shim either, and is told at once rather than waited for.
+        let mut zombie = std::process::Command::new("sh")
+            .args(["-c", "exit 0"])
+            .arg(&config)
+            .spawn()
+            .unwrap();
+        let zpid = zombie.id() as i32;
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !is_zombie(zpid) {
+            assert!(std::time::Instant::now() < until, "the child never exited");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let looked = std::time::Instant::now();
+        assert!(
+            !is_our_shim(zpid, &bundle),
+            "an exited shim is not ours any more"
+        );
+        assert!(
+            looked.elapsed() < Duration::from_millis(100),
+            "{:?}",
+            looked.elapsed()
+        );
+        zombie.wait().unwrap();
     }
 }
 
