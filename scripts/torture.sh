@@ -36,6 +36,12 @@ export PODHOST_TORTURE_NETNS=podhost-torture-$$
 ip netns add "$PODHOST_TORTURE_NETNS"
 ip -n "$PODHOST_TORTURE_NETNS" link set lo up
 cleanup() {
+  local rc=$?
+  # A failed run shows what its daemon said last; its work dir goes below.
+  if [ "$rc" -ne 0 ] && [ -f "$work/daemon.log" ]; then
+    echo "---- the daemon's log (last 40 lines) ----"
+    tail -40 "$work/daemon.log" | cut -c1-400
+  fi
   [ "$cluster" = 0 ] || bash scripts/cluster/control-plane-down.sh "$work/cp" --keep >/dev/null 2>&1 || true
   # Only what this run started: processes whose command line names its work dir.
   for p in $(grep -l -s -F "$work" /proc/[0-9]*/cmdline | cut -d/ -f3); do
