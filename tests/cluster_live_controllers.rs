@@ -22,7 +22,7 @@ use podhost::cluster::certs::bootstrap::{Start, decide, initial_pair, request_an
 use podhost::cluster::certs::csr::SIGNER;
 use podhost::cluster::certs::kubeconfig_out;
 use podhost::cluster::certs::store::{CertStore, PENDING_KEY};
-use podhost::model::node::{HostFacts, NodeSettings, Reserved, node_object};
+use podhost::model::node::{NodeSettings, Reserved, node_object};
 use serde_json::json;
 
 const NODES: &[&str] = &["cidr-node"];
@@ -51,22 +51,6 @@ fn settings(name: &str) -> NodeSettings {
         max_pods: 110,
         kubelet_port: 10250,
         kubelet_version: podhost::cluster::KUBELET_VERSION.into(),
-    }
-}
-
-fn host(name: &str) -> HostFacts {
-    HostFacts {
-        cpus: 2,
-        memory_bytes: 4 << 30,
-        ephemeral_storage_bytes: 20 << 30,
-        machine_id: "0123456789abcdef0123456789abcdef".into(),
-        system_uuid: String::new(),
-        boot_id: "00000000-0000-4000-8000-000000000000".into(),
-        kernel_version: "6.1.0".into(),
-        os_image: "Debian GNU/Linux 12 (bookworm)".into(),
-        architecture: "amd64".into(),
-        hostname: name.into(),
-        internal_ips: vec!["192.0.2.4".into()],
     }
 }
 
@@ -190,7 +174,10 @@ async fn a_node_gets_its_certificate_through_a_csr_the_control_plane_signs() {
     let as_node = common_apiserver::client(&node_kubeconfig, None).await;
     let registered = podhost::cluster::register::register_once(
         &as_node,
-        &node_object(&host("boot-node"), &settings("boot-node")),
+        &node_object(
+            &common_apiserver::host_facts("boot-node", "192.0.2.4"),
+            &settings("boot-node"),
+        ),
     )
     .await
     .unwrap();
@@ -288,7 +275,10 @@ async fn a_pod_cidr_set_after_registration_reaches_the_node_through_its_own_node
     let client = cp.node("cidr-node").await;
     let registered = podhost::cluster::register::register_once(
         &client,
-        &node_object(&host("cidr-node"), &settings("cidr-node")),
+        &node_object(
+            &common_apiserver::host_facts("cidr-node", "192.0.2.4"),
+            &settings("cidr-node"),
+        ),
     )
     .await
     .unwrap();

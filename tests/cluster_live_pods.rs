@@ -20,7 +20,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use podhost::cluster::pod_status::{PodWrite, delete_terminated, patch_status};
 use podhost::cluster::pods::MirrorPods;
 use podhost::model::env::ConfigLookup;
-use podhost::model::node::{HostFacts, NodeSettings, Reserved, node_object};
+use podhost::model::node::{NodeSettings, Reserved, node_object};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -355,22 +355,6 @@ async fn pod_statuses_and_the_final_delete_carry_the_pods_uid() {
     );
 }
 
-fn mirror_host() -> HostFacts {
-    HostFacts {
-        cpus: 2,
-        memory_bytes: 4 << 30,
-        ephemeral_storage_bytes: 20 << 30,
-        machine_id: "0123456789abcdef0123456789abcdef".into(),
-        system_uuid: String::new(),
-        boot_id: "00000000-0000-4000-8000-000000000000".into(),
-        kernel_version: "6.1.0".into(),
-        os_image: "Debian GNU/Linux 12 (bookworm)".into(),
-        architecture: "amd64".into(),
-        hostname: "mirror-node".into(),
-        internal_ips: vec!["192.0.2.3".into()],
-    }
-}
-
 /// Mirror pods, each step planned from what the live watch shows and carried out as
 /// the node: an orphan from before a restart deleted, a static pod's mirror created,
 /// deleted with kubectl and created again, replaced when the manifest is edited, and
@@ -401,10 +385,15 @@ async fn mirror_pods_are_created_recreated_replaced_and_orphans_deleted() {
         kubelet_port: 10250,
         kubelet_version: podhost::cluster::KUBELET_VERSION.into(),
     };
-    let node =
-        podhost::cluster::register::register_once(&client, &node_object(&mirror_host(), &settings))
-            .await
-            .unwrap();
+    let node = podhost::cluster::register::register_once(
+        &client,
+        &node_object(
+            &common_apiserver::host_facts("mirror-node", "192.0.2.3"),
+            &settings,
+        ),
+    )
+    .await
+    .unwrap();
     let owner = NodeOwner {
         name: "mirror-node".into(),
         uid: node.metadata.uid.clone().unwrap(),

@@ -401,3 +401,21 @@ pub fn record_file(name: &str) -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().join(format!("{name}.jsonl"));
     (dir, path)
 }
+
+/// The facts of a test node named `hostname` at `ip`: a small amd64 Debian machine
+/// (capacity the tests do not compare with the host's own).
+pub fn host_facts(hostname: &str, ip: &str) -> podhost::model::node::HostFacts {
+    podhost::model::node::HostFacts {
+        cpus: 2,
+        memory_bytes: 4 << 30,
+        ephemeral_storage_bytes: 20 << 30,
+        machine_id: "0123456789abcdef0123456789abcdef".into(),
+        system_uuid: String::new(),
+        boot_id: "00000000-0000-4000-8000-000000000000".into(),
+        kernel_version: "6.1.0".into(),
+        os_image: "Debian GNU/Linux 12 (bookworm)".into(),
+        architecture: "amd64".into(),
+        hostname: hostname.into(),
+        internal_ips: vec![ip.into()],
+    }
+}
