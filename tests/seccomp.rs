@@ -8,6 +8,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use common::*;
 
@@ -242,6 +243,14 @@ fn a_containers_process_runs_the_precompiled_program_with_its_exact_capabilities
             serde_json::from_slice(&std::fs::read(bundle.join(f)).unwrap()).unwrap()
         };
         let pid = i32::try_from(read("started.json")["init_pid"].as_i64().unwrap()).unwrap();
+        // Running is reported once libcontainer's start returns; the init may still be
+        // between loading its filter and dropping the capabilities it loaded it with.
+        // Its sets are final once it runs the container's program.
+        wait_until(Duration::from_secs(20), "the container's sleep", || {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            (cmdline == b"sleep\03600\0").then_some(())
+        })
+        .unwrap_or_else(|| panic!("{c}: pid {pid} never ran `sleep 3600`"));
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         assert_eq!(
             status_lines(&status, &["Cap", "NoNewPrivs", "Seccomp"]),
