@@ -81,21 +81,56 @@ def main():
     listed = request("GET", f"{base}?labelSelector=podhost-latency%3D{run_id}")
     rv = listed["metadata"]["resourceVersion"]
 
-    def watch():
-        c = connection()
-        c.request("GET", f"{base}?watch=1&resourceVersion={rv}"
-                  f"&labelSelector=podhost-latency%3D{run_id}&timeoutSeconds={int(3 * limit) + 60}")
-        r = c.getresponse()
-        for line in r:
-            now = time.monotonic()
-            ev = json.loads(line)
-            name = ev["object"]["metadata"]["name"]
-            if ev["type"] == "DELETED":
-                gone.setdefault(name, now)
-            elif ev["object"].get("status", {}).get("phase") == "Running":
+    watch_trouble = []
+
+    def note(items, now):
+        """A relisted state: Running pods and, of the created ones, those gone."""
+        present = set()
+        for item in items:
+            name = item["metadata"]["name"]
+            present.add(name)
+            if item.get("status", {}).get("phase") == "Running":
                 running.setdefault(name, now)
-            if len(gone) == n:
-                break
+        for name in list(created):
+            if name not in present and name in deleted:
+                gone.setdefault(name, now)
+
+    def watch():
+        # A watch that ends (its timeout, a dropped connection) resumes from the last
+        # resourceVersion seen; one that expired (410 Gone) relists, as a reflector does.
+        since = rv
+        while len(gone) < n:
+            try:
+                c = connection()
+                c.request("GET", f"{base}?watch=1&resourceVersion={since}&allowWatchBookmarks=true"
+                          f"&labelSelector=podhost-latency%3D{run_id}&timeoutSeconds={int(3 * limit) + 60}")
+                r = c.getresponse()
+                if r.status != 200:
+                    raise RuntimeError(f"watch answered {r.status}: {r.read()[:200]!r}")
+                for line in r:
+                    now = time.monotonic()
+                    ev = json.loads(line)
+                    obj = ev["object"]
+                    if ev["type"] == "ERROR":
+                        watch_trouble.append(obj.get("message", str(obj)))
+                        listed_now = request("GET", f"{base}?labelSelector=podhost-latency%3D{run_id}")
+                        note(listed_now["items"], time.monotonic())
+                        since = listed_now["metadata"]["resourceVersion"]
+                        break
+                    since = obj["metadata"]["resourceVersion"]
+                    if ev["type"] == "BOOKMARK":
+                        continue
+                    name = obj["metadata"]["name"]
+                    if ev["type"] == "DELETED":
+                        gone.setdefault(name, now)
+                    elif obj.get("status", {}).get("phase") == "Running":
+                        running.setdefault(name, now)
+                    if len(gone) == n:
+                        break
+                c.close()
+            except Exception as e:  # noqa: BLE001 - any failure resumes the watch
+                watch_trouble.append(repr(e))
+                time.sleep(0.5)
         done.set()
 
     t = threading.Thread(target=watch, daemon=True)
@@ -120,7 +155,8 @@ def main():
     while len(running) < n and time.monotonic() < deadline:
         time.sleep(0.05)
     if len(running) < n:
-        raise SystemExit(f"only {len(running)} of {n} pods Running after {limit:.0f} s")
+        trouble = f"; the watch had trouble: {watch_trouble[:3]}" if watch_trouble else ""
+        raise SystemExit(f"only {len(running)} of {n} pods Running after {limit:.0f} s{trouble}")
     first = min(created.values())
     lat = sorted((running[p] - created[p]) * 1000 for p in names)
     print(f"start: {n} pods at once, create -> Running in the API: {figures(lat)}; "
@@ -138,7 +174,10 @@ def main():
         th.join()
     done.wait(limit)
     if len(gone) < n:
-        raise SystemExit(f"only {len(gone)} of {n} pods gone {limit:.0f} s after their deletion")
+        trouble = f"; the watch had trouble: {watch_trouble[:3]}" if watch_trouble else ""
+        raise SystemExit(f"only {len(gone)} of {n} pods gone {limit:.0f} s after their deletion{trouble}")
+    if watch_trouble:
+        print(f"note: the watch resumed {len(watch_trouble)} time(s), first: {watch_trouble[0]}")
     d = sorted((gone[p] - deleted[p]) * 1000 for p in names)
     print(f"delete: grace 5 s, delete sent -> object gone: {figures(d)}")
 
