@@ -248,7 +248,7 @@ fn a_containers_process_runs_the_precompiled_program_with_its_exact_capabilities
         // Its sets are final once it runs the container's program.
         wait_until(Duration::from_secs(20), "the container's sleep", || {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            (cmdline == b"sleep\03600\0").then_some(())
+            (cmdline == b"sleep\x003600\x00").then_some(())
         })
         .unwrap_or_else(|| panic!("{c}: pid {pid} never ran `sleep 3600`"));
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
