@@ -426,16 +426,21 @@ def main():
                 return []
             return sorted(int(n) for n in os.listdir(cdir) if n.isdigit())
 
-        # A crash-looper goes on restarting: take the status between two equal listings.
-        for _ in range(20):
+        # A crash-looper goes on restarting: take the status between two equal listings,
+        # once the status shows the last attempt. The shim writes an attempt's records
+        # before the daemon has turned them into the status: on a loaded machine that lag
+        # is seconds (status is eventually consistent, as the kubelet's); one that lasts
+        # 15 s is reported below.
+        for _ in range(50):
             nums = listing()
             fresh = [p for p in (api_pods(a.sock) or []) if p["metadata"]["uid"] == uid]
             if fresh:
                 cs = (fresh[0].get("status", {}).get("containerStatuses") or [{}])[0]
             # A last attempt without records is being started: its status lags.
             tail = os.path.join(cdir, str(nums[-1])) if nums else None
-            settled = tail is None or any(
-                os.path.exists(os.path.join(tail, f)) for f in ("started.json", "exit.json"))
+            settled = tail is None or (
+                any(os.path.exists(os.path.join(tail, f)) for f in ("started.json", "exit.json"))
+                and cs.get("restartCount") == nums[-1])
             if listing() == nums and settled:
                 break
             time.sleep(0.3)

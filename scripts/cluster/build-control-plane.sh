@@ -23,18 +23,15 @@ MODULE_DIR=$PWD/tests/cluster/controlplane
 METRICS_MODULE_DIR=$PWD/tests/cluster/metrics-server
 PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubectl metrics-server)
 
-log() { printf 'build-control-plane: %s\n' "$*" >&2; }
+GO_PROGRAMS_WHO=build-control-plane
+# shellcheck source=go-programs.sh
+. scripts/cluster/go-programs.sh
+log() { go_programs_log "$@"; }
 
-command -v go >/dev/null || PATH=/usr/local/go/bin:$PATH
-command -v go >/dev/null || { log "go is not installed (the polyglot machine has it in /usr/local/go/bin)"; exit 1; }
-
-release=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v[0-9]/ { print $2 }' "$MODULE_DIR/go.mod")
-[ -n "$release" ] || { log "$MODULE_DIR/go.mod requires no k8s.io/kubernetes vX.Y.Z"; exit 1; }
-# Of the files' contents only: every clone (another path) finds the same cache.
-pin=$(cat "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$METRICS_MODULE_DIR/go.mod" \
-  "$METRICS_MODULE_DIR/go.sum" | sha256sum | cut -c1-12)
-cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/podhost/control-plane
-out=${PODHOST_CACHE_DIR:-$cache_root/$release-$pin}
+go_programs_need_go
+release=$(go_programs_release "$MODULE_DIR/go.mod")
+out=${PODHOST_CACHE_DIR:-$(go_programs_cache_dir control-plane "$release" "$MODULE_DIR/go.mod" \
+  "$MODULE_DIR/go.sum" "$METRICS_MODULE_DIR/go.mod" "$METRICS_MODULE_DIR/go.sum")}
 
 complete() {
   local p
@@ -48,13 +45,7 @@ if [ "${FORCE:-}" != 1 ] && complete; then
   exit 0
 fi
 
-# One build per cache directory at a time (a session and a CI run may share the machine).
-mkdir -p "$out"
-exec 8>"$out/.lock"
-if ! flock -n 8; then
-  log "another build holds $out/.lock; waiting"
-  flock 8
-fi
+go_programs_lock "$out"
 if [ "${FORCE:-}" != 1 ] && complete; then
   log "cached: Kubernetes $release in $out (built meanwhile)"
   printf '%s\n' "$out"
@@ -70,15 +61,7 @@ staging=$(mktemp -d "$out/.build.XXXXXX")
 trap 'rm -rf "$staging"' EXIT
 # -trimpath: no paths of this machine in the binaries; CGO off as Kubernetes releases
 # build these programs; -s -w: no symbol tables (a third of the size).
-# The version stamp Kubernetes' own build writes (hack/lib/version.sh): without it the
-# server reports v0.0.0-master and clients warn about skew.
-minor=${release#v1.}
-minor=${minor%%.*}
-stamp=""
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  stamp+=" -X $pkg.gitVersion=$release -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-  stamp+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
+ldflags=$(go_programs_ldflags "$release")
 for p in "${PROGRAMS[@]}"; do
   t=$SECONDS
   if [ "$p" = metrics-server ]; then
@@ -86,7 +69,7 @@ for p in "${PROGRAMS[@]}"; do
       CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w" -o "$staging/$p" \
         sigs.k8s.io/metrics-server/cmd/metrics-server)
   else
-    CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w$stamp" -o "$staging/$p" "k8s.io/kubernetes/cmd/$p"
+    CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="$ldflags" -o "$staging/$p" "k8s.io/kubernetes/cmd/$p"
   fi
   log "$p built ($((SECONDS - t)) s)"
 done
