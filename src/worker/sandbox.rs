@@ -230,10 +230,18 @@ async fn run_steps(
             Ok(()) => sandbox.observed.on_ready(*step),
             Err(StepError { kind, message }) => {
                 let object = format!("pod/{}", pod.name);
-                let first = sandbox.troubled.insert(*step);
                 match kind {
+                    // A pod a previous daemon left running keeps its network while this
+                    // daemon waits for the Node's podCIDR to open the backend: nothing is
+                    // wrong with the pod, so neither a warning now nor a "repaired" event
+                    // once the step is verified (the kubelet does not touch a running
+                    // sandbox while its network plugin starts).
+                    FailureKind::NodeNotReady if !creating => {
+                        tracing::info!(pod = %pod.name, step = step.describe(), "a running pod's sandbox is checked once the node's pod network starts");
+                        sandbox.observed.on_waiting(*step, message);
+                    }
                     FailureKind::NodeNotReady => {
-                        if first {
+                        if sandbox.troubled.insert(*step) {
                             ctx.store.pod_event(
                                 &pod.uid,
                                 EventKind::Warning,
@@ -245,6 +253,7 @@ async fn run_steps(
                         sandbox.observed.on_waiting(*step, message);
                     }
                     FailureKind::Error => {
+                        sandbox.troubled.insert(*step);
                         sandbox.observed.on_failed(*step, now, message.clone());
                         let failures = match sandbox.observed.state(*step) {
                             StepState::Failed { failures, .. } => *failures,
