@@ -139,7 +139,8 @@ impl RootedDir {
             .map_err(|e| self.err("open", rel, e))
     }
 
-    /// Makes the missing directories of `rel` (mode `mode`), each component opened with
+    /// Makes the missing directories of `rel` with exactly `mode` (umask aside, set on
+    /// each new directory's handle), each component opened with
     /// [`open_following_inner_links`](Self::open_following_inner_links) from its parent's
     /// handle; returns the last one's handle.
     pub fn make_dirs_following_inner_links(
@@ -149,14 +150,20 @@ impl RootedDir {
     ) -> Result<RootedDir, RootedError> {
         let mut dir = self.clone();
         for part in rel.split('/').filter(|p| !p.is_empty() && *p != ".") {
-            match self
+            let made = match self
                 .kernel
-                .mkdirat(dir.fd(), part, Mode::from_bits_truncate(mode))
+                .mkdirat(dir.fd(), part, Mode::from_bits_truncate(0o700))
             {
-                Ok(()) | Err(Errno::EEXIST) => {}
+                Ok(()) => true,
+                Err(Errno::EEXIST) => false,
                 Err(e) => return Err(dir.err("create directory", part, e)),
-            }
+            };
             let fd = dir.open_following_inner_links(part, OFlag::O_PATH | OFlag::O_DIRECTORY)?;
+            if made {
+                self.kernel
+                    .fchmod(fd.as_fd(), Mode::from_bits_truncate(mode))
+                    .map_err(|e| dir.err("set the mode of", part, e))?;
+            }
             dir = RootedDir {
                 fd: Arc::new(fd),
                 path: dir.shown(part),

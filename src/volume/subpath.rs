@@ -47,9 +47,12 @@ pub fn open_beneath(req: &SubPathRequest) -> Result<OwnedFd, VolumeError> {
         Err(e) if e.errno() == Some(Errno::ENOENT) => {}
         Err(e) => return Err(refused(e)),
     }
-    // Missing: made one component at a time, each in a directory opened beneath the root.
+    // Missing: made one component at a time, each in a directory opened beneath the root,
+    // with the volume root's mode (setgid and sticky bits included), as the kubelet's
+    // SafeMakeDir gives them: a subPath of an fsGroup emptyDir is writable by the group.
+    let mode = root.stat()?.st_mode & 0o7777;
     let dir = root
-        .make_dirs_following_inner_links(req.sub_path, 0o755)
+        .make_dirs_following_inner_links(req.sub_path, mode)
         .map_err(refused)?;
     Ok(dir.duplicate_fd()?)
 }
@@ -150,5 +153,29 @@ mod tests {
         let e = open_beneath(&req(root, "etc-link/podhost-subpath-test")).unwrap_err();
         assert!(matches!(e, VolumeError::SubPathEscapes { .. }), "{e}");
         assert!(!Path::new("/etc/podhost-subpath-test").exists());
+    }
+
+    #[test]
+    fn missing_dirs_get_the_volume_roots_mode_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // An fsGroup emptyDir on tmpfs: sticky, setgid, 0777.
+        std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o3777)).unwrap();
+        std::fs::create_dir(root.join("there")).unwrap();
+        std::fs::set_permissions(root.join("there"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        open_beneath(&req(root, "there/sub/deeper")).unwrap();
+        let mode = |p: &str| {
+            std::fs::metadata(root.join(p))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777
+        };
+        assert_eq!(mode("there/sub"), 0o3777);
+        assert_eq!(mode("there/sub/deeper"), 0o3777);
+        // What existed keeps its mode.
+        assert_eq!(mode("there"), 0o700);
     }
 }
