@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 use super::rate::ClientLimiter;
 use crate::model::event_correlator::{Correlated, EventCorrelator};
 
-/// How often a failed post is tried (client-go: 12 tries, 10 s apart, with jitter).
+/// How often a post that did not reach the API server is tried (client-go: 12 tries,
+/// 10 s apart, with jitter).
 const TRIES: usize = 12;
 const RETRY_AFTER: Duration = Duration::from_secs(10);
 
@@ -34,6 +35,16 @@ pub async fn run(client: kube::Client, mut events: mpsc::UnboundedReceiver<Event
             limiter.acquire().await;
             match send(&client, &decided).await {
                 Ok(()) => break,
+                Err(kube::Error::Api(status)) => {
+                    // The server answered: trying again gets the same answer, and would
+                    // hold every later event back (one queue, as client-go's sink).
+                    if rejected_as_expected(&status) {
+                        tracing::debug!(reason = %status.reason, message = %status.message, "event refused (its namespace is gone); dropped");
+                    } else {
+                        tracing::warn!(code = status.code, message = %status.message, "the API server refused an event; dropped");
+                    }
+                    break;
+                }
                 Err(e) if attempt < TRIES => {
                     tracing::debug!(error = %e, attempt, "posting an event failed; retrying");
                     tokio::time::sleep(RETRY_AFTER).await;
@@ -44,6 +55,15 @@ pub async fn run(client: kube::Client, mut events: mpsc::UnboundedReceiver<Event
             }
         }
     }
+}
+
+/// Whether an API server's refusal of an event is the ordinary end of its pod's
+/// namespace (deleted, or being deleted), not worth a warning: client-go drops those
+/// quietly too.
+fn rejected_as_expected(status: &kube::core::Status) -> bool {
+    let namespace_gone = status.code == 404 && status.message.starts_with("namespaces ");
+    let terminating = status.code == 403 && status.message.contains("because it is being terminated");
+    namespace_gone || terminating
 }
 
 /// One create or patch; a patch of a vanished event creates it again.
@@ -77,5 +97,29 @@ pub async fn send(client: &kube::Client, decided: &Correlated) -> Result<(), kub
         // Already there (a retry of a create that was taken): nothing more to do.
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: u16, message: &str) -> kube::core::Status {
+        kube::core::Status {
+            message: message.into(),
+            code,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_gone_namespace_is_an_expected_refusal_other_refusals_are_not() {
+        assert!(rejected_as_expected(&status(404, r#"namespaces "e2e-1" not found"#)));
+        assert!(rejected_as_expected(&status(
+            403,
+            r#"events "x" is forbidden: unable to create new content in namespace e2e-1 because it is being terminated"#
+        )));
+        assert!(!rejected_as_expected(&status(403, "events is forbidden: User cannot create")));
+        assert!(!rejected_as_expected(&status(422, "Event is invalid")));
     }
 }
