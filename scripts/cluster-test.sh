@@ -531,6 +531,9 @@ for series in 'node_cpu_usage_seconds_total' 'node_memory_working_set_bytes' \
 done
 cadvisor=$(k get --raw /api/v1/nodes/podhost-a/proxy/metrics/cadvisor) || fail "metrics/cadvisor: $cadvisor"
 grep -q '^container_cpu_usage_seconds_total{.*pod="talk"' <<<"$cadvisor" || fail "metrics/cadvisor lacks talk's cpu"
+# The node agent's own metrics, where Kubernetes' e2e framework reads the kubelet's.
+own=$(k get --raw /api/v1/nodes/podhost-a/proxy/metrics) || fail "metrics: $own"
+grep -qE '^kubelet_running_pods [0-9]+' <<<"$own" || fail "metrics lacks kubelet_running_pods: $(head -c 300 <<<"$own")"
 openssl req -new -newkey rsa:2048 -nodes -keyout "$WORK/reader.key" -out "$WORK/reader.csr" -subj "/CN=stats-reader" 2>/dev/null
 printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' >"$WORK/reader.ext"
 openssl x509 -req -in "$WORK/reader.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial -days 1 \

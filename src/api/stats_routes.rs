@@ -1,12 +1,13 @@
 //! The statistics routes, `GET /stats/summary` (the kubelet's Summary API JSON),
-//! `GET /metrics/cadvisor` and `GET /metrics/resource` (Prometheus text), as plain
-//! functions of the state so the read-only and the kubelet API servers route to the
-//! same handlers.
+//! `GET /metrics/cadvisor`, `GET /metrics/resource` and the daemon's own `GET /metrics`
+//! (Prometheus text), as plain functions of the state so the read-only and the kubelet
+//! API servers route to the same handlers.
 
 use hyper::Response;
 
 use super::server::{Body, error, ok_json, respond};
 use crate::stats::Collector;
+use crate::status::StatusStore;
 
 /// The Prometheus text exposition format's content type.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -36,6 +37,19 @@ pub async fn metrics_resource(stats: &Collector) -> Response<Body> {
 pub async fn metrics_cadvisor(stats: &Collector) -> Response<Body> {
     match stats.cadvisor_text().await {
         Ok(text) => respond(200, PROMETHEUS_TEXT, text.into_bytes()),
+        Err(e) => error(500, e.to_string()),
+    }
+}
+
+/// `GET /metrics`: the daemon's own metrics (the kubelet's names where it has one), in
+/// the format the `Accept` header asks for.
+pub fn daemon_metrics(store: &StatusStore, accept: Option<&str>) -> Response<Body> {
+    let format = crate::metrics::Format::from_accept(accept);
+    let pods: Vec<k8s_openapi::api::core::v1::Pod> =
+        store.pods().into_iter().map(|r| r.into_pod()).collect();
+    let counts = crate::metrics::PodCounts::of(&pods);
+    match crate::metrics::render(&counts, format) {
+        Ok((body, content_type)) => respond(200, content_type, body.into_bytes()),
         Err(e) => error(500, e.to_string()),
     }
 }

@@ -62,7 +62,8 @@ pub async fn run(client: kube::Client, mut events: mpsc::UnboundedReceiver<Event
 /// quietly too.
 fn rejected_as_expected(status: &kube::core::Status) -> bool {
     let namespace_gone = status.code == 404 && status.message.starts_with("namespaces ");
-    let terminating = status.code == 403 && status.message.contains("because it is being terminated");
+    let terminating =
+        status.code == 403 && status.message.contains("because it is being terminated");
     namespace_gone || terminating
 }
 
@@ -114,12 +115,18 @@ mod tests {
 
     #[test]
     fn a_gone_namespace_is_an_expected_refusal_other_refusals_are_not() {
-        assert!(rejected_as_expected(&status(404, r#"namespaces "e2e-1" not found"#)));
+        assert!(rejected_as_expected(&status(
+            404,
+            r#"namespaces "e2e-1" not found"#
+        )));
         assert!(rejected_as_expected(&status(
             403,
             r#"events "x" is forbidden: unable to create new content in namespace e2e-1 because it is being terminated"#
         )));
-        assert!(!rejected_as_expected(&status(403, "events is forbidden: User cannot create")));
+        assert!(!rejected_as_expected(&status(
+            403,
+            "events is forbidden: User cannot create"
+        )));
         assert!(!rejected_as_expected(&status(422, "Event is invalid")));
     }
 }

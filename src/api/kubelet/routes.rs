@@ -91,6 +91,13 @@ pub async fn handle(
                 ),
             }
         }
+        (&Method::GET, ["metrics"]) => {
+            let accept = req
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            crate::api::stats_routes::daemon_metrics(&state.store, accept)
+        }
         (
             &Method::GET,
             ["stats", "summary"] | ["metrics", "cadvisor"] | ["metrics", "resource"],

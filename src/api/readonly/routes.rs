@@ -2,7 +2,6 @@
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
-use k8s_openapi::api::core::v1::Pod;
 
 use super::ReadOnlyState;
 use crate::api::server::{Body, respond};
@@ -98,16 +97,5 @@ fn metrics(state: &ReadOnlyState, req: &Request<Incoming>) -> Response<Body> {
         .headers()
         .get(hyper::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    let format = crate::metrics::Format::from_accept(accept);
-    let pods: Vec<Pod> = state
-        .store
-        .pods()
-        .into_iter()
-        .map(|r| r.into_pod())
-        .collect();
-    let counts = crate::metrics::PodCounts::of(&pods);
-    match crate::metrics::render(&counts, format) {
-        Ok((body, content_type)) => respond(200, content_type, body.into_bytes()),
-        Err(e) => text(500, &format!("{e}\n")),
-    }
+    crate::api::stats_routes::daemon_metrics(&state.store, accept)
 }
