@@ -302,6 +302,21 @@ fn termination_messages_from_the_file_or_the_log() {
             )],
         ),
     );
+    // A last line without a newline comes back without one (the kubelet's reading of
+    // containerd's partial line; Kubernetes' conformance test expects exactly "DONE").
+    d.write_manifest(
+        "partial.yaml",
+        &manifest(
+            "partial",
+            "  restartPolicy: Never\n",
+            &[],
+            &[container(
+                "app",
+                "printf DONE; exit 1",
+                "    terminationMessagePolicy: FallbackToLogsOnError\n",
+            )],
+        ),
+    );
     let message = |name: &str| {
         d.wait_pod(name, "terminated", 30, |p| {
             let t = &container_status(p, "app")?["state"]["terminated"];
@@ -312,6 +327,7 @@ fn termination_messages_from_the_file_or_the_log() {
     assert_eq!(message("file"), "disk full\n");
     assert_eq!(message("custom"), "done\n");
     assert_eq!(message("logs"), "first\nlast words\n");
+    assert_eq!(message("partial"), "DONE");
 }
 
 #[test]

@@ -488,18 +488,34 @@ impl Assembler {
         }
     }
 
-    /// Emits split lines whose `F` chunk never came, oldest first.
+    /// Emits split lines whose `F` chunk never came, oldest first, without a newline:
+    /// the container never wrote one (the kubelet's log reader gives a `P` line's text
+    /// as it is).
     pub(super) fn flush(&mut self, emit: &mut impl FnMut(&[u8])) {
         let mut left: Vec<Pending> = self.pending.iter_mut().filter_map(Option::take).collect();
         left.sort_by_key(|p| p.time);
         for p in left {
-            self.emit(p.time, &p.msg, emit);
+            self.emit_unterminated(p.time, &p.msg, emit);
         }
     }
 
     fn emit(&mut self, time: DateTime<Utc>, msg: &[u8], emit: &mut impl FnMut(&[u8])) {
+        if self.format(time, msg) {
+            self.scratch.push(b'\n');
+            emit(&self.scratch);
+        }
+    }
+
+    fn emit_unterminated(&mut self, time: DateTime<Utc>, msg: &[u8], emit: &mut impl FnMut(&[u8])) {
+        if self.format(time, msg) {
+            emit(&self.scratch);
+        }
+    }
+
+    /// `[timestamp ]msg` into the scratch buffer; false if `--since` leaves it out.
+    fn format(&mut self, time: DateTime<Utc>, msg: &[u8]) -> bool {
         if self.since.is_some_and(|since| time < since) {
-            return;
+            return false;
         }
         self.scratch.clear();
         if self.timestamps {
@@ -510,7 +526,6 @@ impl Assembler {
             self.scratch.push(b' ');
         }
         self.scratch.extend_from_slice(msg);
-        self.scratch.push(b'\n');
-        emit(&self.scratch);
+        true
     }
 }

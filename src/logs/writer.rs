@@ -298,11 +298,15 @@ impl StreamState {
         }
     }
 
+    /// The text after the last newline, at the stream's end: written as `P` chunks
+    /// only, since the container never ended the line (containerd does the same; the
+    /// kubelet's readers then give it back without a newline, e.g. a termination
+    /// message taken from `echo -n DONE`).
     pub(super) fn flush_pending(&mut self, ts: &str, out: &mut Vec<u8>) {
-        if !self.pending.is_empty() {
-            encode_line(out, ts, self.stream, &self.pending);
-            self.pending.clear();
+        for chunk in self.pending.chunks(MAX_LINE_BYTES) {
+            encode_chunk(out, ts, self.stream, true, chunk);
         }
+        self.pending.clear();
     }
 }
 
