@@ -308,6 +308,7 @@ impl Manager {
                 handle.terminate(api_grace(&sp.pod));
             }
             Some(sp) => {
+                handle.observe_latest(&sp.pod);
                 let changes = unapplied_changes(last_seen.spec.as_ref(), sp.pod.spec.as_ref());
                 if !changes.is_empty() {
                     self.ctx.store.pod_event(

@@ -79,9 +79,11 @@ pub fn fill_for_container(ctx: &Ctx, pod: &PodInfo, c: &Container) -> Result<(),
 
 /// Keeps the pod's content volumes fresh until the task is aborted with the pod's tasks;
 /// a volume that cannot be refreshed keeps its last files and is a `FailedMount` event.
+/// `latest` is the pod's object as its source has it now (its labels and annotations).
 pub fn spawn_refresher(
     ctx: &std::sync::Arc<Ctx>,
     pod: &std::sync::Arc<PodInfo>,
+    latest: tokio::sync::watch::Receiver<std::sync::Arc<k8s_openapi::api::core::v1::Pod>>,
     tasks: &mut JoinSet<()>,
 ) {
     let volumes = content_volumes(ctx, pod);
@@ -103,7 +105,7 @@ pub fn spawn_refresher(
     match super::config_source::api_channel(ctx, pod) {
         Some(api) => tasks.spawn(keep_fresh(
             volumes,
-            pod.pod.clone(),
+            latest,
             inputs,
             group,
             api,
@@ -112,7 +114,7 @@ pub fn spawn_refresher(
         )),
         None => tasks.spawn(keep_fresh(
             volumes,
-            pod.pod.clone(),
+            latest,
             inputs,
             group,
             ctx.config_objects.clone(),

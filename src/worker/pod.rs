@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::{mpsc, watch};
 
 use super::context::{Ctx, PodInfo};
@@ -20,6 +21,9 @@ pub struct PodHandle {
     pub name: String,
     term_tx: watch::Sender<Option<Duration>>,
     evict_tx: watch::Sender<Option<super::sync_loop::EvictOrder>>,
+    /// The pod's latest object from its source (an API pod's labels and annotations
+    /// change while it runs: its downward API volumes follow them).
+    latest_tx: watch::Sender<Arc<Pod>>,
     /// Becomes `true` once the pod is fully terminated and cleaned up.
     pub done: watch::Receiver<bool>,
 }
@@ -34,6 +38,20 @@ impl PodHandle {
                 *cur = Some(grace);
                 true
             }
+        });
+    }
+
+    /// The pod's object as its source has it now: a change of its labels or annotations
+    /// reaches the pod's downward API volumes (the kubelet's behaviour); other changes
+    /// are not applied here (see the manager's `SpecUpdateNotApplied`).
+    pub fn observe_latest(&self, pod: &Arc<Pod>) {
+        self.latest_tx.send_if_modified(|cur| {
+            let changed = cur.metadata.labels != pod.metadata.labels
+                || cur.metadata.annotations != pod.metadata.annotations;
+            if changed {
+                *cur = pod.clone();
+            }
+            changed
         });
     }
 
@@ -67,18 +85,25 @@ pub fn spawn_pod(
     let (term_tx, term_rx) = watch::channel(None);
     let (evict_tx, evict_rx) = watch::channel(None);
     let (done_tx, done_rx) = watch::channel(false);
+    let (latest_tx, latest_rx) = watch::channel(pod.pod.clone());
     let handle = PodHandle {
         uid: pod.uid.clone(),
         name: pod.name.clone(),
         term_tx,
         evict_tx,
+        latest_tx,
         done: done_rx,
     };
     let pod = Arc::new(pod);
     crate::metrics::pod_seen(&pod.uid);
     tokio::spawn(async move {
         let uid = pod.uid.clone();
-        let worker = tokio::spawn(run(ctx, pod, warnings, predecessor, term_rx, evict_rx)).await;
+        let orders = Orders {
+            term: term_rx,
+            evict: evict_rx,
+            latest: latest_rx,
+        };
+        let worker = tokio::spawn(run(ctx, pod, warnings, predecessor, orders)).await;
         crate::metrics::pod_forgotten(&uid);
         let (panic, last) = match worker {
             Ok(last) => {
@@ -104,14 +129,25 @@ pub struct WorkerEnd {
     pub last: Option<Box<crate::status::PodRecord>>,
 }
 
+/// What the manager tells a running worker through its [`PodHandle`].
+struct Orders {
+    term: watch::Receiver<Option<Duration>>,
+    evict: watch::Receiver<Option<super::sync_loop::EvictOrder>>,
+    latest: watch::Receiver<Arc<Pod>>,
+}
+
 async fn run(
     ctx: Arc<Ctx>,
     pod: Arc<PodInfo>,
     warnings: Vec<String>,
     predecessor: Option<watch::Receiver<bool>>,
-    mut term: watch::Receiver<Option<Duration>>,
-    evict: watch::Receiver<Option<super::sync_loop::EvictOrder>>,
+    orders: Orders,
 ) -> Option<crate::status::PodRecord> {
+    let Orders {
+        mut term,
+        evict,
+        latest,
+    } = orders;
     if let Some(mut prev) = predecessor {
         tracing::info!(pod = %pod.name, "waiting for the previous version of the pod to terminate");
         let terminated_first = tokio::select! {
@@ -181,6 +217,7 @@ async fn run(
         sandbox,
         term.clone(),
         evict,
+        latest,
     ));
     let ended_early = tokio::select! {
         _ = term.wait_for(|t| t.is_some()) => None,

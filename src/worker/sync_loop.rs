@@ -48,6 +48,7 @@ pub(super) async fn run_containers(
     sandbox: Option<super::sandbox::Sandbox>,
     term: TermRx,
     mut evict: watch::Receiver<Option<EvictOrder>>,
+    latest: watch::Receiver<Arc<k8s_openapi::api::core::v1::Pod>>,
 ) {
     let requests = ctx.ephemeral.register(&pod.uid);
     let mut facts = pod_facts(&pod, ctx.backoff);
@@ -84,7 +85,7 @@ pub(super) async fn run_containers(
         leases: HashMap::new(),
         published: None,
     };
-    super::content::spawn_refresher(&exec.ctx, &exec.pod, &mut exec.tasks);
+    super::content::spawn_refresher(&exec.ctx, &exec.pod, latest, &mut exec.tasks);
     if let Some(sandbox) = sandbox {
         exec.tasks.spawn(super::sandbox::guard(
             exec.ctx.clone(),

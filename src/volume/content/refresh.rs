@@ -41,7 +41,7 @@ pub fn refresh_volume(
 /// FailedMount event); a volume keeps its last good payload meanwhile.
 pub async fn keep_fresh<T>(
     volumes: Vec<ContentVolume>,
-    pod: impl Into<Arc<Pod>>,
+    mut latest: watch::Receiver<Arc<Pod>>,
     inputs: DownwardInputs,
     fs_group: Option<u32>,
     mut objects: watch::Receiver<Arc<T>>,
@@ -50,17 +50,21 @@ pub async fn keep_fresh<T>(
 ) where
     T: ConfigLookup + Send + Sync + 'static,
 {
-    let pod: Arc<Pod> = pod.into();
     let inputs = Arc::new(inputs);
+    // The pod's object stops changing once its source forgets it (a static pod's never
+    // does): the loop then goes on with the last one.
+    let mut pod_followed = true;
     let mut last_error: HashMap<String, String> = HashMap::new();
     let mut tick = tokio::time::interval(period.max(Duration::from_millis(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             changed = objects.changed() => if changed.is_err() { return },
+            changed = latest.changed(), if pod_followed => pod_followed = changed.is_ok(),
             _ = tick.tick() => {}
         }
         let store = objects.borrow_and_update().clone();
+        let pod = latest.borrow_and_update().clone();
         // Objects or tokens still unanswered (a pod bound a moment ago, a restarted
         // daemon's watches): the volume keeps what it has and nothing is reported; the
         // answer's arrival wakes this loop.
@@ -133,6 +137,48 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_changed_annotation_reaches_the_downward_api_volume() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let volume: Volume = serde_json::from_value(serde_json::json!({
+            "name": "podinfo", "downwardAPI": {"items": [
+                {"path": "annotations", "fieldRef": {"fieldPath": "metadata.annotations"}}
+            ]}
+        }))
+        .unwrap();
+        let pod = |builder: &str| -> Arc<Pod> {
+            Arc::new(
+                serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "p", "namespace": "default",
+                                 "annotations": {"builder": builder}}
+                }))
+                .unwrap(),
+            )
+        };
+        let (pod_tx, pod_rx) = watch::channel(pod("bar"));
+        let (_objects_tx, objects_rx) = watch::channel(store(None));
+        let task = tokio::spawn(keep_fresh(
+            vec![ContentVolume {
+                volume,
+                dir: dir.path().to_path_buf(),
+                record: state.path().join("podinfo"),
+            }],
+            pod_rx,
+            DownwardInputs::default(),
+            None,
+            objects_rx,
+            // Far beyond the test: the change itself must wake the refresher.
+            Duration::from_secs(3600),
+            |_: &str, e: &ContentError| panic!("{e}"),
+        ));
+        let file = dir.path().join("annotations");
+        wait_for(&file, "builder=\"bar\"").await;
+        pod_tx.send(pod("foo")).unwrap();
+        wait_for(&file, "builder=\"foo\"").await;
+        task.abort();
+    }
+
+    #[tokio::test]
     async fn store_changes_reach_the_volume_and_errors_keep_the_last_payload() {
         let dir = tempfile::tempdir().unwrap();
         let state = tempfile::tempdir().unwrap();
@@ -153,7 +199,7 @@ mod tests {
                 dir: dir.path().to_path_buf(),
                 record: state.path().join("cfg"),
             }],
-            pod,
+            watch::channel(Arc::new(pod)).1,
             DownwardInputs::default(),
             None,
             rx,
@@ -219,7 +265,7 @@ mod tests {
                 dir: dir.path().to_path_buf(),
                 record: state.path().join("api"),
             }],
-            pod,
+            watch::channel(Arc::new(pod)).1,
             DownwardInputs::default(),
             None,
             rx,
