@@ -34,19 +34,22 @@ for n in "${COUNTS[@]}"; do [ "$n" -gt "$max" ] && max=$n; done
 NODE=bench-node
 WORK=$(mktemp -d /tmp/podhost-bench-cluster.XXXXXX)
 CGROUP_ROOT=/podhost-bench-cluster-$$
-PID=""
+PODHOST_NODE_PID=""
 cleanup() {
   set +e
   if [ -f "$WORK/cp/env.sh" ]; then
     timeout 120 "$KUBECTL" --kubeconfig "$WORK/cp/admin.kubeconfig" delete pods --all --grace-period=1 --timeout=100s >/dev/null 2>&1
   fi
-  [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+  [ -n "$PODHOST_NODE_PID" ] && kill "$PODHOST_NODE_PID" 2>/dev/null && wait "$PODHOST_NODE_PID" 2>/dev/null
   bash scripts/cluster/control-plane-down.sh "$WORK/cp" --keep >/dev/null 2>&1
   bash scripts/cluster/node-netns.sh down "$WORK/net" >/dev/null 2>&1
-  find /sys/fs/cgroup/*/"${CGROUP_ROOT#/}" /sys/fs/cgroup/"${CGROUP_ROOT#/}" -depth -type d -exec rmdir {} + 2>/dev/null
+  podhost_node_leftovers "$CGROUP_ROOT" "$WORK"
   if [ "${KEEP_WORK:-}" = 1 ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
+# shellcheck source=cluster/podhost-node.sh
+. scripts/cluster/podhost-node.sh
 trap cleanup EXIT
+trap 'exit 143' TERM INT
 
 bash scripts/cluster/node-netns.sh up "$WORK/net" "$NODE" >/dev/null
 # shellcheck disable=SC1091
@@ -61,28 +64,11 @@ pod_cidr=${NODE_POD_CIDR[$NODE]}
 if [ "$max" -gt 250 ]; then
   pod_cidr=$(python3 -c 'import ipaddress,sys; print(next(ipaddress.ip_network(sys.argv[1]).subnets(new_prefix=22)))' "$CLUSTER_CIDR")
 fi
-read -r ephemeral_low _ </proc/sys/net/ipv4/ip_local_port_range
-port=$(( 10000 + RANDOM % (ephemeral_low - 10000) ))
 dir=$WORK/node
-mkdir -p "$dir/manifests"
 bash oci/busybox/build.sh "$WORK/busybox-oci" >/dev/null
 "$PODHOST" load --socket "$dir/podhost.sock" --root-dir "$dir/root" "$WORK/busybox-oci" >/dev/null
-nsenter --net="/run/netns/${NODE_NETNS[$NODE]}" \
-  "$PODHOST" --socket "$dir/podhost.sock" daemon --node-name "$NODE" \
-  --root-dir "$dir/root" --pod-manifest-path "$dir/manifests" --log-dir "$dir/logs" \
-  --pod-network bridge --pod-cidr "$pod_cidr" --eviction-hard= --image-gc-high-threshold 100 \
-  --cgroup-root "$CGROUP_ROOT" --max-pods $((max + 10)) \
-  --kubeconfig "$WORK/cp/node-$NODE.kubeconfig" --kube-record "$dir/api.jsonl" \
-  --node-ip "${NODE_ADDR[$NODE]}" --port "$port" --client-ca-file "$WORK/cp/pki/ca.crt" \
-  --tls-cert-file "$WORK/cp/pki/kubelet-$NODE.crt" --tls-private-key-file "$WORK/cp/pki/kubelet-$NODE.key" \
-  >>"$dir/daemon.log" 2>&1 &
-PID=$!
-for i in $(seq 1 300); do
-  [ "$("$KUBECTL" --kubeconfig "$KUBECONFIG" get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && break
-  kill -0 "$PID" 2>/dev/null || { tail -20 "$dir/daemon.log" >&2; exit 1; }
-  [ "$i" = 300 ] && { echo "bench-cluster: node $NODE not Ready after 60 s" >&2; tail -20 "$dir/daemon.log" >&2; exit 1; }
-  sleep 0.2
-done
+CP=$WORK/cp
+podhost_node_start "$PODHOST" "$NODE" "$dir" "$pod_cidr" "$CGROUP_ROOT" --max-pods $((max + 10))
 
 # Without kube-controller-manager nothing creates the namespace's ServiceAccount, which
 # the ServiceAccount admission wants to exist (the pods mount no token).
@@ -97,4 +83,4 @@ for n in "${COUNTS[@]}"; do
   echo "  $n pods: API requests of the node per pod (created, run, deleted): $(( (after - before) / n ))"
   sleep 5
 done
-echo "  node daemon: RSS $(awk '/VmRSS/ {print $2 " kB"}' "/proc/$PID/status")"
+echo "  node daemon: RSS $(awk '/VmRSS/ {print $2 " kB"}' "/proc/$PODHOST_NODE_PID/status")"

@@ -3,9 +3,14 @@
 # (only Debian's package mirror is needed), for
 # `podhost load OUT_DIR`. The image is referenced as localhost/NAME:latest.
 #
-# usage: scripts/build-debian-image.sh [--cmd JSON] OUT_DIR NAME PKG...
+# usage: scripts/build-debian-image.sh [--cmd JSON] [--entrypoint JSON] [--put SRC:DEST[:MODE]]...
+#                                      [--append FILE:LINE]... [--link TARGET:DEST]... OUT_DIR NAME PKG...
 #
-#   --cmd JSON  the image's Cmd as a JSON array (default: none; manifests say what to run)
+#   --cmd JSON         the image's Cmd as a JSON array (default: none; manifests say what to run)
+#   --entrypoint JSON  the image's Entrypoint as a JSON array (default: none)
+#   --put SRC:DEST[:MODE]  also install the host file SRC at /DEST (mode MODE, default 0755)
+#   --append FILE:LINE     append LINE to /FILE of the root filesystem (e.g. etc/passwd)
+#   --link TARGET:DEST     a symlink /DEST -> TARGET
 #
 # e.g.  scripts/build-debian-image.sh target/debian-images/etcd etcd etcd-server etcd-client
 #       scripts/build-debian-image.sh target/debian-images/nginx nginx nginx-light
@@ -26,9 +31,17 @@ usage() {
   exit 2
 }
 CMD=
+ENTRYPOINT=
+PUT=()
+APPEND=()
+LINKS=()
 while [ "$#" -gt 0 ] && [ "${1#--}" != "$1" ]; do
   case "$1" in
     --cmd) [ "$#" -ge 2 ] || usage; CMD=$2; shift 2 ;;
+    --entrypoint) [ "$#" -ge 2 ] || usage; ENTRYPOINT=$2; shift 2 ;;
+    --put) [ "$#" -ge 2 ] || usage; PUT+=("$2"); shift 2 ;;
+    --append) [ "$#" -ge 2 ] || usage; APPEND+=("$2"); shift 2 ;;
+    --link) [ "$#" -ge 2 ] || usage; LINKS+=("$2"); shift 2 ;;
     *) usage ;;
   esac
 done
@@ -46,6 +59,14 @@ case "$CMD" in
   "" | \[*\]) ;;
   *) echo "build-debian-image.sh: --cmd must be a JSON array, e.g. '[\"nginx\"]'" >&2; exit 2 ;;
 esac
+case "$ENTRYPOINT" in
+  "" | \[*\]) ;;
+  *) echo "build-debian-image.sh: --entrypoint must be a JSON array, e.g. '[\"/agnhost\"]'" >&2; exit 2 ;;
+esac
+for p in "${PUT[@]}"; do
+  case "$p" in *:*) ;; *) echo "build-debian-image.sh: --put takes SRC:DEST[:MODE], not $p" >&2; exit 2 ;; esac
+  [ -f "${p%%:*}" ] || { echo "build-debian-image.sh: --put $p: no such file ${p%%:*}" >&2; exit 1; }
+done
 mapfile -t PACKAGES < <(printf '%s\n' "$@" | LC_ALL=C sort -u)
 REF=localhost/$NAME:latest
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -62,8 +83,11 @@ SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 [ -n "$SUITE" ] || { echo "build-debian-image.sh: no VERSION_CODENAME in /etc/os-release" >&2; exit 1; }
 
 KEY=$(
-  printf 'suite=%s\narch=%s\nname=%s\ncmd=%s\npackages=%s\n' \
-    "$SUITE" "$ARCH" "$NAME" "$CMD" "${PACKAGES[*]}"
+  printf 'suite=%s\narch=%s\nname=%s\ncmd=%s\nentrypoint=%s\npackages=%s\n' \
+    "$SUITE" "$ARCH" "$NAME" "$CMD" "$ENTRYPOINT" "${PACKAGES[*]}"
+  for p in "${PUT[@]}"; do printf 'put=%s %s\n' "$p" "$(sha256sum <"${p%%:*}" | cut -d' ' -f1)"; done
+  for a in "${APPEND[@]}"; do printf 'append=%s\n' "$a"; done
+  for l in "${LINKS[@]}"; do printf 'link=%s\n' "$l"; done
   sha256sum "$HERE/build-debian-image.sh" "$HERE/../oci/layout.sh" | cut -d' ' -f1
 )
 if [ -f "$OUT/index.json" ] && [ "$(cat "$OUT/podhost-image.key" 2>/dev/null)" = "$KEY" ]; then
@@ -113,7 +137,24 @@ find "$R/var/log" -type f -delete
 printf '%s\n' '127.0.0.1 localhost' '::1 localhost ip6-localhost ip6-loopback' >"$R/etc/hosts"
 chmod 0644 "$R/etc/hostname" "$R/etc/resolv.conf" "$R/etc/machine-id" "$R/etc/hosts"
 
+for p in "${PUT[@]}"; do
+  src=${p%%:*}
+  rest=${p#*:}
+  dest=${rest%%:*}
+  mode=0755
+  [ "$rest" != "$dest" ] && mode=${rest#*:}
+  mkdir -p "$R/$(dirname "/$dest")"
+  install -m "$mode" "$src" "$R/${dest#/}"
+done
+for a in "${APPEND[@]}"; do printf '%s\n' "${a#*:}" >>"$R/${a%%:*}"; done
+for l in "${LINKS[@]}"; do
+  dest=${l#*:}
+  mkdir -p "$R/$(dirname "/$dest")"
+  ln -sfn "${l%%:*}" "$R/${dest#/}"
+done
+
 config='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]'
+[ -n "$ENTRYPOINT" ] && config+=",\"Entrypoint\":$ENTRYPOINT"
 [ -n "$CMD" ] && config+=",\"Cmd\":$CMD"
 config+='}'
 DIGEST=$(oci_write_layout "$R" "$OUT" "$REF" "$ARCH" "$config" \

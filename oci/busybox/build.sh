@@ -2,11 +2,21 @@
 # Builds a reproducible OCI image layout of busybox from Debian's busybox-static,
 # offline, referenced as "localhost/busybox:latest".
 #
-# usage: oci/busybox/build.sh [--ref REF] [--add FILE]... OUTDIR
+# usage: oci/busybox/build.sh [--ref REF] [--add FILE]... [--put SRC:DEST[:MODE]]...
+#                              [--link TARGET:DEST]... [--dir DEST]... [--passwd LINE]...
+#                              [--group LINE]... [--config JSON] OUTDIR
 #
-# --ref REF   the image's reference (default localhost/busybox:latest)
-# --add FILE  also install FILE as /usr/local/bin/<its name> (mode 0755), e.g. a static
-#             test program; repeatable. Tests use it for images of their own (with --ref).
+# --ref REF     the image's reference (default localhost/busybox:latest)
+# --add FILE    also install FILE as /usr/local/bin/<its name> (mode 0755), e.g. a static
+#               test program; repeatable. Tests use it for images of their own (with --ref).
+# --put SRC:DEST[:MODE]  install SRC at /DEST (mode MODE, default 0755, e.g. 4755)
+# --link TARGET:DEST     a symlink /DEST -> TARGET
+# --dir DEST             an empty directory /DEST (mode 0755)
+# --passwd LINE, --group LINE  a line appended to /etc/passwd, /etc/group
+# --config JSON the image config's "config" object (default: PATH in Env, Cmd ["sh"])
+#
+# The options other than --ref and --add make images that stand in for other projects'
+# (scripts/cluster/e2e-images.sh: Kubernetes' e2e test images).
 #
 # OUTDIR receives oci-layout, index.json and blobs/sha256/... (an existing layout
 # there is replaced; other files are left alone). The manifest digest is printed on
@@ -23,10 +33,22 @@ usage() {
 }
 REF=localhost/busybox:latest
 ADD=()
+PUT=()
+LINKS=()
+DIRS=()
+PASSWD=()
+GROUP=()
+CONFIG='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"]}'
 while [ "$#" -gt 1 ]; do
   case "$1" in
     --ref) REF=$2; shift 2 ;;
     --add) ADD+=("$2"); shift 2 ;;
+    --put) PUT+=("$2"); shift 2 ;;
+    --link) LINKS+=("$2"); shift 2 ;;
+    --dir) DIRS+=("$2"); shift 2 ;;
+    --passwd) PASSWD+=("$2"); shift 2 ;;
+    --group) GROUP+=("$2"); shift 2 ;;
+    --config) CONFIG=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -38,6 +60,14 @@ BUSYBOX=/bin/busybox
 for f in "${ADD[@]}"; do
   [ -f "$f" ] || { echo "build.sh: --add $f: no such file" >&2; exit 1; }
 done
+for p in "${PUT[@]}"; do
+  [ -f "${p%%:*}" ] || { echo "build.sh: --put $p: no such file ${p%%:*}" >&2; exit 1; }
+  case "$p" in *:*) ;; *) echo "build.sh: --put takes SRC:DEST[:MODE], not $p" >&2; exit 2 ;; esac
+done
+case "$CONFIG" in
+  \{*\}) ;;
+  *) echo "build.sh: --config must be a JSON object" >&2; exit 2 ;;
+esac
 export SOURCE_DATE_EPOCH=0
 export LC_ALL=C
 umask 022
@@ -91,10 +121,26 @@ for f in "${ADD[@]}"; do
   install -m 0755 "$f" "$R/usr/local/bin/$(basename "$f")"
 done
 
+for p in "${PUT[@]}"; do
+  src=${p%%:*}
+  rest=${p#*:}
+  dest=${rest%%:*}
+  mode=0755
+  [ "$rest" != "$dest" ] && mode=${rest#*:}
+  mkdir -p "$R/$(dirname "/$dest")"
+  install -m "$mode" "$src" "$R/${dest#/}"
+done
+for d in "${DIRS[@]}"; do mkdir -p "$R/${d#/}"; done
+for l in "${LINKS[@]}"; do
+  dest=${l#*:}
+  mkdir -p "$R/$(dirname "/$dest")"
+  ln -sfn "${l%%:*}" "$R/${dest#/}"
+done
+
 printf '%s\n' \
   'root:x:0:0:root:/root:/bin/sh' \
-  'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >"$R/etc/passwd"
-printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' >"$R/etc/group"
+  'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' "${PASSWD[@]}" >"$R/etc/passwd"
+printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' "${GROUP[@]}" >"$R/etc/group"
 printf '%s\n' '127.0.0.1 localhost' '::1 localhost ip6-localhost ip6-loopback' >"$R/etc/hosts"
 : >"$R/etc/hostname"
 : >"$R/etc/resolv.conf"
@@ -102,7 +148,7 @@ chmod 0644 "$R"/etc/*
 
 # ---- 2. layer, config, manifest, index ------------------------------------------
 DIGEST=$(oci_write_layout "$R" "$OUT" "$REF" "$ARCH" \
-  '{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"]}' \
+  "$CONFIG" \
   'oci/busybox/build.sh (Debian busybox-static)' root)
 log "wrote $REF to $OUT"
 printf '%s\n' "$DIGEST"

@@ -32,6 +32,8 @@
 #   KCM_EXTRA_ARGS="--flag=value ..."  more flags for kube-controller-manager, split on
 #     whitespace and appended after the others (a flag given twice: the last one wins),
 #     e.g. "--node-monitor-grace-period=16s" to see a dead node NotReady within seconds.
+#   APISERVER_EXTRA_ARGS="--flag=value ..."  the same for kube-apiserver, e.g. an audit
+#     log that counts each node's requests (scripts/bench-kubelet.sh).
 set -euo pipefail
 
 usage() { echo "usage: $0 DIR NODE..." >&2; exit 2; }
@@ -46,6 +48,8 @@ BOOTSTRAP_TOKEN=${BOOTSTRAP_TOKEN:-}
 CLUSTER_SIGNING_DURATION=${CLUSTER_SIGNING_DURATION:-}
 KCM_EXTRA=()
 read -r -a KCM_EXTRA <<<"${KCM_EXTRA_ARGS:-}"
+APISERVER_EXTRA=()
+read -r -a APISERVER_EXTRA <<<"${APISERVER_EXTRA_ARGS:-}"
 if [ -n "$BOOTSTRAP_TOKEN" ]; then
   [[ "$BOOTSTRAP_TOKEN" =~ ^([a-z0-9]{6})\.([a-z0-9]{16})$ ]] || { echo "BOOTSTRAP_TOKEN must look like abcdef.0123456789abcdef" >&2; exit 2; }
   TOKEN_ID=${BASH_REMATCH[1]}; TOKEN_SECRET=${BASH_REMATCH[2]}
@@ -246,6 +250,7 @@ APISERVER_ARGS=(
   --v=1
 )
 [ -z "$BOOTSTRAP_TOKEN" ] || APISERVER_ARGS+=(--enable-bootstrap-token-auth=true)
+APISERVER_ARGS+=("${APISERVER_EXTRA[@]}")
 printf '%s\0' "$KUBE_APISERVER" "${APISERVER_ARGS[@]}" >"$DIR/apiserver.cmd"
 setsid "$KUBE_APISERVER" "${APISERVER_ARGS[@]}" </dev/null >"$DIR/logs/kube-apiserver.log" 2>&1 &
 echo $! > "$DIR/apiserver.pid"

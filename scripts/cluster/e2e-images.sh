@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# scripts/cluster/e2e-images.sh BIN_DIR OUT_DIR — the container images Kubernetes' node
+# conformance tests run, built offline under the exact names the e2e framework uses
+# (k8s.io/kubernetes test/utils/image/manifest.go of the pinned release), so that their
+# IfNotPresent pulls find them in podhost's store:
+#
+#   e2e-test-images/busybox:1.37.0-1   Debian's busybox-static (oci/busybox/build.sh)
+#   e2e-test-images/agnhost:2.63.0     Debian's curl, netcat, iproute2, dnsutils and iperf
+#   e2e-test-images/agnhost:2.55         (scripts/build-debian-image.sh) plus /agnhost
+#                                        (built from the pinned module by
+#                                        build-conformance.sh), its entrypoint, the user and
+#                                        group the image defines, a self-signed
+#                                        /localhost.crt and .key
+#   e2e-test-images/nonewprivs:1.4     busybox plus the setuid /usr/local/bin/nnp
+#   e2e-test-images/nonroot:1.5        busybox run as user 1234
+#   e2e-test-images/nginx:1.15-4       Debian's nginx (scripts/build-debian-image.sh)
+#   pause:3.10.2                       tests/programs/pause.c, as the image's /pause
+#
+# BIN_DIR holds agnhost and nnp (build-conformance.sh's output). Each image is an OCI
+# layout in OUT_DIR/<name> (the Debian ones are rebuilt only when their inputs change);
+# the output is one "REF DIR" line per image, for
+# `podhost load --name REF DIR`. What the upstream images have and these lack is named in
+# docs/conformance.md (agnhost's coredns, its fake registry and /uploads among it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ $# -eq 2 ] || { echo "usage: $0 BIN_DIR OUT_DIR" >&2; exit 2; }
+BIN=$1
+OUT=$2
+E2E=registry.k8s.io/e2e-test-images
+PATH_ENV='"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]'
+mkdir -p "$OUT"
+for p in agnhost nnp; do
+  [ -x "$BIN/$p" ] || { echo "e2e-images: $BIN/$p missing (scripts/cluster/build-conformance.sh builds it)" >&2; exit 1; }
+done
+command -v cc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null
+
+busybox_image() { # REF DIR [build.sh options...]
+  local ref=$1 dir=$2
+  shift 2
+  bash oci/busybox/build.sh --ref "$ref" "$@" "$OUT/$dir" >/dev/null 2>>"$OUT/build.log" ||
+    { cat "$OUT/build.log" >&2; exit 1; }
+  printf '%s %s\n' "$ref" "$OUT/$dir"
+}
+label() { printf '"Labels":{"org.opencontainers.image.version":"%s"}' "$1"; }
+
+busybox_image "$E2E/busybox:1.37.0-1" busybox --config "{$PATH_ENV,\"Cmd\":[\"sh\"],$(label 1.37.0-1)}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+debian_image() { # REF DIR build-debian-image.sh arguments...
+  local ref=$1 dir=$2
+  shift 2
+  bash scripts/build-debian-image.sh "$@" >/dev/null 2>"$OUT/$dir.log" || { cat "$OUT/$dir.log" >&2; exit 1; }
+  printf '%s %s\n' "$ref" "$OUT/$dir"
+}
+# agnhost's TLS servers (netexec, porter) read /localhost.crt and /localhost.key: a
+# self-signed pair for localhost, made once per OUT_DIR (the upstream image ships its own).
+if [ ! -s "$OUT/localhost.crt" ] || [ ! -s "$OUT/localhost.key" ]; then
+  openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -days 3650 \
+    -keyout "$OUT/localhost.key" -out "$OUT/localhost.crt" 2>/dev/null
+fi
+# The upstream image is Alpine with bind-tools, curl, netcat, iproute2, iperf and bash
+# (the tests' exec hooks and probes run curl and nc in it); here Debian's equivalents.
+for version in 2.63.0 2.55; do
+  debian_image "$E2E/agnhost:$version" "agnhost-$version" \
+    --entrypoint '["/agnhost"]' --cmd '["pause"]' \
+    --put "$BIN/agnhost:/agnhost" --link agnhost:/agnhost-2 \
+    --put "$OUT/localhost.crt:/localhost.crt:0644" --put "$OUT/localhost.key:/localhost.key:0644" \
+    --append 'etc/passwd:user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' \
+    --append 'etc/group:user-defined-in-image:x:1000:' \
+    --append 'etc/group:group-defined-in-image:x:50000:user-defined-in-image' \
+    --append "etc/agnhost-image:$version" \
+    "$OUT/agnhost-$version" agnhost curl netcat-openbsd iproute2 dnsutils iperf
+done
+busybox_image "$E2E/nonewprivs:1.4" nonewprivs --put "$BIN/nnp:/usr/local/bin/nnp:4755" \
+  --config "{$PATH_ENV,\"Cmd\":[\"nnp\"],$(label 1.4)}"
+busybox_image "$E2E/nonroot:1.5" nonroot --config "{$PATH_ENV,\"Cmd\":[\"sh\"],\"User\":\"1234\",$(label 1.5)}"
+cc -static -O2 -o "$work/pause" tests/programs/pause.c
+busybox_image registry.k8s.io/pause:3.10.2 pause --put "$work/pause:/pause" \
+  --config "{$PATH_ENV,\"Entrypoint\":[\"/pause\"],\"User\":\"65535:65535\",$(label 3.10.2)}"
+debian_image "$E2E/nginx:1.15-4" nginx --cmd '["nginx","-g","daemon off;"]' "$OUT/nginx" nginx nginx-light
