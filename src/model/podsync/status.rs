@@ -253,6 +253,13 @@ pub(super) fn pod_status(
         values.push(("DisruptionTarget", true));
     }
     let mut conditions = conditions(&observed.conditions, &values, now);
+    explain_conditions(
+        &mut conditions,
+        pod,
+        &init_container_statuses,
+        &container_statuses,
+        phase,
+    );
     if let Some((_, message, _)) = observed
         .evicted
         .as_ref()
@@ -285,6 +292,60 @@ pub(super) fn pod_status(
         start_time,
         reason,
         message,
+    }
+}
+
+/// The kubelet's reason and message on each False condition it owns (its status
+/// manager's `generate.go`): which init containers have not completed (or, for a
+/// sidecar, started), which containers are not ready; `PodCompleted` once the pod
+/// succeeded. A True condition carries neither.
+fn explain_conditions(
+    conditions: &mut [PodCondition],
+    pod: &PodFacts,
+    init_statuses: &[ContainerStatus],
+    statuses: &[ContainerStatus],
+    phase: PodPhase,
+) {
+    let incomplete: Vec<&str> = pod
+        .init_containers
+        .iter()
+        .zip(init_statuses)
+        .filter(|(spec, s)| match spec.kind {
+            ContainerKind::Sidecar => s.started != Some(true),
+            _ => !completed_ok(s.state.as_ref().unwrap_or(&ContainerState::default())),
+        })
+        .map(|(spec, _)| spec.name.as_str())
+        .collect();
+    let unready: Vec<&str> = pod
+        .init_containers
+        .iter()
+        .zip(init_statuses)
+        .filter(|(spec, _)| spec.kind == ContainerKind::Sidecar)
+        .chain(pod.containers.iter().zip(statuses))
+        .filter(|(_, s)| !s.ready)
+        .map(|(spec, _)| spec.name.as_str())
+        .collect();
+    let listed = |what: &str, names: &[&str]| {
+        format!("containers with {what} status: [{}]", names.join(" "))
+    };
+    for c in conditions.iter_mut() {
+        let (reason, message) = match (c.type_.as_str(), c.status.as_str()) {
+            ("Initialized" | "ContainersReady" | "Ready", "True") => (None, None),
+            ("Initialized", _) if !incomplete.is_empty() => (
+                Some("ContainersNotInitialized"),
+                Some(listed("incomplete", &incomplete)),
+            ),
+            ("ContainersReady" | "Ready", _) if phase == PodPhase::Succeeded => {
+                (Some("PodCompleted"), None)
+            }
+            ("ContainersReady" | "Ready", _) if !unready.is_empty() => (
+                Some("ContainersNotReady"),
+                Some(listed("unready", &unready)),
+            ),
+            _ => continue,
+        };
+        c.reason = reason.map(str::to_string);
+        c.message = message;
     }
 }
 

@@ -294,3 +294,57 @@ fn a_sidecar_waiting_for_its_turn_is_signalled_when_the_grace_is_over() {
         ]
     );
 }
+
+/// A condition's (reason, message), empty strings for none.
+fn explained(d: &Decision, kind: &str) -> (String, String) {
+    let c = d
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == kind)
+        .expect(kind);
+    (
+        c.reason.clone().unwrap_or_default(),
+        c.message.clone().unwrap_or_default(),
+    )
+}
+
+#[test]
+fn false_conditions_name_the_incomplete_and_unready_containers_in_the_kubelets_words() {
+    let pod = pod_with_init(Always, &[("init1", false), ("init2", false)]);
+    let mut obs = observed(&pod);
+    step(&pod, &mut obs, t(0.0));
+    run(&mut obs, "init1", 0, 0.0);
+    end(&mut obs, "init1", 0, 1, 1.0);
+    let d = step(&pod, &mut obs, t(1.0));
+    // What Kubernetes' conformance test of a failing init container expects, word for word.
+    assert_eq!(
+        explained(&d, "Initialized"),
+        (
+            "ContainersNotInitialized".into(),
+            "containers with incomplete status: [init1 init2]".into()
+        )
+    );
+    let unready = (
+        "ContainersNotReady".to_string(),
+        "containers with unready status: [app]".to_string(),
+    );
+    assert_eq!(explained(&d, "ContainersReady"), unready);
+    assert_eq!(explained(&d, "Ready"), unready);
+    // Once it all runs, no reason is left behind.
+    run(&mut obs, "init1", 1, 11.0);
+    end(&mut obs, "init1", 1, 0, 12.0);
+    step(&pod, &mut obs, t(12.0));
+    run(&mut obs, "init2", 0, 12.0);
+    end(&mut obs, "init2", 0, 0, 13.0);
+    step(&pod, &mut obs, t(13.0));
+    run(&mut obs, "app", 0, 13.0);
+    let d = step(&pod, &mut obs, t(14.0));
+    for kind in ["Initialized", "ContainersReady", "Ready"] {
+        assert_eq!(
+            explained(&d, kind),
+            (String::new(), String::new()),
+            "{kind}"
+        );
+    }
+}
