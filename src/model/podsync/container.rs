@@ -14,7 +14,7 @@ use super::health::{kill_cause, post_start_done};
 use super::observed::{
     BlockKind, ContainerObserved, HookProgress, Instance, StartBlock, Termination,
 };
-use super::status::{running, starting, terminated_state, waiting};
+use super::status::{creating, running, starting, terminated_state, waiting};
 use super::stop::{SignalGate, stop_instance};
 use super::{ContainerFacts, PodFacts};
 
@@ -39,12 +39,12 @@ pub(super) fn decide(
     out: &mut Decision,
 ) -> ContainerState {
     match &obs.instance {
-        Instance::None if turn.hold_first_start => waiting("ContainerCreating", None),
+        Instance::None if turn.hold_first_start => waiting(creating(pod), None),
         Instance::None => {
             start(spec, obs, obs.backoff.clone(), out);
-            waiting("ContainerCreating", None)
+            waiting(creating(pod), None)
         }
-        Instance::Starting { .. } => starting(obs),
+        Instance::Starting { .. } => starting(obs, creating(pod)),
         Instance::Running { started_at } => running_instance(pod, spec, obs, *started_at, now, out),
         Instance::Blocked(block) => blocked(pod, spec, obs, block, turn.image_generation, now, out),
         Instance::Exited {
@@ -132,7 +132,7 @@ fn blocked(
     let retry_at = block.since + delay;
     if now >= retry_at || block.image_generation != image_generation {
         start(spec, obs, obs.backoff.clone(), out);
-        return starting(obs);
+        return starting(obs, creating(pod));
     }
     out.wake(retry_at);
     match block.kind {

@@ -62,16 +62,27 @@ const BLOCKED_START_REASONS: [&str; 4] = [
     "ImagePullBackOff",
 ];
 
-/// A start in progress: `ContainerCreating`, unless it retries a blocked start. Then the
-/// block's error stays shown until the retry has an outcome, as the kubelet's reason
-/// cache keeps it from one sync to the next, so that a reader never sees the error
+/// A start in progress: `creating` (see [`creating`]), unless it retries a blocked start.
+/// Then the block's error stays shown until the retry has an outcome, as the kubelet's
+/// reason cache keeps it from one sync to the next, so that a reader never sees the error
 /// flicker to `ContainerCreating` and back at each retry.
-pub(super) fn starting(obs: &ContainerObserved) -> ContainerState {
+pub(super) fn starting(obs: &ContainerObserved, creating: &str) -> ContainerState {
     match &obs.shown_waiting {
         Some(shown) if BLOCKED_START_REASONS.contains(&shown.reason.as_str()) => {
             waiting(&shown.reason, shown.message.clone())
         }
-        _ => waiting("ContainerCreating", None),
+        _ => waiting(creating, None),
+    }
+}
+
+/// The waiting reason of a container that has no instance yet: the kubelet's default
+/// state, `PodInitializing` for every container of a pod with init containers (its own
+/// init containers included), else `ContainerCreating`.
+pub(super) fn creating(pod: &PodFacts) -> &'static str {
+    if pod.init_containers.is_empty() {
+        "ContainerCreating"
+    } else {
+        "PodInitializing"
     }
 }
 

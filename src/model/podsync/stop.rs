@@ -118,7 +118,7 @@ fn decide(
 ) -> ContainerState {
     match &obs.instance {
         Instance::None => waiting(unstarted, None),
-        Instance::Starting { .. } => starting(obs),
+        Instance::Starting { .. } => starting(obs, unstarted),
         Instance::Blocked(block) => {
             waiting(blocked_reason(block.kind), Some(block.message.clone()))
         }

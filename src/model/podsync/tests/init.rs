@@ -313,7 +313,11 @@ fn explained(d: &Decision, kind: &str) -> (String, String) {
 fn false_conditions_name_the_incomplete_and_unready_containers_in_the_kubelets_words() {
     let pod = pod_with_init(Always, &[("init1", false), ("init2", false)]);
     let mut obs = observed(&pod);
-    step(&pod, &mut obs, t(0.0));
+    let d = step(&pod, &mut obs, t(0.0));
+    // Every container of a pod with init containers waits as PodInitializing before
+    // it has an instance, the init container being started included.
+    assert_eq!(init_reason(&d, 0), "PodInitializing");
+    assert_eq!(init_reason(&d, 1), "PodInitializing");
     run(&mut obs, "init1", 0, 0.0);
     end(&mut obs, "init1", 0, 1, 1.0);
     let d = step(&pod, &mut obs, t(1.0));
