@@ -21,10 +21,11 @@ const MAX_REDIRECTS: usize = 10;
 /// What is read of a body (the kubelet's `maxRespBodyLength`).
 const MAX_BODY: usize = 10 * 1024;
 
-/// One response: its status and where it redirects.
+/// One response: its status, where it redirects, and the start of its body.
 struct Answer {
     status: StatusCode,
     location: Option<String>,
+    body: Vec<u8>,
 }
 
 /// Runs the httpGet `action`; every hop is made within the caller's overall timeout.
@@ -64,6 +65,14 @@ pub async fn get(
                     ));
                 }
                 url = next;
+            }
+            // A redirect to another host is not followed: a success with the kubelet's
+            // warning, which names the redirect's body.
+            Some(Some(_)) => {
+                return Outcome::Warning(format!(
+                    "Probe terminated redirects, Response body: {}",
+                    String::from_utf8_lossy(&answer.body)
+                ));
             }
             _ => return classify(answer.status, &url),
         }
@@ -152,15 +161,24 @@ where
             .and_then(|l| l.to_str().ok())
             .map(str::to_string);
         let mut body = response.into_body();
-        let mut read = 0usize;
-        while read < MAX_BODY {
+        let mut kept = Vec::new();
+        while kept.len() < MAX_BODY {
             match body.frame().await {
-                Some(Ok(frame)) => read += frame.data_ref().map_or(0, Bytes::len),
+                Some(Ok(frame)) => {
+                    if let Some(data) = frame.data_ref() {
+                        let room = MAX_BODY - kept.len();
+                        kept.extend_from_slice(&data[..data.len().min(room)]);
+                    }
+                }
                 Some(Err(e)) => return Err(failed(&e)),
                 None => break,
             }
         }
-        Ok(Answer { status, location })
+        Ok(Answer {
+            status,
+            location,
+            body: kept,
+        })
     }
     .await;
     driver.abort();

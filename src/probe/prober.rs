@@ -82,6 +82,10 @@ pub struct ProbeReport {
     pub result: ProbeResult,
     /// The failure's text ("HTTP probe failed with statuscode: 500"); empty on success.
     pub message: String,
+    /// Whether `result` is a change (else the report only carries `warning`).
+    pub changed: bool,
+    /// A successful run's warning (the kubelet's `ProbeWarning` event, each time).
+    pub warning: Option<String>,
     /// For a liveness/startup failure: the probe's own grace for the kill, if it has one.
     pub termination_grace: Option<Duration>,
 }
@@ -144,7 +148,9 @@ async fn probe_loop(
         if let crate::model::probe::Outcome::Unknown(why) = &outcome {
             tracing::warn!(container = %instance.container, probe = kind.field(), error = %why, "probe could not run");
         }
-        let Some(result) = tracker.on_result(outcome.result(), probed_at) else {
+        let changed = tracker.on_result(outcome.result(), probed_at);
+        let warning = outcome.warning().map(str::to_string);
+        let Some(result) = changed.or(warning.as_ref().map(|_| ProbeResult::Success)) else {
             continue;
         };
         if let Some(tx) = started_tx
@@ -159,6 +165,8 @@ async fn probe_loop(
             kind,
             result,
             message: outcome.message().to_string(),
+            changed: changed.is_some(),
+            warning,
             termination_grace: (result == ProbeResult::Failure && kind.failure_restarts())
                 .then_some(spec.timing.termination_grace)
                 .flatten(),
@@ -181,7 +189,9 @@ fn kind_label(kind: ProbeKind) -> &'static str {
 /// The kubelet's `result` label.
 fn outcome_label(outcome: &crate::model::probe::Outcome) -> &'static str {
     match outcome {
-        crate::model::probe::Outcome::Success => "successful",
+        crate::model::probe::Outcome::Success | crate::model::probe::Outcome::Warning(_) => {
+            "successful"
+        }
         crate::model::probe::Outcome::Failure(_) => "failed",
         crate::model::probe::Outcome::Unknown(_) => "unknown",
     }

@@ -86,7 +86,7 @@ async fn handle(
     }
     let target = handler_target(ctx, pod, &run.container_id);
     match run_handler(&target, &action, None).await {
-        Outcome::Success => None,
+        Outcome::Success | Outcome::Warning(_) => None,
         Outcome::Failure(why) | Outcome::Unknown(why) => Some(why),
     }
 }

@@ -459,8 +459,24 @@ impl Executor {
     /// A probe's result changed; a report of an older instance is stale.
     fn fold_probe(&mut self, report: ProbeReport) {
         let id = format!("podhost://{}", report.container_id);
-        if let Some(obs) = self.observed.container_mut(&report.container)
-            && obs.container_id.as_deref() == Some(id.as_str())
+        let current = self
+            .observed
+            .container_mut(&report.container)
+            .is_some_and(|obs| obs.container_id.as_deref() == Some(id.as_str()));
+        if !current {
+            return;
+        }
+        if let Some(warning) = &report.warning {
+            self.ctx.store.pod_event(
+                &self.pod.uid,
+                EventKind::Warning,
+                "ProbeWarning",
+                &format!("pod/{}/{}", self.pod.name, report.container),
+                format!("{} probe warning: {warning}", report.kind.title()),
+            );
+        }
+        if report.changed
+            && let Some(obs) = self.observed.container_mut(&report.container)
         {
             obs.on_probe_result(report.kind, report.result, report.message);
         }

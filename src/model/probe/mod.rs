@@ -79,12 +79,15 @@ pub enum Outcome {
     Failure(String),
     /// The probe could not run (podhost's own error); not counted.
     Unknown(String),
+    /// A success with something to tell (an HTTP redirect to another host, not
+    /// followed): the kubelet's `probe.Warning`, a `ProbeWarning` event each time.
+    Warning(String),
 }
 
 impl Outcome {
     pub fn result(&self) -> ProbeResult {
         match self {
-            Outcome::Success => ProbeResult::Success,
+            Outcome::Success | Outcome::Warning(_) => ProbeResult::Success,
             Outcome::Failure(_) => ProbeResult::Failure,
             Outcome::Unknown(_) => ProbeResult::Unknown,
         }
@@ -93,8 +96,16 @@ impl Outcome {
     /// The failure's (or error's) text; empty for a success.
     pub fn message(&self) -> &str {
         match self {
-            Outcome::Success => "",
+            Outcome::Success | Outcome::Warning(_) => "",
             Outcome::Failure(m) | Outcome::Unknown(m) => m,
+        }
+    }
+
+    /// A success's warning, if it has one.
+    pub fn warning(&self) -> Option<&str> {
+        match self {
+            Outcome::Warning(w) => Some(w),
+            _ => None,
         }
     }
 }
