@@ -180,3 +180,62 @@ async fn a_websocket_exec_with_a_terminal_gets_a_pty_and_its_size() {
     let status: Value = serde_json::from_slice(&status).unwrap();
     assert_eq!(status["status"], "Success", "{status}");
 }
+
+/// The first websocket protocol, `channel.k8s.io` (what Kubernetes' own e2e tests and
+/// older clients speak): the output on channel 1; nothing on the error channel for a
+/// success, the failure's text for a non-zero exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_websocket_exec_over_the_first_channel_protocol() {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let s = exec_node().await;
+    for (script, want_out, want_error) in [
+        ("echo+remote+execution+test", "remote execution test\n", ""),
+        ("exit+3", "", "command terminated with non-zero exit code"),
+    ] {
+        let target = format!(
+            "/exec/{}/{}/main?command=sh&command=-c&command={script}&output=1&error=1",
+            s.namespace, s.pod
+        );
+        let mut request = format!("wss://{}{target}", s.addr)
+            .into_client_request()
+            .unwrap();
+        request
+            .headers_mut()
+            .insert("sec-websocket-protocol", "channel.k8s.io".parse().unwrap());
+        let tls = connect(s.addr, &s.pki).await;
+        let (mut ws, response) = tokio_tungstenite::client_async(request, tls).await.unwrap();
+        assert_eq!(
+            response.headers()["sec-websocket-protocol"],
+            "channel.k8s.io"
+        );
+        let (mut stdout, mut error) = (Vec::new(), Vec::new());
+        let read = async {
+            while let Some(Ok(message)) = ws.next().await {
+                match message {
+                    Message::Binary(b) if b.first() == Some(&1) => {
+                        stdout.extend_from_slice(&b[1..])
+                    }
+                    Message::Binary(b) if b.first() == Some(&3) => error.extend_from_slice(&b[1..]),
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+        };
+        tokio::time::timeout(WAIT, read)
+            .await
+            .expect("the exec ends");
+        assert_eq!(String::from_utf8_lossy(&stdout), want_out, "{script}");
+        let error = String::from_utf8_lossy(&error);
+        if want_error.is_empty() {
+            assert_eq!(error, "", "{script}: nothing on the error channel");
+        } else {
+            assert!(
+                error.starts_with(want_error) && error.ends_with("exit code 3"),
+                "{script}: the failure as text: {error}"
+            );
+        }
+    }
+}

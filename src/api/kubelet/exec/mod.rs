@@ -36,7 +36,7 @@ pub fn exec(
         return respond(
             400,
             TEXT,
-            b"exec needs an upgrade: websocket (v5.channel.k8s.io, v4.channel.k8s.io) or SPDY/3.1 (v4, v3, v2.channel.k8s.io)\n"
+            b"exec needs an upgrade: websocket (v5.channel.k8s.io, v4.channel.k8s.io, channel.k8s.io) or SPDY/3.1 (v4, v3, v2.channel.k8s.io)\n"
                 .to_vec(),
         );
     }

@@ -1,6 +1,7 @@
-//! `kubectl exec` over a websocket (`v5.channel.k8s.io`, or `v4.channel.k8s.io`): the
-//! handshake's answer, then one task pumping the client's stdin into the command and the
-//! command's output back, and the exit status last.
+//! `kubectl exec` over a websocket (`v5.channel.k8s.io`, `v4.channel.k8s.io`, or the
+//! first protocol, `channel.k8s.io`, which older clients and Kubernetes' own e2e tests
+//! speak): the handshake's answer, then one task pumping the client's stdin into the
+//! command and the command's output back, and the exit status last.
 
 use std::sync::Arc;
 
@@ -27,7 +28,11 @@ use tokio_tungstenite::tungstenite::Error as WsError;
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The channel protocols served, most preferred first.
-pub const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
+pub const PROTOCOLS: [&str; 3] = ["v5.channel.k8s.io", "v4.channel.k8s.io", "channel.k8s.io"];
+
+/// The first protocol: its error stream carries a failure's text only, and a success
+/// nothing (the kubelet's remotecommand v1).
+const V1: &str = "channel.k8s.io";
 
 /// A websocket upgrade request?
 pub fn is_websocket(req: &Request<Incoming>) -> bool {
@@ -261,12 +266,17 @@ async fn pump<K, S>(
         let _ = f.await;
     }
     let status = final_status(&mut child, &request.command).await;
-    let _ = sink
-        .send(Message::binary(channel::frame(
-            channel::ERROR,
-            status.to_string().as_bytes(),
-        )))
-        .await;
+    let error = if protocol == V1 {
+        // v1 has no status object: the failure's message as text, nothing on success.
+        status["message"].as_str().map(|m| m.as_bytes().to_vec())
+    } else {
+        Some(status.to_string().into_bytes())
+    };
+    if let Some(error) = error {
+        let _ = sink
+            .send(Message::binary(channel::frame(channel::ERROR, &error)))
+            .await;
+    }
     close_normally(&mut sink).await;
     // Wait for the client's close frame before the socket is dropped: closing it with
     // the client's bytes unread sends a reset, and a reset makes the peer throw away
@@ -282,18 +292,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn v5_is_preferred_and_old_protocols_are_refused() {
+    fn v5_is_preferred_then_v4_then_the_first_protocol_and_base64_is_refused() {
         assert_eq!(
-            choose_protocol("v4.channel.k8s.io, v5.channel.k8s.io"),
+            choose_protocol("channel.k8s.io, v4.channel.k8s.io, v5.channel.k8s.io"),
             Some("v5.channel.k8s.io")
         );
         assert_eq!(
-            choose_protocol("v4.channel.k8s.io"),
+            choose_protocol("channel.k8s.io, v4.channel.k8s.io"),
             Some("v4.channel.k8s.io")
         );
         assert_eq!(
             choose_protocol("channel.k8s.io,base64.channel.k8s.io"),
-            None
+            Some("channel.k8s.io")
         );
+        assert_eq!(choose_protocol("base64.channel.k8s.io"), None);
     }
 }
