@@ -14,6 +14,8 @@
 # --dir DEST             an empty directory /DEST (mode 0755)
 # --passwd LINE, --group LINE  a line appended to /etc/passwd, /etc/group
 # --config JSON the image config's "config" object (default: PATH in Env, Cmd ["sh"])
+# --all-in-bin  every applet's link in /bin (as Docker's busybox image has them), not at
+#               the path busybox reports (sysctl in /sbin, env in /usr/bin, ...)
 #
 # The options other than --ref and --add make images that stand in for other projects'
 # (scripts/cluster/e2e-images.sh: Kubernetes' e2e test images).
@@ -38,6 +40,7 @@ LINKS=()
 DIRS=()
 PASSWD=()
 GROUP=()
+ALL_IN_BIN=0
 CONFIG='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],"Cmd":["sh"]}'
 while [ "$#" -gt 1 ]; do
   case "$1" in
@@ -49,6 +52,7 @@ while [ "$#" -gt 1 ]; do
     --passwd) PASSWD+=("$2"); shift 2 ;;
     --group) GROUP+=("$2"); shift 2 ;;
     --config) CONFIG=$2; shift 2 ;;
+    --all-in-bin) ALL_IN_BIN=1; shift ;;
     *) usage ;;
   esac
 done
@@ -103,6 +107,7 @@ while IFS= read -r applet; do
   case "$applet" in
     bin/busybox | linuxrc | "" | /* | *..*) continue ;;
   esac
+  [ "$ALL_IN_BIN" = 1 ] && applet=bin/${applet##*/}
   dir=$(dirname "$applet")
   mkdir -p "$R/$dir"
   up=""

@@ -4,7 +4,8 @@
 # (k8s.io/kubernetes test/utils/image/manifest.go of the pinned release), so that their
 # IfNotPresent pulls find them in podhost's store:
 #
-#   e2e-test-images/busybox:1.37.0-1   Debian's busybox-static (oci/busybox/build.sh)
+#   e2e-test-images/busybox:1.37.0-1   Debian's busybox-static (oci/busybox/build.sh), its
+#                                        applets in /bin as in the upstream image
 #   e2e-test-images/agnhost:2.63.0     Debian's curl, netcat, iproute2, dnsutils and iperf
 #   e2e-test-images/agnhost:2.55         (scripts/build-debian-image.sh) plus /agnhost
 #                                        (built from the pinned module by
@@ -37,7 +38,9 @@ command -v cc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 busybox_image() { # REF DIR [build.sh options...]
   local ref=$1 dir=$2
   shift 2
-  bash oci/busybox/build.sh --ref "$ref" "$@" "$OUT/$dir" >/dev/null 2>>"$OUT/build.log" ||
+  # Every applet in /bin, as in the upstream images (Docker's busybox): the tests run
+  # /bin/sysctl, /bin/env and others by that path.
+  bash oci/busybox/build.sh --ref "$ref" --all-in-bin "$@" "$OUT/$dir" >/dev/null 2>>"$OUT/build.log" ||
     { cat "$OUT/build.log" >&2; exit 1; }
   printf '%s %s\n' "$ref" "$OUT/$dir"
 }
