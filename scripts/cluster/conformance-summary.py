@@ -17,7 +17,7 @@ FAILED = {"failed", "panicked", "timedout", "aborted", "interrupted"}
 
 
 def full_text(spec):
-    return " ".join([*spec.get("ContainerHierarchyTexts") or [], spec.get("LeafNodeText", "")])
+    return " ".join([*(spec.get("ContainerHierarchyTexts") or []), spec.get("LeafNodeText", "")])
 
 
 def main():
