@@ -51,10 +51,25 @@ pub fn udp_who_am_i(ns: &NetNs, addr: &str) {
 }
 
 /// Connects from `ns` to `addr` over TCP; the server's answer (who it saw), or the error.
+/// "No route to host" right after a pod's network was set up is IPv6 neighbour
+/// discovery that has not completed yet (the pod's veth and its bridge port come up
+/// asynchronously in the kernel): that one error is retried for up to 5 s, any other
+/// is the answer.
 pub fn tcp_ask(ns: &NetNs, addr: SocketAddr) -> Result<String, String> {
     ns.run(move || {
-        let mut s = TcpStream::connect_timeout(&addr, TIMEOUT)
-            .map_err(|e| format!("connect {addr}: {e}"))?;
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let connect = || loop {
+            match TcpStream::connect_timeout(&addr, TIMEOUT) {
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EHOSTUNREACH)
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                other => return other,
+            }
+        };
+        let mut s = connect().map_err(|e| format!("connect {addr}: {e}"))?;
         s.set_read_timeout(Some(TIMEOUT))
             .map_err(|e| e.to_string())?;
         let mut answer = String::new();
