@@ -65,6 +65,37 @@ oci_write_layout() {
   printf 'sha256:%s\n' "$manifest"
 }
 
+# Copies host files into a root filesystem: each SPEC is SRC:DEST[:MODE] (mode 0755 by
+# default), DEST relative to ROOTFS, its directories made.
+#
+#   oci_put_files ROOTFS SPEC...
+oci_put_files() {
+  local rootfs=$1 p src rest dest mode
+  shift
+  for p in "$@"; do
+    src=${p%%:*}
+    rest=${p#*:}
+    dest=${rest%%:*}
+    mode=0755
+    [ "$rest" != "$dest" ] && mode=${rest#*:}
+    mkdir -p "$rootfs/$(dirname "/$dest")"
+    install -m "$mode" "$src" "$rootfs/${dest#/}"
+  done
+}
+
+# Makes symlinks in a root filesystem: each SPEC is TARGET:DEST, DEST relative to ROOTFS.
+#
+#   oci_link_files ROOTFS SPEC...
+oci_link_files() {
+  local rootfs=$1 l dest
+  shift
+  for l in "$@"; do
+    dest=${l#*:}
+    mkdir -p "$rootfs/$(dirname "/$dest")"
+    ln -sfn "${l%%:*}" "$rootfs/${dest#/}"
+  done
+}
+
 # The architecture name OCI uses for this machine.
 oci_arch() {
   case "$(uname -m)" in

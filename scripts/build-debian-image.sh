@@ -137,21 +137,9 @@ find "$R/var/log" -type f -delete
 printf '%s\n' '127.0.0.1 localhost' '::1 localhost ip6-localhost ip6-loopback' >"$R/etc/hosts"
 chmod 0644 "$R/etc/hostname" "$R/etc/resolv.conf" "$R/etc/machine-id" "$R/etc/hosts"
 
-for p in "${PUT[@]}"; do
-  src=${p%%:*}
-  rest=${p#*:}
-  dest=${rest%%:*}
-  mode=0755
-  [ "$rest" != "$dest" ] && mode=${rest#*:}
-  mkdir -p "$R/$(dirname "/$dest")"
-  install -m "$mode" "$src" "$R/${dest#/}"
-done
+oci_put_files "$R" "${PUT[@]}"
 for a in "${APPEND[@]}"; do printf '%s\n' "${a#*:}" >>"$R/${a%%:*}"; done
-for l in "${LINKS[@]}"; do
-  dest=${l#*:}
-  mkdir -p "$R/$(dirname "/$dest")"
-  ln -sfn "${l%%:*}" "$R/${dest#/}"
-done
+oci_link_files "$R" "${LINKS[@]}"
 
 config='{"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]'
 [ -n "$ENTRYPOINT" ] && config+=",\"Entrypoint\":$ENTRYPOINT"

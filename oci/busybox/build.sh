@@ -126,21 +126,9 @@ for f in "${ADD[@]}"; do
   install -m 0755 "$f" "$R/usr/local/bin/$(basename "$f")"
 done
 
-for p in "${PUT[@]}"; do
-  src=${p%%:*}
-  rest=${p#*:}
-  dest=${rest%%:*}
-  mode=0755
-  [ "$rest" != "$dest" ] && mode=${rest#*:}
-  mkdir -p "$R/$(dirname "/$dest")"
-  install -m "$mode" "$src" "$R/${dest#/}"
-done
+oci_put_files "$R" "${PUT[@]}"
 for d in "${DIRS[@]}"; do mkdir -p "$R/${d#/}"; done
-for l in "${LINKS[@]}"; do
-  dest=${l#*:}
-  mkdir -p "$R/$(dirname "/$dest")"
-  ln -sfn "${l%%:*}" "$R/${dest#/}"
-done
+oci_link_files "$R" "${LINKS[@]}"
 
 printf '%s\n' \
   'root:x:0:0:root:/root:/bin/sh' \
