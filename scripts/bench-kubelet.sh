@@ -68,12 +68,12 @@ cleanup() {
   for p in "$PODHOST_NODE_PID" "$KUBELET_PID"; do [ -n "$p" ] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   # containerd's pods: their shims and containers live on after containerd stops.
   if [ -n "$CONTAINERD_PID" ]; then
-    local ctr=(ctr --address "$WORK/containerd/containerd.sock" -n k8s.io)
+    local ctr=(ctr --address "$WORK/kubelet/containerd/containerd.sock" -n k8s.io)
     for t in $("${ctr[@]}" tasks ls -q 2>/dev/null); do "${ctr[@]}" tasks kill -s KILL "$t" >/dev/null 2>&1; done
     sleep 1
     kill "$CONTAINERD_PID" 2>/dev/null && wait "$CONTAINERD_PID" 2>/dev/null
   fi
-  pkill -KILL -f "containerd-shim-runc-v2 .*-address $WORK/containerd/containerd.sock" 2>/dev/null
+  pkill -KILL -f "containerd-shim-runc-v2 .*-address $WORK/kubelet/containerd/containerd.sock" 2>/dev/null
   bash scripts/cluster/control-plane-down.sh "$CP" --keep >/dev/null 2>&1
   bash scripts/cluster/node-netns.sh down "$WORK/net" >/dev/null 2>&1
   grep -F " $WORK/" /proc/mounts | cut -d' ' -f2 | sort -r | xargs -r -n1 umount -l 2>/dev/null
@@ -139,6 +139,10 @@ state = "$k_dir/containerd/state"
   path = "$k_dir/containerd/opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "registry.k8s.io/pause:3.10.2"
+  # The kubelet asks for oom_score_adj -998 for sandboxes; on a host that does not give
+  # root CAP_SYS_RESOURCE runc fails on it ("failed to update /proc/self/oom_score_adj"),
+  # so containerd keeps scores at or above its own (podhost warns and runs with 0).
+  restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
@@ -194,6 +198,15 @@ evictionHard: {memory.available: "0%", nodefs.available: "0%", nodefs.inodesFree
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 YAML
+# The kubelet wants its cgroupRoot to exist in every hierarchy (cgroupfs driver).
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+  mkdir -p "/sys/fs/cgroup$K_CGROUP"
+else
+  for h in /sys/fs/cgroup/*/; do mkdir -p "$h${K_CGROUP#/}"; done
+  for f in cpuset.cpus cpuset.mems; do
+    cat "/sys/fs/cgroup/cpuset/$f" >"/sys/fs/cgroup/cpuset$K_CGROUP/$f"
+  done
+fi
 nsenter --net="/run/netns/${NODE_NETNS[$K_NODE]}" \
   "$test_bin/kubelet" --config "$k_dir/config.yaml" --kubeconfig "$CP/node-$K_NODE.kubeconfig" \
   --root-dir "$k_dir/root" --hostname-override "$K_NODE" --node-ip "${NODE_ADDR[$K_NODE]}" \

@@ -158,10 +158,14 @@ for n in "${NODES[@]}" "$LATE"; do
     if ! ss -Htan "sport = :$p" | grep -q . && [[ " ${KPORT[*]} " != *" $p "* ]]; then KPORT[$n]=$p; break; fi
   done
 done
-# The built-in busybox image, offline, loaded into each node's store.
+# The built-in busybox image, offline, loaded into each node's store; and a second
+# version of it (another digest) that a pod's image is updated to.
 bash oci/busybox/build.sh "$WORK/busybox-oci" >/dev/null
+bash oci/busybox/build.sh --ref localhost/busybox:v2 --dir v2 "$WORK/busybox-v2-oci" >/dev/null
 for n in "${NODES[@]}" "$LATE"; do
-  "$PODHOST" load --socket "$WORK/$n/podhost.sock" --root-dir "$WORK/$n/root" "$WORK/busybox-oci" >/dev/null
+  for layout in busybox-oci busybox-v2-oci; do
+    "$PODHOST" load --socket "$WORK/$n/podhost.sock" --root-dir "$WORK/$n/root" "$WORK/$layout" >/dev/null
+  done
 done
 IMAGE=localhost/busybox:latest
 # shellcheck disable=SC1091
@@ -337,11 +341,23 @@ sleep 3
 wait_for 30 "pod keep Running after the node restarted" running keep
 [ "$(pod_field keep '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "keep restarted with its node"
 [ "$(pod_field keep '{.status.containerStatuses[0].state.running.startedAt}')" = "$started" ] || fail "keep: a new container after the node restarted"
-# An image update is not applied to the running pod: said, not silent.
+pass "a pod survives its node's restart"
+# An image update restarts the container with the new image, as the kubelet does when a
+# container's definition changes: killed with the pod's grace, started again at once.
+image_now() { [ "$(pod_field keep '{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].image}/{.status.containerStatuses[0].ready}')" = "$1/$2/true" ]; }
 k set image pod/keep app=localhost/busybox:v2 >/dev/null
-wait_for 15 "SpecUpdateNotApplied event for keep" bash -c "'$PODHOST' --socket '$WORK/podhost-b/podhost.sock' get events 2>/dev/null | grep -q SpecUpdateNotApplied"
+# Its sh ignores SIGTERM (pid 1): the kill takes the pod's 30 s grace.
+wait_for 60 "keep restarted with localhost/busybox:v2" image_now 1 localhost/busybox:v2
+k get events --field-selector involvedObject.name=keep,reason=Killing -o jsonpath='{.items[*].message}' |
+  grep -q "Container app definition changed, will be restarted" || fail "keep: the Killing event does not say the definition changed"
+# Changed while its node is down: the restarted node tells the running container's image
+# from the spec's (recorded with the attempt) and restarts it.
+kill "${PID_OF[podhost-b]}"; wait "${PID_OF[podhost-b]}" 2>/dev/null || true
+k set image pod/keep app=$IMAGE >/dev/null
+start_node podhost-b "tier=edge,podhost.io/test=podhost-b"
+wait_for 75 "keep restarted with $IMAGE after its node restarted" image_now 2 "$IMAGE"
 k delete pod keep --grace-period=2 >/dev/null
-pass "a pod survives its node's restart; an image update is reported as not applied; deleted afterwards"
+pass "an image update restarts the container with it (Killing: definition changed), also one made while the node was down; deleted afterwards"
 
 # ---------- a watch that expired (410 Gone) and status writes for a replaced pod ----------
 # podhost-a is paused (SIGSTOP) while the cluster changes under it: a pod bound to it is
@@ -627,6 +643,49 @@ pass "kubectl port-forward through the API server (SPDY; kubectl's websocket def
 k delete pod talk --grace-period=1 >/dev/null
 wait_for 20 "pod talk deleted" gone talk
 
+# ---------- what changes in a running pod's object ----------
+# Readiness gates (spec.readinessGates): Ready waits for the gate's condition, which
+# someone else writes into the status, and the node's own writes leave it alone.
+pod gated podhost-a 1 'while :; do sleep 1; done' \
+  | sed 's/^spec:$/spec:\n  readinessGates: [{conditionType: example.com\/lb}]/' | k create -f - >/dev/null
+ready_of() { pod_field "$1" '{.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}'; }
+gate_held() { [ "$(pod_field gated '{.status.containerStatuses[0].ready}')" = true ] && [ "$(ready_of gated)" = False/ReadinessGatesNotReady ]; }
+wait_for 30 "pod gated: containers ready, Ready held by its gate" gate_held
+msg=$(pod_field gated '{.status.conditions[?(@.type=="Ready")].message}')
+[ "$msg" = 'corresponding condition of pod readiness gate "example.com/lb" does not exist.' ] || fail "gated: Ready's message: $msg"
+k patch pod gated --subresource=status --type=strategic \
+  -p '{"status":{"conditions":[{"type":"example.com/lb","status":"True"}]}}' >/dev/null
+wait_for 20 "pod gated Ready once its gate's condition is True" bash -c "[ \"\$($KUBECTL --kubeconfig $KUBECONFIG get pod gated -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}')\" = True ]"
+k patch pod gated --subresource=status --type=strategic \
+  -p '{"status":{"conditions":[{"type":"example.com/lb","status":"False"}]}}' >/dev/null
+gate_false() { [ "$(ready_of gated)" = False/ReadinessGatesNotReady ] && [ "$(pod_field gated '{.status.conditions[?(@.type=="example.com/lb")].status}')" = False ]; }
+wait_for 20 "pod gated held again when its gate's condition turns False" gate_false
+pass "readiness gates: Ready held (ReadinessGatesNotReady, the kubelet's message) until the gate's condition is True, held again when it turns False; the condition stays the writer's"
+# activeDeadlineSeconds set on a running pod: it fails with DeadlineExceeded, as the kubelet.
+k patch pod gated -p '{"spec":{"activeDeadlineSeconds":5}}' >/dev/null
+deadline() { [ "$(pod_field gated '{.status.phase}/{.status.reason}')" = Failed/DeadlineExceeded ]; }
+wait_for 30 "pod gated Failed with DeadlineExceeded after its new activeDeadlineSeconds" deadline
+pass "activeDeadlineSeconds added to a running pod: Failed, DeadlineExceeded"
+k delete pod gated --grace-period=1 >/dev/null
+# An ephemeral container added through the API (kubectl debug: pods/ephemeralcontainers)
+# starts in the running pod, in its target container's pid namespace.
+pod debugged podhost-a 1 'while :; do sleep 1; done' | k create -f - >/dev/null
+wait_for 30 "pod debugged Running" running debugged
+k debug debugged --image="$IMAGE" --image-pull-policy=Never --container=dbg --target=app -- sleep 3600 >/dev/null 2>&1 \
+  || fail "kubectl debug debugged"
+dbg_runs() { [ -n "$(pod_field debugged '{.status.ephemeralContainerStatuses[?(@.name=="dbg")].state.running.startedAt}')" ]; }
+wait_for 30 "ephemeral container dbg running" dbg_runs
+procs=$(k exec debugged -c dbg -- ps -o comm) || fail "kubectl exec into the ephemeral container"
+grep -q '^sh$' <<<"$procs" || fail "dbg does not see app's processes (its target's pid namespace): $procs"
+pass "kubectl debug: the ephemeral container runs in the pod, sees its target's processes, kubectl exec reaches it"
+# A log read over a websocket through the API server (the e2e framework's way).
+k exec debugged -c app -- sh -c 'echo over the websocket > /proc/1/fd/1'
+logs=$(python3 scripts/cluster/ws-log.py "$KUBE_APISERVER_URL/api/v1/namespaces/default/pods/debugged/log?container=app" \
+  "$pki/ca.crt" "$pki/admin.crt" "$pki/admin.key") || fail "websocket log read"
+[ "$logs" = "over the websocket" ] || fail "log over a websocket through the API server: '$logs'"
+pass "a container's log read over a websocket through the API server"
+k delete pod debugged --grace-period=1 >/dev/null
+
 # ---------- service environment variables ----------
 # As the kubelet: the default/kubernetes service's variables in every pod (client-go's
 # in-cluster config needs KUBERNETES_SERVICE_HOST/PORT), the pod's namespace's services'
@@ -656,6 +715,17 @@ for want in "KUBERNETES_SERVICE_HOST=$kip" KUBERNETES_SERVICE_PORT=443 KUBERNETE
   grep -qx -- "$want" <<<"$links" || fail "svc-links: no $want in its env: $links"
 done
 pass "service environment variables: the kubernetes service's and the namespace's web-svc's"
+# envFrom keys that are not shell identifiers (Kubernetes' ConfigMap and Secret env specs
+# use data-1 and a p- prefix) reach the container's process as they are.
+k create configmap env-names --from-literal=data-1=value-1 >/dev/null
+pod env-names podhost-a 1 'while :; do sleep 1; done' \
+  | sed 's/^    command:/    envFrom: [{configMapRef: {name: env-names}}, {prefix: p-, configMapRef: {name: env-names}}]\n    command:/' \
+  | k create -f - >/dev/null
+wait_for 30 "pod env-names Running" running env-names
+names=$(k exec env-names -- env)
+grep -qx data-1=value-1 <<<"$names" && grep -qx p-data-1=value-1 <<<"$names" || fail "env-names: data-1 and p-data-1 not in env: $names"
+pass "envFrom names that are not identifiers (data-1, p-data-1) in the container's environment"
+k delete pod env-names --grace-period=1 --wait=false >/dev/null
 nolinks=$(k exec svc-nolinks -- env)
 grep -qx "KUBERNETES_SERVICE_HOST=$kip" <<<"$nolinks" && grep -qx KUBERNETES_SERVICE_PORT=443 <<<"$nolinks" \
   || fail "svc-nolinks: no KUBERNETES_SERVICE_HOST/PORT: $nolinks"

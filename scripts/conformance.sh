@@ -12,21 +12,31 @@
 #
 #   sudo bash scripts/conformance.sh --short   # CI: skips [Serial], [Disruptive], [Flaky], [Slow]
 #   sudo bash scripts/conformance.sh           # every [NodeConformance] spec
+#   sudo bash scripts/conformance.sh --conformance [--short]
+#                                  # the [Conformance] specs that are not [NodeConformance]
+#                                  # (with kube-proxy on the node: cluster/kube-proxy-up.sh)
 #
 # Env: PODHOST (default target/release/podhost, built if missing), FOCUS (a regexp
 # narrowing the focus further, e.g. FOCUS='Container Lifecycle Hook'), PROCS (parallel
-# ginkgo processes, default 4), KEEP_WORK=1 (keep the work dir: reports, logs).
+# ginkgo processes, default 16: most specs wait on pods and probes, not on the CPU),
+# KEEP_WORK=1 (keep the work dir: reports, logs), KUBE_PROXY_MODE (nftables, the
+# default, or iptables; --conformance).
+# Specs that cannot pass here for reasons that are not the node's are skipped and named
+# with their reason on every run: tests/cluster/conformance/not-applicable, and
+# PrivilegedPod on a host kernel without the dummy link type.
 # Prints ginkgo's progress, the failed specs, then as its last line
 # "N passed, M failed, K skipped"; exits non-zero when a spec failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" -eq 0 ] || { echo "conformance: run as root" >&2; exit 1; }
-SHORT=0
-case "${1:-}" in
-  --short) SHORT=1 ;;
-  "") ;;
-  *) echo "usage: $0 [--short]" >&2; exit 2 ;;
-esac
+SHORT=0 CONFORMANCE=0
+for arg in "$@"; do
+  case "$arg" in
+    --short) SHORT=1 ;;
+    --conformance) CONFORMANCE=1 ;;
+    *) echo "usage: $0 [--short] [--conformance]" >&2; exit 2 ;;
+  esac
+done
 cp_bin=$(bash scripts/cluster/build-control-plane.sh | tail -1)
 test_bin=$(bash scripts/cluster/build-conformance.sh | tail -1)
 export KUBE_APISERVER=$cp_bin/kube-apiserver KUBE_CONTROLLER_MANAGER=$cp_bin/kube-controller-manager
@@ -36,7 +46,7 @@ command -v etcd >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y 
 PODHOST=${PODHOST:-target/release/podhost}
 [ -x "$PODHOST" ] || cargo build --release --locked >/dev/null
 PODHOST=$(realpath "$PODHOST")
-PROCS=${PROCS:-4}
+PROCS=${PROCS:-16}
 
 NODE=podhost-conformance
 WORK=$(mktemp -d /tmp/podhost-conformance.XXXXXX)
@@ -67,22 +77,53 @@ bash scripts/cluster/node-netns.sh up "$WORK/net" "$NODE" >/dev/null
 # shellcheck disable=SC1091
 source "$WORK/net/netns.env"
 env API_ADDRESS="$HOST_ADDR" NODE_IPS="$NODE=${NODE_ADDR[$NODE]}" CLUSTER_CIDR="$CLUSTER_CIDR" \
+  SERVICE_CIDR="$SERVICE_CIDR" ENDPOINT_RECONCILER=lease \
   bash scripts/cluster/control-plane-up.sh "$CP" "$NODE" >"$WORK/control-plane-up.log" 2>&1 ||
   { tail -20 "$WORK/control-plane-up.log" >&2; exit 1; }
 # shellcheck disable=SC1091
 source "$CP/env.sh"
 
 dir=$WORK/node
+bash scripts/cluster/e2e-images.sh "$test_bin" "${CARGO_TARGET_DIR:-target}/tmp/e2e-images" >"$WORK/images"
 while read -r ref layout; do
   "$PODHOST" load --socket "$dir/podhost.sock" --root-dir "$dir/root" --name "$ref" "$layout" >>"$WORK/load.log" 2>&1 ||
     { cat "$WORK/load.log" >&2; exit 1; }
-done < <(bash scripts/cluster/e2e-images.sh "$test_bin" "${CARGO_TARGET_DIR:-target}/tmp/e2e-images")
+done <"$WORK/images"
 podhost_node_start "$PODHOST" "$NODE" "$dir" "${NODE_POD_CIDR[$NODE]}" "$CGROUP_ROOT"
+# --conformance: Services (the Services, DNS, Proxy and webhook specs need them).
+# kube-proxy on the node as kubeadm runs it (a DaemonSet, nftables mode), and the
+# Services' range routed from the host (where e2e.test and the API server run) to the
+# node, whose kube-proxy rules translate it. KUBE_PROXY_MODE=iptables for the other.
+# The [NodeConformance] specs test the node agent alone and were measured without a
+# proxy: that run stays as it was.
+if [ "$CONFORMANCE" = 1 ]; then
+  ip route add "$SERVICE_CIDR" via "${NODE_ADDR[$NODE]}"
+  KUBECTL=$KUBECTL bash scripts/cluster/kube-proxy-up.sh "$CP" "$(awk '$1 ~ /kube-proxy:/ { print $1 }' "$WORK/images")" \
+    "${NODE_POD_CIDR[$NODE]}" "${KUBE_PROXY_MODE:-nftables}" 2>>"$WORK/kube-proxy-up.log" ||
+    { cat "$WORK/kube-proxy-up.log" >&2; exit 1; }
+fi
 
 focus='\[NodeConformance\]'
-[ -n "${FOCUS:-}" ] && focus="$focus.*$FOCUS|$FOCUS.*$focus"
+[ "$CONFORMANCE" = 1 ] && focus='\[Conformance\]'
+[ -n "${FOCUS:-}" ] && focus="$focus.*($FOCUS)|($FOCUS).*$focus"
 skip='\[Feature:|\[Alpha\]|\[Beta\]'
+# --conformance: the [NodeConformance] specs are the other mode's.
+[ "$CONFORMANCE" = 1 ] && skip="$skip|\[NodeConformance\]"
 [ "$SHORT" = 1 ] && skip="$skip|\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]"
+# Specs that cannot pass here for reasons that are not the node's: named, with why.
+not_applicable() { # REGEXP REASON
+  echo "conformance: not applicable here, skipped: $1 ($2)"
+  skip="$skip|$1"
+}
+while IFS=$'\t' read -r spec reason; do
+  case "$spec" in "" | "#"*) continue ;; esac
+  not_applicable "$spec" "$reason"
+done <tests/cluster/conformance/not-applicable
+# PrivilegedPod makes a dummy link in a privileged container: the host kernel needs the
+# dummy module.
+if ! unshare -n sh -c 'ip link add phconf0 type dummy' 2>/dev/null; then
+  not_applicable 'PrivilegedPod .*should enable privileged commands' "this host's kernel has no dummy link type"
+fi
 echo "conformance: podhost $("$PODHOST" --version 2>/dev/null | head -1), $("$KUBE_APISERVER" --version), focus $focus, skip $skip, $PROCS processes"
 mkdir -p "$WORK/report"
 (cd "$WORK/report" && exec setsid "$test_bin/ginkgo" --procs="$PROCS" --timeout=50m --no-color \
@@ -95,5 +136,7 @@ GINKGO_PID=$!
 rc=0
 wait "$GINKGO_PID" || rc=$?
 GINKGO_PID=""
-python3 scripts/cluster/conformance-summary.py "$WORK/report/report.json" "$WORK/ginkgo.log"
+summary_args=()
+[ "$CONFORMANCE" = 1 ] && summary_args=(--conformance)
+python3 scripts/cluster/conformance-summary.py "${summary_args[@]}" "$WORK/report/report.json" "$WORK/ginkgo.log"
 exit "$rc"

@@ -11,11 +11,25 @@ fi
 bash scripts/install-deps.sh etcd-server
 # A toolchain install-deps.sh installed with rustup lives here.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
-# The Kubernetes control plane for the cluster-mode test (Go), built while cargo builds
-# and tests: cached by release outside the checkout, it takes seconds once built here.
+# One build from scratch per run: cargo's incremental caches (about 1 GB for each of
+# podhost's targets) would only take disk.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+# The Kubernetes control plane for the cluster-mode tests (Go), then Kubernetes' node
+# conformance suite (e2e.test, ginkgo, the test images' programs), one after the other
+# (the second reuses the first's Go build cache) while cargo builds and tests: cached
+# by release outside the checkout, they take seconds once built here.
+# Their Go build cache (~5 GB) is this run's own and is removed once both are built:
+# only the programs are kept, and the disk it took is what cargo's test build needs.
 mkdir -p "${CARGO_TARGET_DIR:-target}"
 control_plane_log=${CARGO_TARGET_DIR:-target}/control-plane-build.log
-bash scripts/cluster/build-control-plane.sh >"$control_plane_log" 2>&1 &
+conformance_log=${CARGO_TARGET_DIR:-target}/conformance-build.log
+go_build_cache=$(mktemp -d "${TMPDIR:-/tmp}/podhost-go-build.XXXXXX")
+(
+  trap 'rm -rf "$go_build_cache"' EXIT
+  export GOCACHE=$go_build_cache
+  bash scripts/cluster/build-control-plane.sh >"$control_plane_log" 2>&1 &&
+    bash scripts/cluster/build-conformance.sh >"$conformance_log" 2>&1
+) &
 control_plane_build=$!
 
 if cargo fmt --version >/dev/null 2>&1; then
@@ -48,8 +62,8 @@ target_dir=${CARGO_TARGET_DIR:-target}
 debug_podhost=$target_dir/debug/podhost
 # The control plane built above, for the cluster-mode torture and tests.
 if ! wait "$control_plane_build"; then
-  cat "$control_plane_log" >&2
-  echo "scripts/test.sh: building the control plane failed (log above)" >&2
+  cat "$control_plane_log" "$conformance_log" >&2 2>/dev/null || true
+  echo "scripts/test.sh: building the control plane or the conformance suite failed (log above)" >&2
   exit 1
 fi
 bin=$(tail -1 "$control_plane_log")
@@ -89,7 +103,17 @@ start seeds-test env KUBE_APISERVER="$bin/kube-apiserver" \
   KUBECTL="$bin/kubectl" PODHOST="$debug_podhost" bash scripts/cluster/seeds-test.sh
 finish seeds-test $!
 finish vm-suite "$vm_suite"
+# Kubernetes' node conformance suite against a podhost node (docs/conformance.md), last
+# and alone: its 16 ginkgo processes mostly watch pods and probes for minutes.
+start conformance env PODHOST="$debug_podhost" bash scripts/conformance.sh --short
+finish conformance $!
 if [ "${#failed[@]}" -gt 0 ]; then
+  # Again at the very end, where a reader of only the run's last lines (CI) sees them.
+  for name in "${failed[@]}"; do
+    echo "==== the end of $name's output ($target_dir/$name.log) ====" >&2
+    # (the torture's verdict, not the daemon log it prints after it)
+    sed "/^---- the daemon's log/,\$d" "$target_dir/$name.log" | tail -40 | cut -c1-300 >&2
+  done
   echo "scripts/test.sh: failed: ${failed[*]} (their output above)" >&2
   exit 1
 fi

@@ -36,6 +36,39 @@ class UnixConnection(http.client.HTTPConnection):
         self.sock.connect(self.path)
 
 
+# Container GC's grace for the dir of a pod no source wants (gc::ORPHAN_GRACE), plus slack.
+ORPHAN_GRACE_S = 62
+
+
+def collect_unclaimed_pod_dirs(a):
+    """A daemon killed after it made a pod's dir but before that pod's status record was
+    written leaves a dir no later daemon knows; when the pod's manifest was edited or
+    removed meanwhile, nothing claims it and container GC removes it once it is
+    ORPHAN_GRACE old. Let that happen (`podhost gc` after the grace) before leftovers are
+    counted: a dir container GC does not remove then is one."""
+    pods_dir = os.path.join(a.root, "pods")
+    dirs = os.listdir(pods_dir) if os.path.isdir(pods_dir) else []
+    if not dirs:
+        return
+    def mtimes(d):  # the dir and its entries, as container GC looks at them
+        # A dir or entry the daemon removes meanwhile is simply no longer there.
+        try:
+            yield os.stat(d).st_mtime
+            for e in os.scandir(d):
+                try:
+                    yield e.stat(follow_symlinks=False).st_mtime
+                except FileNotFoundError:
+                    pass
+        except FileNotFoundError:
+            pass
+    newest = max((m for d in dirs for m in mtimes(os.path.join(pods_dir, d))), default=0)
+    wait = newest + ORPHAN_GRACE_S - time.time()
+    print(f"{len(dirs)} pod dir(s) left; container GC in {max(wait, 0):.0f}s", flush=True)
+    if wait > 0:
+        time.sleep(wait)
+    subprocess.run([a.podhost, "gc", "--socket", a.sock], capture_output=True, timeout=60)
+
+
 def api_pods(sock):
     try:
         c = UnixConnection(sock)
@@ -507,6 +540,7 @@ def main():
     while time.time() < deadline and (api_pods(a.sock) or [1]) != []:
         time.sleep(1)
     time.sleep(2)
+    collect_unclaimed_pod_dirs(a)
     leftovers = dict(processes=0, shims=0, mounts=0, cgroups=0, dirs=0, network=0)
     for mark, _, pid in marked_processes():
         leftovers["processes"] += 1

@@ -41,6 +41,12 @@ cleanup() {
   if [ "$rc" -ne 0 ] && [ -f "$work/daemon.log" ]; then
     echo "---- the daemon's log (last 40 lines) ----"
     tail -40 "$work/daemon.log" | cut -c1-400
+  elif [ "$rc" -ne 0 ] && [ -d "$work/cp/logs" ]; then
+    # Failed before the daemon ran: bringing the control plane up.
+    for log in "$work"/cp/logs/*.log; do
+      echo "---- $(basename "$log") (last 15 lines) ----"
+      tail -15 "$log" | cut -c1-400
+    done
   fi
   [ "$cluster" = 0 ] || bash scripts/cluster/control-plane-down.sh "$work/cp" --keep >/dev/null 2>&1 || true
   # Only what this run started: processes whose command line names its work dir.

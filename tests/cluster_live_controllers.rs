@@ -7,7 +7,7 @@
 //! through the watch of its own Node.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common_apiserver;
+use crate::common_apiserver;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime};

@@ -6,7 +6,7 @@
 //! back as the administrator; what podhost sent is read from its own `--kube-record`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common_apiserver;
+use crate::common_apiserver;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! what the server holds; what podhost sent is read from its own `--kube-record`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common_apiserver;
+use crate::common_apiserver;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod source_scan;
+use crate::source_scan;
 
 use source_scan::rust_files;
 use std::path::Path;

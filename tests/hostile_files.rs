@@ -9,8 +9,8 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod common_hostile;
+use crate::common;
+use crate::common_hostile;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -8,8 +8,8 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod common_hostile;
+use crate::common;
+use crate::common_hostile;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

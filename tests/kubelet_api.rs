@@ -12,7 +12,7 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common_apiserver;
+use crate::common_apiserver;
 
 use std::net::SocketAddr;
 use std::path::Path;

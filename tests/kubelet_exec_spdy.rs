@@ -17,8 +17,8 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod common_spdy;
+use crate::common;
+use crate::common_spdy;
 
 use serde_json::Value;
 

@@ -306,7 +306,9 @@ fn pod_network_is_private_with_loopback_up() {
         "net.yaml",
         &busybox_pod("net", "  restartPolicy: Never\n", "", "ip -o link show | cut -d: -f2 | tr -d ' ' | tr '\\n' ,; ping -c1 -W1 127.0.0.1 >/dev/null && echo ping-ok"),
     );
-    d.wait_pod("net", "pod Succeeded", 60, |p| {
+    // 120 s: in the VM guest (check 15-lifecycle) on a loaded host, one shim step took
+    // 15 s and 60 s ran out.
+    d.wait_pod("net", "pod Succeeded", 120, |p| {
         (phase(p) == "Succeeded").then_some(())
     });
     let out = d.cli(&["logs", &d.full_name("net")]);

@@ -6,7 +6,7 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common_bridge;
+use crate::common_bridge;
 
 use std::collections::{BTreeSet, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -383,7 +383,7 @@ fn without_nft_pods_still_get_addresses_and_host_ports_fail_naming_the_package()
 }
 
 /// Not a test: the time of a setup and a teardown per pod, with and without a hostPort
-/// (`cargo test --test network_bridge -- --ignored --nocapture`). Prints medians.
+/// (`cargo test --test integration network_bridge:: -- --ignored --nocapture`). Prints medians.
 #[test]
 #[ignore]
 fn bench_setup_and_teardown_per_pod() {

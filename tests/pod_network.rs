@@ -6,9 +6,8 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "common_cni/plugins.rs"]
-mod common_cni;
+use crate::common;
+use crate::common_cni;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};

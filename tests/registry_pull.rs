@@ -6,8 +6,7 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod common_registry;
+use crate::common_registry;
 
 use std::fs;
 use std::path::Path;

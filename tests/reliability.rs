@@ -5,7 +5,7 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;
@@ -181,7 +181,13 @@ fn run_marked_sleeper(d: &TestDaemon, marker: &str) -> (serde_json::Value, Vec<i
     });
     let uid = pod["metadata"]["uid"].as_str().unwrap().to_string();
     let first = started_record(d, &uid, 0);
-    let before = container_pids(marker);
+    // Running is shown once the container's `sh` runs; its `exec sleep` follows, later on
+    // a loaded machine.
+    let before = wait_until(Duration::from_secs(10), "the marked sleeper", || {
+        let pids = container_pids(marker);
+        (!pids.is_empty()).then_some(pids)
+    })
+    .unwrap_or_default();
     assert_eq!(before.len(), 1, "{before:?}");
     (first, before)
 }
@@ -415,8 +421,12 @@ fn image_id_and_last_state_survive_a_daemon_restart() {
     assert!(image_id.starts_with("sha256:"), "{before}");
     d.kill9();
     d.spawn_daemon();
-    let after = d.pod("c").expect("pod listed after the restart");
-    let cs = container_status(&after, "main").expect("container status");
+    // Until the new daemon has adopted the pod, its status is the one the killed daemon
+    // last persisted (batched: it may predate the restart the test saw).
+    let cs = d.wait_pod("c", "adopted with its restart", 20, |p| {
+        let cs = container_status(p, "main")?;
+        (cs["restartCount"].as_i64()? >= 1).then(|| cs.clone())
+    });
     assert_eq!(cs["imageID"], image_id.as_str(), "{cs}");
     let last = &cs["lastState"]["terminated"];
     assert_eq!(last["exitCode"], 3, "{cs}");

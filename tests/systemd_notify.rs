@@ -8,7 +8,7 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::net::UnixDatagram;
 use std::time::{Duration, Instant};

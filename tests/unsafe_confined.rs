@@ -7,7 +7,7 @@
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod source_scan;
+use crate::source_scan;
 
 use source_scan::rust_files;
 use std::path::Path;

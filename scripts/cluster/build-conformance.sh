@@ -6,6 +6,8 @@
 #   agnhost   the program of the e2e test image registry.k8s.io/e2e-test-images/agnhost
 #   nnp       the program of the e2e test image .../nonewprivs
 #   kubelet   the kubelet, for the side-by-side figures (scripts/bench-kubelet.sh)
+#   kube-proxy  the Service proxy of every node, run on the conformance node as kubeadm
+#             runs it (scripts/cluster/kube-proxy-up.sh; its image: e2e-images.sh)
 #
 # The pin is tests/cluster/conformance/go.mod: it requires the same k8s.io/kubernetes as
 # tests/cluster/controlplane/go.mod and replaces each staging module by its published
@@ -20,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODULE_DIR=$PWD/tests/cluster/conformance
-PROGRAMS=(e2e.test ginkgo agnhost nnp kubelet)
+PROGRAMS=(e2e.test ginkgo agnhost nnp kubelet kube-proxy)
 
 GO_PROGRAMS_WHO=build-conformance
 # shellcheck source=go-programs.sh
@@ -72,6 +74,7 @@ for p in "${PROGRAMS[@]}"; do
     agnhost) build -o "$staging/$p" k8s.io/kubernetes/test/images/agnhost ;;
     nnp) build -o "$staging/$p" k8s.io/kubernetes/test/images/nonewprivs ;;
     kubelet) build -o "$staging/$p" k8s.io/kubernetes/cmd/kubelet ;;
+    kube-proxy) build -o "$staging/$p" k8s.io/kubernetes/cmd/kube-proxy ;;
   esac
   log "$p built ($((SECONDS - t)) s)"
 done

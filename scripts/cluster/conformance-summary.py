@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The outcome of a conformance run from ginkgo's JSON report.
 
-usage: conformance-summary.py REPORT.json [GINKGO.log]
+usage: conformance-summary.py [--conformance] REPORT.json [GINKGO.log]
 
-Counts the specs labelled [NodeConformance]: passed; failed (also panicked, timed out,
+Counts the specs labelled [NodeConformance] (with --conformance: those labelled
+[Conformance] but not [NodeConformance]): passed; failed (also panicked, timed out,
 aborted, interrupted); skipped (left out by the run's --skip, or skipped by the spec
 itself, e.g. a feature the node does not report). Prints each failure with the first
 lines of its message, each spec that skipped itself with its reason, and as the last
@@ -20,14 +21,23 @@ def full_text(spec):
     return " ".join([*(spec.get("ContainerHierarchyTexts") or []), spec.get("LeafNodeText", "")])
 
 
+def counted(text, conformance):
+    if conformance:
+        return "[Conformance]" in text and "[NodeConformance]" not in text
+    return "[NodeConformance]" in text
+
+
 def main():
+    args = sys.argv[1:]
+    conformance = "--conformance" in args
+    args = [a for a in args if a != "--conformance"]
     try:
-        with open(sys.argv[1]) as f:
+        with open(args[0]) as f:
             suites = json.load(f)
     except (OSError, ValueError) as e:
         print(f"conformance: no report ({e})", file=sys.stderr)
-        if len(sys.argv) > 2:
-            with open(sys.argv[2], errors="replace") as f:
+        if len(args) > 1:
+            with open(args[1], errors="replace") as f:
                 sys.stderr.write("".join(f.readlines()[-40:]))
         return 1
     passed, failed, skipped, self_skipped = [], [], [], []
@@ -36,7 +46,7 @@ def main():
             if spec.get("LeafNodeType") != "It":
                 continue
             text = full_text(spec)
-            if "[NodeConformance]" not in text:
+            if not counted(text, conformance):
                 continue
             state = spec.get("State", "")
             message = (spec.get("Failure") or {}).get("Message", "").strip()

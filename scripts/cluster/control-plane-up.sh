@@ -21,6 +21,11 @@
 #                 certificate (default: NODE_IP, default 127.0.0.1, for every node).
 #   CLUSTER_CIDR  with the controller manager: --allocate-node-cidrs --cluster-cidr
 #                 CLUSTER_CIDR (/24 per Node, in spec.podCIDR).
+#   ENDPOINT_RECONCILER  the API server's --endpoint-reconciler-type (default none: the
+#                 `kubernetes` Service has no endpoints); `lease` with a non-loopback
+#                 API_ADDRESS when the nodes proxy Services.
+#   SERVICE_CIDR  the Services' IPv4 range (default 10.96.0.0/16; its network address
+#                 must end in .0): node-netns.sh gives each run its own, routable one.
 #   BOOTSTRAP_TOKEN=<6 chars>.<16 chars>  TLS bootstrap as `kubeadm join` uses it: the API
 #     server gets --enable-bootstrap-token-auth, the token's Secret is created in
 #     kube-system with kubeadm's RBAC bindings (system:bootstrappers may create node CSRs,
@@ -130,8 +135,15 @@ sign() {
     -days 365 -sha256 -extfile "$ext" -out "$PKI/$name.crt"
   rm -f "$PKI/$name.csr" "$ext"
 }
-SVC_CIDR=10.96.0.0/16      # only an allocation range inside the apiserver; nothing is routed there
-SVC_IP=10.96.0.1
+# The Services' addresses: an allocation range inside the apiserver; a run that proxies
+# them (kube-proxy-up.sh) routes it to a node. IPv4 with a network address ending in .0:
+# the first address is the `kubernetes` Service's.
+SVC_CIDR=${SERVICE_CIDR:-10.96.0.0/16}
+SVC_IP=${SVC_CIDR%.*/*}.1
+# The `kubernetes` Service's endpoints: none by default (an EndpointSlice cannot hold
+# 127.0.0.1, the default API_ADDRESS); `lease` (the API server's own default) publishes
+# API_ADDRESS:port there, for clusters whose pods reach the Service (kube-proxy-up.sh).
+ENDPOINT_RECONCILER=${ENDPOINT_RECONCILER:-none}
 sign apiserver "/CN=kube-apiserver" serverAuth \
   "IP:127.0.0.1,IP:::1,IP:$API_ADDRESS,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:$SVC_IP"
 sign admin "/O=system:masters/CN=admin" clientAuth
@@ -212,10 +224,13 @@ setsid "$ETCD" --name podhost-local --data-dir "$DIR/etcd-data" \
   --initial-cluster-state new --initial-cluster-token "podhost-$$" \
   </dev/null >"$DIR/logs/etcd.log" 2>&1 &
 echo $! > "$DIR/etcd.pid"
-for i in $(seq 1 100); do
+# Generous limits: on a loaded 2-core machine (CI runs a VM beside this) etcd's first
+# fsyncs and the API server's start have each taken many times their usual second.
+etcd_deadline=$((SECONDS + 90))
+while :; do
   curl -fsS "http://127.0.0.1:$ETCD_CLIENT_PORT/health" 2>/dev/null | grep -q '"health":"true"' && break
   kill -0 "$(cat "$DIR/etcd.pid")" 2>/dev/null || { echo "etcd died; see $DIR/logs/etcd.log" >&2; tail -20 "$DIR/logs/etcd.log" >&2; exit 1; }
-  [ "$i" = 100 ] && { echo "etcd not healthy after 20s" >&2; exit 1; }
+  [ "$SECONDS" -lt "$etcd_deadline" ] || { echo "etcd not healthy after 90s; its log:" >&2; tail -20 "$DIR/logs/etcd.log" >&2; exit 1; }
   sleep 0.2
 done
 
@@ -225,7 +240,7 @@ done
 APISERVER_ARGS=(
   --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT"
   --bind-address="$API_ADDRESS" --advertise-address="$API_ADDRESS" --secure-port="$API_PORT"
-  --endpoint-reconciler-type=none
+  --endpoint-reconciler-type="$ENDPOINT_RECONCILER"
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key"
   --client-ca-file="$PKI/ca.crt"
   --authorization-mode=Node,RBAC
@@ -254,11 +269,12 @@ APISERVER_ARGS+=("${APISERVER_EXTRA[@]}")
 printf '%s\0' "$KUBE_APISERVER" "${APISERVER_ARGS[@]}" >"$DIR/apiserver.cmd"
 setsid "$KUBE_APISERVER" "${APISERVER_ARGS[@]}" </dev/null >"$DIR/logs/kube-apiserver.log" 2>&1 &
 echo $! > "$DIR/apiserver.pid"
-for i in $(seq 1 300); do
+apiserver_deadline=$((SECONDS + 180))
+while :; do
   if curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
        "$SERVER/readyz" 2>/dev/null | grep -q '^ok$'; then break; fi
   kill -0 "$(cat "$DIR/apiserver.pid")" 2>/dev/null || { echo "kube-apiserver died; see $DIR/logs/kube-apiserver.log" >&2; tail -30 "$DIR/logs/kube-apiserver.log" >&2; exit 1; }
-  [ "$i" = 300 ] && { echo "kube-apiserver not ready after 60s; see $DIR/logs/kube-apiserver.log" >&2; exit 1; }
+  [ "$SECONDS" -lt "$apiserver_deadline" ] || { echo "kube-apiserver not ready after 180s; its log:" >&2; tail -30 "$DIR/logs/kube-apiserver.log" >&2; exit 1; }
   sleep 0.2
 done
 

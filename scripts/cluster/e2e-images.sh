@@ -11,17 +11,23 @@
 #                                        (built from the pinned module by
 #                                        build-conformance.sh), its entrypoint, the user and
 #                                        group the image defines, a self-signed
-#                                        /localhost.crt and .key
+#                                        /localhost.crt and .key, and the fake registry's
+#                                        /var/registry holding the pause image below as
+#                                        pause:testing
 #   e2e-test-images/nonewprivs:1.4     busybox plus the setuid /usr/local/bin/nnp
 #   e2e-test-images/nonroot:1.5        busybox run as user 1234
 #   e2e-test-images/nginx:1.15-4       Debian's nginx (scripts/build-debian-image.sh)
 #   pause:3.10.2                       tests/programs/pause.c, as the image's /pause
+#   kube-proxy:v1.36.3                 Debian's nftables, iptables and conntrack plus
+#                                        /usr/local/bin/kube-proxy (build-conformance.sh),
+#                                        the tag of the pinned release, as kubeadm names it;
+#                                        run by scripts/cluster/kube-proxy-up.sh
 #
-# BIN_DIR holds agnhost and nnp (build-conformance.sh's output). Each image is an OCI
+# BIN_DIR holds agnhost, nnp and kube-proxy (build-conformance.sh's output). Each image is an OCI
 # layout in OUT_DIR/<name> (the Debian ones are rebuilt only when their inputs change);
 # the output is one "REF DIR" line per image, for
 # `podhost load --name REF DIR`. What the upstream images have and these lack is named in
-# docs/conformance.md (agnhost's coredns, its fake registry and /uploads among it).
+# docs/conformance.md (agnhost's coredns and /uploads among it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ $# -eq 2 ] || { echo "usage: $0 BIN_DIR OUT_DIR" >&2; exit 2; }
@@ -30,7 +36,7 @@ OUT=$2
 E2E=registry.k8s.io/e2e-test-images
 PATH_ENV='"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]'
 mkdir -p "$OUT"
-for p in agnhost nnp; do
+for p in agnhost nnp kube-proxy; do
   [ -x "$BIN/$p" ] || { echo "e2e-images: $BIN/$p missing (scripts/cluster/build-conformance.sh builds it)" >&2; exit 1; }
 done
 command -v cc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null
@@ -62,6 +68,46 @@ if [ ! -s "$OUT/localhost.crt" ] || [ ! -s "$OUT/localhost.key" ]; then
     -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -days 3650 \
     -keyout "$OUT/localhost.key" -out "$OUT/localhost.crt" 2>/dev/null
 fi
+cc -static -O2 -o "$work/pause" tests/programs/pause.c
+busybox_image registry.k8s.io/pause:3.10.2 pause --put "$work/pause:/pause" \
+  --config "{$PATH_ENV,\"Entrypoint\":[\"/pause\"],\"User\":\"65535:65535\",$(label 3.10.2)}"
+
+# agnhost's fake-registry-server (test/images/agnhost/fakeregistryserver/registryserver.go)
+# serves /var/registry: NAME/manifests/TAG is a file holding the digest the tag names (it
+# redirects there), NAME/manifests/sha256/XX/HEX/data a manifest or index,
+# NAME/blobs/sha256/XX/HEX/data a blob (XX the digest's first two hex digits). Upstream's
+# holds registry.k8s.io/pause:3.10.2 as pause:testing (its prepare_registry.sh and
+# images.txt): here the pause image above, under an index of its one platform, as
+# upstream's tag names an index. The files sit in OUT_DIR (not the temp dir), so that the
+# agnhost images' cache key stays the same from run to run.
+REGISTRY=$OUT/fake-registry
+REGISTRY_PUTS=()
+digest_path() { # DIR sha256:HEX
+  local hex=${2#sha256:}
+  printf '%s/sha256/%s/%s/data' "$1" "${hex:0:2}" "$hex"
+}
+registry_file() { # SRC PATH (under /var/registry)
+  mkdir -p "$(dirname "$REGISTRY/$2")"
+  cp "$1" "$REGISTRY/$2"
+  REGISTRY_PUTS+=(--put "$REGISTRY/$2:/var/registry/$2:0644")
+}
+digests() { grep -o '"digest":"sha256:[0-9a-f]*"' "$1" | cut -d'"' -f4; }
+rm -rf "$REGISTRY"
+pause_blobs=$OUT/pause/blobs/sha256
+pause_manifest=$(digests "$OUT/pause/index.json" | head -n1)
+pause_manifest_file=$pause_blobs/${pause_manifest#sha256:}
+pause_platform=$(grep -o '"platform":{[^}]*}' "$OUT/pause/index.json" | head -n1)
+printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,%s}]}' \
+  "$pause_manifest" "$(stat -c %s "$pause_manifest_file")" "$pause_platform" >"$work/pause-index.json"
+pause_index=sha256:$(sha256sum <"$work/pause-index.json" | cut -d' ' -f1)
+printf '%s\n' "$pause_index" >"$work/pause-tag"
+registry_file "$work/pause-tag" pause/manifests/testing
+registry_file "$work/pause-index.json" "$(digest_path pause/manifests "$pause_index")"
+registry_file "$pause_manifest_file" "$(digest_path pause/manifests "$pause_manifest")"
+for blob in $(digests "$pause_manifest_file"); do
+  registry_file "$pause_blobs/${blob#sha256:}" "$(digest_path pause/blobs "$blob")"
+done
+
 # The upstream image is Alpine with bind-tools, curl, netcat, iproute2, iperf and bash
 # (the tests' exec hooks and probes run curl and nc in it); here Debian's equivalents.
 for version in 2.63.0 2.55; do
@@ -69,6 +115,7 @@ for version in 2.63.0 2.55; do
     --entrypoint '["/agnhost"]' --cmd '["pause"]' \
     --put "$BIN/agnhost:/agnhost" --link agnhost:/agnhost-2 \
     --put "$OUT/localhost.crt:/localhost.crt:0644" --put "$OUT/localhost.key:/localhost.key:0644" \
+    "${REGISTRY_PUTS[@]}" \
     --append 'etc/passwd:user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' \
     --append 'etc/group:user-defined-in-image:x:1000:' \
     --append 'etc/group:group-defined-in-image:x:50000:user-defined-in-image' \
@@ -78,7 +125,10 @@ done
 busybox_image "$E2E/nonewprivs:1.4" nonewprivs --put "$BIN/nnp:/usr/local/bin/nnp:4755" \
   --config "{$PATH_ENV,\"Cmd\":[\"nnp\"],$(label 1.4)}"
 busybox_image "$E2E/nonroot:1.5" nonroot --config "{$PATH_ENV,\"Cmd\":[\"sh\"],\"User\":\"1234\",$(label 1.5)}"
-cc -static -O2 -o "$work/pause" tests/programs/pause.c
-busybox_image registry.k8s.io/pause:3.10.2 pause --put "$work/pause:/pause" \
-  --config "{$PATH_ENV,\"Entrypoint\":[\"/pause\"],\"User\":\"65535:65535\",$(label 3.10.2)}"
 debian_image "$E2E/nginx:1.15-4" nginx --cmd '["nginx","-g","daemon off;"]' "$OUT/nginx" nginx nginx-light
+# kube-proxy drives the nft (nftables mode) and iptables/ip6tables (iptables mode, and
+# the cleanup of the other mode's rules at start) programs of its image, and conntrack
+# (stale UDP entries); the upstream image is Debian-based too (distroless-iptables).
+release=$("$BIN/kube-proxy" --version | awk '{print $2}')
+debian_image "registry.k8s.io/kube-proxy:$release" kube-proxy --entrypoint '["/usr/local/bin/kube-proxy"]' \
+  --put "$BIN/kube-proxy:/usr/local/bin/kube-proxy" "$OUT/kube-proxy" kube-proxy nftables iptables conntrack

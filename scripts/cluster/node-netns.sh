@@ -12,10 +12,15 @@
 # against every address and route of the host (under a lock, as several developers run
 # this at once); pod CIDRs for the nodes come from the same /16: per node
 # 10.O.(10+i).0/24 (for --pod-cidr), and 10.O.128.0/17 as the cluster CIDR
-# (kube-controller-manager --cluster-cidr, which hands /24s to the Nodes).
+# (kube-controller-manager --cluster-cidr, which hands /24s to the Nodes), and
+# 10.O.64.0/20 as the Services' range (control-plane-up.sh SERVICE_CIDR), so that
+# a run's Services are routable without meeting another run's. The host routes each
+# node's pod CIDR to the node, as a cloud's route controller does: the API server
+# reaches pods (its proxy, webhooks and aggregated APIs with --enable-aggregator-routing)
+# at their own addresses.
 # Names carry a random tag: netns phn-TAG-I, bridge phbTAG, host veth ends phvTAG-I.
 #
-# `up` writes DIR/netns.env (bash: HOST_ADDR, CLUSTER_CIDR, and the associative arrays
+# `up` writes DIR/netns.env (bash: HOST_ADDR, CLUSTER_CIDR, SERVICE_CIDR, and the associative arrays
 # NODE_NETNS, NODE_ADDR, NODE_POD_CIDR by node name) and DIR/netns.state, from which
 # `down` removes the namespaces and links (the nodes' own bridges, veths and nft tables
 # live inside their namespaces and go with them). A process still in a namespace
@@ -108,6 +113,7 @@ flock -u 9   # the bridge's route now marks the /16 taken for other runs
   echo "# written by node-netns.sh up; remove with node-netns.sh down $DIR"
   echo "HOST_ADDR=$HOST_ADDR"
   echo "CLUSTER_CIDR=10.$OCTET.128.0/17"
+  echo "SERVICE_CIDR=10.$OCTET.64.0/20"
   echo "declare -A NODE_NETNS NODE_ADDR NODE_POD_CIDR"
 } >"$DIR/netns.env"
 i=0
@@ -125,6 +131,8 @@ for NODE in "${NODES[@]}"; do
   ip -n "$ns" addr add "$addr/24" dev eth0
   ip -n "$ns" link set eth0 up
   ip -n "$ns" route add default via "$HOST_ADDR"
+  # gone with the bridge at `down` (its next hop's link)
+  ip route add "10.$OCTET.$((10 + i)).0/24" via "$addr" dev "$BRIDGE"
   echo "NODE_NETNS[$NODE]=$ns; NODE_ADDR[$NODE]=$addr; NODE_POD_CIDR[$NODE]=10.$OCTET.$((10 + i)).0/24" >>"$DIR/netns.env"
 done
 # the bridge answers as soon as the nodes' links are up (no STP delay on a new bridge)

@@ -12,7 +12,7 @@ use hyper::Response;
 use hyper::body::Frame;
 
 use super::request_error::RequestError;
-use super::server::{Body, error, respond};
+use super::server::{Body, error};
 use crate::disk::Layout;
 use crate::disk::records::EXIT_FILE;
 use crate::logs::reader::{ReadOptions, follow, read_log};
@@ -75,7 +75,7 @@ pub async fn container_logs(
         })
         .await
         {
-            Ok(Ok(out)) => respond(200, "text/plain", out),
+            Ok(Ok(out)) => chunked_text(out),
             Ok(Err(e)) => error(500, e.to_string()),
             Err(e) => error(500, e.to_string()),
         };
@@ -104,6 +104,30 @@ pub async fn container_logs(
         })
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed());
+    if let Ok(v) = "text/plain".parse() {
+        resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+/// A log read whole, answered as the kubelet's flushing writer answers it: chunked,
+/// the data flushed before the body ends. kube-apiserver's websocket log stream
+/// (`wsstream`'s `messageCopy`) drops a read that returns the last data together with
+/// the end of the body, which Go's client does when both are in one TLS record (always,
+/// for a body of known length): a websocket client got the log empty. Ending the body
+/// after a pause (one scheduler turn, in which hyper flushes what it has) puts its end
+/// in a record of its own.
+fn chunked_text(out: Vec<u8>) -> Response<Body> {
+    use futures::StreamExt;
+    const FRAME: usize = 32 * 1024;
+    let all = Bytes::from(out);
+    let frames: Vec<Result<Frame<Bytes>, std::convert::Infallible>> = (0..all.len())
+        .step_by(FRAME)
+        .map(|at| Ok(Frame::data(all.slice(at..(at + FRAME).min(all.len())))))
+        .collect();
+    let end = futures::stream::once(tokio::task::yield_now()).filter_map(|()| async { None });
+    let body = futures::stream::iter(frames).chain(end);
+    let mut resp = Response::new(BodyExt::boxed(StreamBody::new(body)));
     if let Ok(v) = "text/plain".parse() {
         resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
     }

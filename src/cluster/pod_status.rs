@@ -23,11 +23,31 @@ pub fn status_patch(uid: &str, status: &PodStatus) -> serde_json::Value {
         for key in CLEARED_WHEN_UNSET {
             fields.entry(key).or_insert(serde_json::Value::Null);
         }
+        delete_absent_conditions(fields);
     }
     serde_json::json!({
         "metadata": { "uid": uid },
         "status": status,
     })
+}
+
+/// Conditions only the node sets, which go away when done (an in-place resize's): a
+/// strategic merge patch merges conditions by type, so one the node no longer shows is
+/// deleted explicitly.
+const DELETED_WHEN_ABSENT: [&str; 2] = [
+    crate::model::resize::PENDING,
+    crate::model::resize::IN_PROGRESS,
+];
+
+fn delete_absent_conditions(fields: &mut serde_json::Map<String, serde_json::Value>) {
+    let Some(serde_json::Value::Array(conditions)) = fields.get_mut("conditions") else {
+        return;
+    };
+    for kind in DELETED_WHEN_ABSENT {
+        if !conditions.iter().any(|c| c["type"] == kind) {
+            conditions.push(serde_json::json!({"type": kind, "$patch": "delete"}));
+        }
+    }
 }
 
 /// Status fields a patch sets to null when the node's status has none.
@@ -179,6 +199,31 @@ mod tests {
             ..status
         };
         assert_eq!(status_patch("u-1", &failed)["status"]["reason"], "Evicted");
+    }
+
+    #[test]
+    fn a_resize_condition_the_node_no_longer_shows_is_deleted_by_the_patch() {
+        let condition = |kind: &str| k8s_openapi::api::core::v1::PodCondition {
+            type_: kind.into(),
+            status: "True".into(),
+            ..Default::default()
+        };
+        let status = PodStatus {
+            conditions: Some(vec![condition("Ready"), condition("PodResizeInProgress")]),
+            ..PodStatus::default()
+        };
+        let patch = status_patch("u-1", &status);
+        assert_eq!(
+            patch["status"]["conditions"],
+            serde_json::json!([
+                {"type": "Ready", "status": "True"},
+                {"type": "PodResizeInProgress", "status": "True"},
+                {"type": "PodResizePending", "$patch": "delete"}
+            ])
+        );
+        // No conditions at all: nothing of them is patched.
+        let patch = status_patch("u-1", &PodStatus::default());
+        assert!(patch["status"].get("conditions").is_none());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec};
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::pods::BoundPods;
 use crate::source::{ANNOTATION_CONFIG_SEEN, ANNOTATION_CONFIG_SOURCE, StaticPod};
@@ -31,49 +31,6 @@ pub fn is_terminal_in_api(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .is_some_and(crate::model::terminal_status::is_terminal)
-}
-
-/// The changes between two versions of a running pod's spec that the kubelet acts on
-/// (container images, `activeDeadlineSeconds`) and podhost does not apply to a running
-/// pod, one `field: old → new` each.
-pub fn unapplied_changes(old: Option<&PodSpec>, new: Option<&PodSpec>) -> Vec<String> {
-    let (Some(old), Some(new)) = (old, new) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let lists = [
-        (
-            "initContainers",
-            old.init_containers.as_deref(),
-            new.init_containers.as_deref(),
-        ),
-        (
-            "containers",
-            Some(old.containers.as_slice()),
-            Some(new.containers.as_slice()),
-        ),
-    ];
-    for (field, before, after) in lists {
-        let (before, after) = (before.unwrap_or_default(), after.unwrap_or_default());
-        for (i, (b, a)) in before.iter().zip(after).enumerate() {
-            if b.image != a.image {
-                out.push(format!(
-                    "spec.{field}[{i}].image: {} → {}",
-                    b.image.as_deref().unwrap_or("none"),
-                    a.image.as_deref().unwrap_or("none")
-                ));
-            }
-        }
-    }
-    if old.active_deadline_seconds != new.active_deadline_seconds {
-        let show = |v: Option<i64>| v.map_or("none".to_string(), |s| format!("{s}s"));
-        out.push(format!(
-            "spec.activeDeadlineSeconds: {} → {}",
-            show(old.active_deadline_seconds),
-            show(new.active_deadline_seconds)
-        ));
-    }
-    out
 }
 
 /// Converts the API's pods to the manager's entries, reusing the conversion of an
@@ -179,28 +136,6 @@ mod tests {
         assert!(Arc::ptr_eq(&again[0].pod, &e.pod));
         bound.pods.insert("u1".into(), Arc::new(api_pod("u1", "6")));
         assert!(!Arc::ptr_eq(&cache.entries(&bound)[0].pod, &e.pod));
-    }
-
-    #[test]
-    fn image_and_deadline_changes_are_named_and_other_updates_are_not() {
-        let mut old = PodSpec::default();
-        old.containers.push(k8s_openapi::api::core::v1::Container {
-            name: "app".into(),
-            image: Some("busybox:1".into()),
-            ..Default::default()
-        });
-        let mut new = old.clone();
-        new.tolerations = Some(vec![Default::default()]);
-        assert!(unapplied_changes(Some(&old), Some(&new)).is_empty());
-        new.containers[0].image = Some("busybox:2".into());
-        new.active_deadline_seconds = Some(30);
-        assert_eq!(
-            unapplied_changes(Some(&old), Some(&new)),
-            [
-                "spec.containers[0].image: busybox:1 → busybox:2",
-                "spec.activeDeadlineSeconds: none → 30s"
-            ]
-        );
     }
 
     #[test]

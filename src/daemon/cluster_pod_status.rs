@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use k8s_openapi::api::core::v1::PodStatus;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use tokio::sync::{mpsc, watch};
 
 use super::api_pods::is_api_pod;
@@ -111,6 +111,13 @@ pub async fn run(
             // A mirror pod appeared (or was created again): it gets its static pod's
             // status now. Its sender lives as long as the pod watch.
             Ok(()) = s.mirrors.changed() => s.write_changes().await,
+            // A readiness gate's condition changed in the API server.
+            Ok(()) = s.bound.changed() => {
+                let gates = s.bound.borrow().pods.values().any(|p| has_readiness_gates(p));
+                if gates {
+                    s.write_changes().await;
+                }
+            }
             Some(end) = ends.recv() => s.finish(end).await,
             _ = retry.tick() => {
                 let pending = std::mem::take(&mut s.ends);
@@ -163,6 +170,7 @@ impl Sync {
             .into_iter()
             .map(|m| ((m.namespace, m.name), (m.hash, m.uid)))
             .collect();
+        let bound = self.bound.borrow_and_update().clone();
         let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
         let mut mirrored = std::collections::HashSet::new();
         let (written, mirror_written, gone) =
@@ -188,14 +196,31 @@ impl Sync {
             } else {
                 &mut *written
             };
-            match written.get_mut(&target) {
-                Some(w) if w.version == rec.version() => return,
-                // Only events changed: nothing to write.
-                Some(w) if w.status.as_ref() == Some(&rec.status) => {
-                    w.version = rec.version();
-                    return;
-                }
-                _ => {}
+            // A pod with readiness gates is written again when their conditions change
+            // in the API server, though its record did not.
+            let api_copy = (!mirror).then(|| bound.pods.get(&target)).flatten();
+            let gated = api_copy.is_some_and(|p| has_readiness_gates(p));
+            let previous = written.get_mut(&target);
+            if let Some(w) = &previous
+                && w.version == rec.version()
+                && !gated
+            {
+                return;
+            }
+            let status = match api_copy {
+                Some(api) if gated => with_readiness_gates(
+                    rec.status.clone(),
+                    api,
+                    previous.as_ref().and_then(|w| w.status.as_ref()),
+                ),
+                _ => rec.status.clone(),
+            };
+            // Only events changed (or the gates did not): nothing to write.
+            if let Some(w) = previous
+                && w.status.as_ref() == Some(&status)
+            {
+                w.version = rec.version();
+                return;
             }
             pending.insert(
                 target,
@@ -204,7 +229,7 @@ impl Sync {
                     namespace,
                     name: rec.name().to_string(),
                     version: rec.version(),
-                    status: rec.status.clone(),
+                    status,
                 },
             );
         });
@@ -336,4 +361,33 @@ impl Sync {
         self.written.remove(&end.uid);
         self.gone.insert(end.uid, Instant::now());
     }
+}
+
+/// The pod's readiness gates (none for most pods).
+fn readiness_gates(pod: &Pod) -> &[k8s_openapi::api::core::v1::PodReadinessGate] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.readiness_gates.as_deref())
+        .unwrap_or_default()
+}
+
+fn has_readiness_gates(pod: &Pod) -> bool {
+    !readiness_gates(pod).is_empty()
+}
+
+/// The node's status of `api` with its readiness gates applied (their conditions are
+/// the API server's copy's).
+fn with_readiness_gates(status: PodStatus, api: &Pod, previous: Option<&PodStatus>) -> PodStatus {
+    let conditions = api
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or_default();
+    crate::model::readiness_gates::apply(
+        status,
+        readiness_gates(api),
+        conditions,
+        previous,
+        crate::model::k8s_time::to_k8s(chrono::Utc::now()),
+    )
 }

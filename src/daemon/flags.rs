@@ -100,7 +100,9 @@ pub struct DaemonFlags {
     /// Registry credentials: a docker config.json (auths, credHelpers, credsStore).
     #[arg(long, default_value = "/root/.docker/config.json")]
     pub image_credentials: PathBuf,
-    /// A registry (HOST:PORT) to reach over plain HTTP; repeatable.
+    /// A registry (HOST:PORT) to reach over plain HTTP; repeatable. A registry on this
+    /// host's loopback (localhost, 127.0.0.0/8, [::1]) needs none: it is tried over
+    /// HTTPS, then over plain HTTP when it answers TLS in plain HTTP.
     #[arg(long = "insecure-registry")]
     pub insecure_registries: Vec<String>,
     /// Image GC starts at this disk usage of the image filesystem (kubelet: 85).

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::{mpsc, watch};
 
-use super::api_pods::{ApiPodCache, api_grace, is_api_pod, is_terminal_in_api, unapplied_changes};
+use super::api_pods::{ApiPodCache, api_grace, is_api_pod, is_terminal_in_api};
 use crate::cluster::pods::BoundPods;
 use crate::source::{ScanResult, StaticPod};
 use crate::status::{EventKind, PodRecord};
@@ -307,22 +307,7 @@ impl Manager {
                 }
                 handle.terminate(api_grace(&sp.pod));
             }
-            Some(sp) => {
-                handle.observe_latest(&sp.pod);
-                let changes = unapplied_changes(last_seen.spec.as_ref(), sp.pod.spec.as_ref());
-                if !changes.is_empty() {
-                    self.ctx.store.pod_event(
-                        uid,
-                        EventKind::Warning,
-                        "SpecUpdateNotApplied",
-                        &format!("pod/{}", handle.name),
-                        format!(
-                            "the pod's spec changed in the API server ({}); podhost keeps running the spec it started, delete and recreate the pod to apply it",
-                            changes.join(", ")
-                        ),
-                    );
-                }
-            }
+            Some(sp) => handle.observe_latest(&sp.pod),
             None => {
                 let last = view.gone.get(uid).map_or(last_seen, |(_, p)| p);
                 if !handle.is_terminating() {

@@ -59,3 +59,8 @@ pub const TERMINATED_FILE: &str = "terminated.json";
 /// The file in an attempt dir that names the manifest digest of the container's image
 /// (image GC keeps that image while the dir exists).
 pub const IMAGE_REF_FILE: &str = "image-digest";
+/// The file in an attempt dir that names the image as the container's spec wrote it
+/// when the attempt was made: a restarted daemon tells a container whose image was
+/// changed in the API server meanwhile (and restarts it, as the kubelet does by the
+/// container's hash) from one that runs the spec's image.
+pub const IMAGE_NAME_FILE: &str = "image";

@@ -3,9 +3,10 @@
 //! In cluster mode the node may read only the objects its bound pods refer to (the
 //! Node authorizer checks exactly that), so the kubelet's configmap/secret managers
 //! follow one object per reference; [`pod_config_refs`] is the reference walk
-//! (volumes, projected sources, `env.valueFrom`, `envFrom` of every container kind) and
-//! [`ObjectSet`] the current objects, with "not yet known" kept apart from "not found"
-//! so a worker can wait for the first answer instead of failing at once.
+//! (volumes, projected sources, `imagePullSecrets`, `env.valueFrom`, `envFrom` of every
+//! container kind) and [`ObjectSet`] the current objects, with "not yet known" kept
+//! apart from "not found" so a worker can wait for the first answer instead of failing
+//! at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -79,6 +80,11 @@ pub fn pod_config_refs(pod: &Pod) -> BTreeSet<ObjectRef> {
                 add(ObjectKind::Secret, &s.name);
             }
         }
+    }
+    // The node may read these too (the Node authorizer's graph has them, as the
+    // kubelet's getSecretNames does).
+    for r in spec.image_pull_secrets.iter().flatten() {
+        add(ObjectKind::Secret, &r.name);
     }
     let ephemeral = spec
         .ephemeral_containers
@@ -346,6 +352,7 @@ mod tests {
                 ]}},
                 {"name": "d", "emptyDir": {}}
             ],
+            "imagePullSecrets": [{"name": "sec-pull"}, {"name": ""}],
             "initContainers": [{"name": "i", "envFrom": [{"configMapRef": {"name": "cm-init"}}]}],
             "containers": [{"name": "c", "image": "x",
                 "envFrom": [{"secretRef": {"name": "sec-from", "optional": true}}],
@@ -366,6 +373,7 @@ mod tests {
             r(ObjectKind::Secret, "sec-from"),
             r(ObjectKind::Secret, "sec-key"),
             r(ObjectKind::Secret, "sec-eph"),
+            r(ObjectKind::Secret, "sec-pull"),
         ]
         .into();
         assert_eq!(pod_config_refs(&p), want);

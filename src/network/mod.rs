@@ -131,6 +131,10 @@ pub struct NodeNetwork {
     backend: tokio::sync::OnceCell<PodNetwork>,
     /// Set once the backend started: pods waiting for it retry at once.
     ready: tokio::sync::watch::Sender<bool>,
+    /// Pods that ended while the backend had not started, whose network an earlier
+    /// daemon may have set up: released as soon as it starts. (Its start-up reconcile
+    /// alone would miss a pod whose directory was still there when it looked.)
+    owed_releases: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl NodeNetwork {
@@ -149,7 +153,29 @@ impl NodeNetwork {
             node_cidrs,
             backend: tokio::sync::OnceCell::new(),
             ready: tokio::sync::watch::Sender::new(false),
+            owed_releases: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
+    }
+
+    /// Pod `uid` ended while the backend had not started: its network (if an earlier
+    /// daemon set one up) is released when the backend starts. Returns `false` if the
+    /// backend has started meanwhile: the caller releases it now.
+    pub fn release_when_started(&self, uid: &str) -> bool {
+        let mut owed = self.owed();
+        // Checked under the lock that `backend` drains it with after the start: a pod
+        // added here is either drained or sees the started backend.
+        if self.backend.initialized() {
+            return false;
+        }
+        owed.insert(uid.to_string());
+        true
+    }
+
+    fn owed(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+        // Inserts and takes only: a panic cannot leave it half-changed.
+        self.owed_releases
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Whether the backend started.
@@ -212,6 +238,13 @@ impl NodeNetwork {
                 Ok::<_, NetworkError>(backend)
             })
             .await?;
+        let owed = std::mem::take(&mut *self.owed());
+        for uid in owed {
+            tracing::info!(%uid, "pod network: releasing what a pod that ended before the network started held");
+            if let Err(e) = backend.teardown(&uid).await {
+                tracing::warn!(%uid, error = %e, "pod network of a pod that is gone not released");
+            }
+        }
         // Said only now that `is_ready` holds: the node status loop, woken by this,
         // reads `is_ready` at once; told before, it would post "network not ready" and
         // sleep a whole status period.

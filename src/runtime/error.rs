@@ -52,6 +52,14 @@ pub enum RuntimeError {
         "cgroup v1 host without the {controllers} controller(s) mounted at /sys/fs/cgroup/<controller>"
     )]
     V1ControllersMissing { controllers: String },
+    /// A resize would set a memory limit below what the cgroup uses now (the kernel
+    /// would have to reclaim or OOM-kill): refused, as the kubelet refuses it.
+    #[error("attempting to set {what} memory limit ({limit}) below current usage ({usage})")]
+    MemoryBelowUsage {
+        what: &'static str,
+        limit: i64,
+        usage: u64,
+    },
     /// A helper process (sandbox or exec) failed.
     #[error("{helper} failed: {message}")]
     Helper {

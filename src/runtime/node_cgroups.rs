@@ -24,6 +24,8 @@ use crate::model::cgroup_enforcement::HostEnforcement;
 use crate::model::qos::QosClass;
 use crate::model::resources::{PodCgroupConfig, burstable_qos_weight};
 
+mod resize;
+
 /// How much is enforced on this host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Enforcement {

@@ -186,6 +186,17 @@ mod tests {
     }
 
     #[test]
+    fn readiness_gates_are_honoured_for_api_pods_and_ignored_in_manifests() {
+        let gates = json!({"spec": {"readinessGates": [{"conditionType": "example.com/lb"}]}});
+        let api = field_report_for(&gates, FieldOrigin::Api);
+        assert_eq!(api[0].path, "spec.readinessGates");
+        assert_eq!(api[0].status, FieldStatus::Honoured);
+        let manifest = field_report_for(&gates, FieldOrigin::Manifest);
+        assert!(matches!(manifest[0].status, FieldStatus::Ignored(_)));
+        assert!(manifest[0].status.reason().contains("not for static pods"));
+    }
+
+    #[test]
     fn unhonoured_fields_are_reported_topmost() {
         let v = json!({
             "apiVersion": "v1", "kind": "Pod",
@@ -197,7 +208,7 @@ mod tests {
                     {
                         "name": "c", "image": "nginx",
                         "livenessProbe": {"exec": {"command": ["true"]}},
-                        "resizePolicy": [{"resourceName": "cpu"}],
+                        "workingDir": "/w",
                         "env": [{"name": "A", "value": "1"},
                                 {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}],
                         "lifecycle": {"postStart": {"exec": {"command": ["x"]}},
@@ -212,7 +223,6 @@ mod tests {
             vec![
                 "metadata.generateName is not honoured yet and is ignored",
                 "spec.containers[1].lifecycle.preStop.tcpSocket is not honoured yet and is ignored",
-                "spec.containers[1].resizePolicy is not honoured yet and is ignored",
                 "spec.volumes[1].nfs is not honoured yet and is ignored",
             ]
         );

@@ -157,6 +157,9 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
     ("spec.volumes[*].downwardAPI", Honoured),
     ("spec.volumes[*].projected", Honoured),
     // spec
+    // Their logins are tried before --image-credentials: a static pod's Secrets from
+    // --config-dir, an API pod's from the API server (worker::pull_secrets).
+    ("spec.imagePullSecrets", Honoured),
     ("spec.activeDeadlineSeconds", Honoured),
     ("spec.restartPolicy", Honoured),
     ("spec.terminationGracePeriodSeconds", Honoured),
@@ -211,6 +214,18 @@ pub const FIELDS: &[(&str, FieldStatus)] = &[
         Ignored("a static pod runs on the node whose manifest directory holds it"),
     ),
     (
+        "spec.readinessGates",
+        Ignored(
+            "a readiness gate's condition is written through the API server: honoured for pods of the API server, not for static pods",
+        ),
+    ),
+    (
+        "spec.containers[*].resizePolicy",
+        Ignored(
+            "a static pod is never resized in place (a changed manifest replaces the pod): honoured for pods of the API server (pods/resize), not for static pods",
+        ),
+    ),
+    (
         "spec.ephemeralContainers",
         Rejected(
             "ephemeral containers are added to a running pod (podhost debug), not written in a manifest",
@@ -235,6 +250,10 @@ pub const API_FIELDS: &[(&str, FieldStatus)] = &[
     ("spec.automountServiceAccountToken", Honoured),
     // The Services watch gives the pod its namespace's service variables.
     ("spec.enableServiceLinks", Honoured),
+    // Their conditions are read from the pod's status in the API server.
+    ("spec.readinessGates", Honoured),
+    // In-place resize (pods/resize): NotRequired in place, RestartContainer by a restart.
+    ("spec.containers[*].resizePolicy", Honoured),
     // Checked at admission (NodeAffinity), as the kubelet does.
     ("spec.nodeSelector", Honoured),
     (
@@ -370,6 +389,11 @@ mod tests {
         assert_eq!(decide("metadata.labels"), Whole(Honoured));
         assert_eq!(decide("metadata.generateName"), Unlisted);
         assert_eq!(decide("spec.containers[*].ports"), Whole(Honoured));
+        assert_eq!(decide("spec.imagePullSecrets"), Whole(Honoured));
+        assert_eq!(
+            decide_for("spec.imagePullSecrets", FieldOrigin::Api),
+            Whole(Honoured)
+        );
         assert!(matches!(
             decide("spec.enableServiceLinks"),
             Whole(Informational(_))

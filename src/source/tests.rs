@@ -330,8 +330,8 @@ fn warnings_for_unhonoured_fields() {
     assert_eq!(
         sp.warnings,
         vec![
-            "spec.containers[0].resizePolicy is not honoured yet and is ignored",
-            "spec.readinessGates is not honoured yet and is ignored",
+            "spec.containers[0].resizePolicy is ignored: a static pod is never resized in place (a changed manifest replaces the pod): honoured for pods of the API server (pods/resize), not for static pods",
+            "spec.readinessGates is ignored: a readiness gate's condition is written through the API server: honoured for pods of the API server, not for static pods",
         ]
     );
     // Warned fields are still kept in the pod (for status and future use).

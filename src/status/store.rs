@@ -339,6 +339,10 @@ impl StatusStore {
                 status.reason = view.reason.clone();
                 status.message = view.message.clone();
             }
+            // Never lower (the kubelet's rule): a pod's generation only grows.
+            if view.observed_generation > status.observed_generation {
+                status.observed_generation = view.observed_generation;
+            }
         });
     }
 

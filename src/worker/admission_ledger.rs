@@ -119,6 +119,29 @@ impl AdmissionLedger {
         })
     }
 
+    /// An in-place resize of admitted pod `uid` to `resized` (its object with the new
+    /// resources): if its new requests fit beside the other active pods, the ledger holds
+    /// them from now on; otherwise the first shortage, for the resize's `Deferred`
+    /// condition (the kubelet retries it as pods leave).
+    pub fn resize(
+        &self,
+        uid: &str,
+        resized: &Pod,
+        inactive: &BTreeSet<String>,
+    ) -> Result<(), Unfit> {
+        let request = pod_requests(resized);
+        let mut admitted = self.lock();
+        let used = usage(&admitted, uid, inactive);
+        let node = self.node();
+        let fitted = crate::model::admission::fit::without_missing_extended(&request, &node);
+        let short = crate::model::admission::fit::insufficient_resources(&fitted, &node, &used);
+        if let Some(first) = short.into_iter().next() {
+            return Err(first);
+        }
+        admitted.insert(uid.to_string(), request);
+        Ok(())
+    }
+
     /// Frees the pod's requests (its worker has ended, or it was rejected after being
     /// admitted here, by a later check).
     pub fn release(&self, uid: &str) {
@@ -217,6 +240,30 @@ mod tests {
             .admit("b", &pod("api", "500m", ""), false, &none())
             .unwrap();
         assert_eq!(ledger.usage(&none()).requested.cpu_millis, 900);
+    }
+
+    #[test]
+    fn a_resize_that_does_not_fit_beside_the_others_is_deferred_and_holds_nothing_new() {
+        let ledger = AdmissionLedger::new(node());
+        for (uid, cpu) in [("a", "300m"), ("b", "500m")] {
+            ledger
+                .admit(uid, &pod("api", cpu, ""), false, &none())
+                .unwrap();
+        }
+        let short = ledger
+            .resize("a", &pod("api", "600m", ""), &none())
+            .unwrap_err();
+        assert_eq!(
+            short.to_string(),
+            "Node didn't have enough resource: cpu, requested: 600, used: 500, capacity: 1000"
+        );
+        assert_eq!(ledger.usage(&none()).requested.cpu_millis, 800);
+        // It fits once b is gone, and is then held at its new size.
+        ledger.release("b");
+        ledger
+            .resize("a", &pod("api", "600m", ""), &none())
+            .unwrap();
+        assert_eq!(ledger.usage(&none()).requested.cpu_millis, 600);
     }
 
     #[test]

@@ -111,6 +111,11 @@ async fn adopt_container(
             .unwrap_or_default()
             .trim()
             .to_string();
+        // Absent in attempts made before the record existed: taken as unchanged.
+        c.started_image =
+            std::fs::read_to_string(bundle.join(crate::disk::records::IMAGE_NAME_FILE))
+                .ok()
+                .filter(|image| !image.is_empty());
         if last > 0 {
             c.last_termination = recorded_end(ctx, pod, &c.name, last - 1);
         }

@@ -3,6 +3,7 @@
 //! cluster mode). An API pod never sees the config dir's objects, nor a static pod the
 //! API's: each source is what its kind of pod is allowed to read.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +11,9 @@ use tokio::sync::watch;
 
 use super::context::{Ctx, PodInfo};
 use crate::configdir::ConfigObjects;
-use crate::model::config_refs::{ObjectKind, ObjectSet, pod_config_refs, pod_token_refs};
+use crate::model::config_refs::{
+    ObjectKind, ObjectRef, ObjectSet, pod_config_refs, pod_token_refs,
+};
 use crate::model::env::ConfigLookup;
 
 /// How long a container's start waits for the first answer about the objects its pod
@@ -53,6 +56,24 @@ pub fn current(ctx: &Ctx, pod: &PodInfo) -> PodObjects {
         Some(rx) => PodObjects::Api(rx.borrow().clone()),
         None => PodObjects::Dir(ctx.config_objects.borrow().clone()),
     }
+}
+
+/// Waits until each of `refs` (objects the API pod names) has had its first answer
+/// (found or not), at most `limit`; false when one is still unknown then. A static
+/// pod's config dir has answered everything.
+pub async fn wait_for_objects(
+    ctx: &Ctx,
+    pod: &PodInfo,
+    refs: &BTreeSet<ObjectRef>,
+    limit: Duration,
+) -> bool {
+    let Some(mut rx) = api_channel(ctx, pod) else {
+        return true;
+    };
+    let answered = |set: &Arc<ObjectSet>| set.pending(refs).is_empty();
+    tokio::time::timeout(limit, rx.wait_for(answered))
+        .await
+        .is_ok_and(|r| r.is_ok())
 }
 
 /// An API pod's object or token still unanswered when its container was to start; the

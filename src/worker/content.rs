@@ -13,7 +13,7 @@ use super::context::{Ctx, PodInfo};
 use super::error::ConfigError;
 use crate::status::EventKind;
 use crate::volume::content::{ContentVolume, keep_fresh, refresh_volume};
-use crate::volume::plan::{VolumeSource, plan_pod};
+use crate::volume::plan::{VolumeSource, plan_pod_volumes};
 
 /// How often content volumes are re-written besides on each config-dir change (the
 /// downward API's labels and annotations cannot change for a static pod; this catches
@@ -23,7 +23,7 @@ const REFRESH_PERIOD: Duration = Duration::from_secs(5);
 /// The pod's content volumes: each spec volume with the tmpfs dir it lives in.
 fn content_volumes(ctx: &Ctx, pod: &PodInfo) -> Vec<ContentVolume> {
     let dir = ctx.layout.pod_volumes_dir(&pod.uid);
-    let Ok(plan) = plan_pod(&pod.pod, &dir, ctx.allocatable_memory()) else {
+    let Ok(plan) = plan_pod_volumes(&pod.pod, &dir, ctx.allocatable_memory()) else {
         return Vec::new(); // a spec error is each container's config error
     };
     let specs = pod

@@ -20,6 +20,14 @@ pub enum WorkerError {
         #[source]
         source: PullError,
     },
+    /// An image pull secret of the pod cannot be read: the pull fails (ErrImagePull),
+    /// as the kubelet's does when its keyring cannot be made.
+    #[error("Failed to pull image \"{image}\": {source}")]
+    PullSecret {
+        image: String,
+        #[source]
+        source: crate::model::pull_secrets::PullSecretError,
+    },
     /// The store cannot resolve an image it should hold.
     #[error("image \"{image}\" cannot be used: {source}")]
     Resolve {

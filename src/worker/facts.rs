@@ -8,6 +8,7 @@ use super::context::PodInfo;
 use crate::model::backoff::BackoffPolicy;
 use crate::model::convert::non_negative_u64;
 use crate::model::podsync::{ContainerFacts, ContainerKind, Hook, PodFacts, ProbeFacts};
+use crate::model::resize::{Allocation, ContainerAllocation};
 
 /// The facts the core decides on, from the admitted pod.
 pub fn pod_facts(pod: &PodInfo, backoff: BackoffPolicy) -> PodFacts {
@@ -38,6 +39,7 @@ pub fn pod_facts(pod: &PodInfo, backoff: BackoffPolicy) -> PodFacts {
         active_deadline: spec
             .active_deadline_seconds
             .map(|s| Duration::from_secs(non_negative_u64(s))),
+        generation: pod.pod.metadata.generation,
     }
 }
 
@@ -53,6 +55,7 @@ pub fn container_facts(c: &Container, kind: ContainerKind) -> ContainerFacts {
         startup_probe: c.startup_probe.as_ref().map(probe_facts),
         liveness_probe: c.liveness_probe.as_ref().map(probe_facts),
         readiness_probe: c.readiness_probe.is_some(),
+        resources: ContainerAllocation::started_as(Allocation::of(c)),
     }
 }
 

@@ -22,6 +22,7 @@ mod limits;
 mod local_storage;
 mod pod;
 mod prepare;
+mod pull_secrets;
 mod report;
 mod sandbox;
 pub mod security;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{EphemeralContainer, Pod, ResourceRequirements};
 use tokio::sync::{mpsc, watch};
 
 use super::context::{Ctx, PodInfo};
@@ -42,12 +42,15 @@ impl PodHandle {
     }
 
     /// The pod's object as its source has it now: a change of its labels or annotations
-    /// reaches the pod's downward API volumes (the kubelet's behaviour); other changes
-    /// are not applied here (see the manager's `SpecUpdateNotApplied`).
+    /// reaches the pod's downward API volumes, a new `activeDeadlineSeconds`, a
+    /// container's new image or resources (in-place resize), added ephemeral containers
+    /// and a new generation its sync loop (the kubelet's behaviour).
     pub fn observe_latest(&self, pod: &Arc<Pod>) {
         self.latest_tx.send_if_modified(|cur| {
             let changed = cur.metadata.labels != pod.metadata.labels
-                || cur.metadata.annotations != pod.metadata.annotations;
+                || cur.metadata.annotations != pod.metadata.annotations
+                || cur.metadata.generation != pod.metadata.generation
+                || applied_spec(cur) != applied_spec(pod);
             if changed {
                 *cur = pod.clone();
             }
@@ -71,6 +74,33 @@ impl PodHandle {
     pub fn is_terminating(&self) -> bool {
         self.term_tx.borrow().is_some()
     }
+}
+
+/// The parts of a pod a running pod follows when they change: its generation (shown as
+/// `status.observedGeneration`), `activeDeadlineSeconds`, ephemeral containers, and each
+/// container's image and resources (in-place resize).
+type AppliedSpec<'a> = (
+    Option<i64>,
+    Option<i64>,
+    Option<&'a Vec<EphemeralContainer>>,
+    Vec<(Option<&'a str>, Option<&'a ResourceRequirements>)>,
+);
+
+fn applied_spec(pod: &Pod) -> Option<AppliedSpec<'_>> {
+    let spec = pod.spec.as_ref()?;
+    let containers = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .chain(&spec.containers)
+        .map(|c| (c.image.as_deref(), c.resources.as_ref()))
+        .collect();
+    Some((
+        pod.metadata.generation,
+        spec.active_deadline_seconds,
+        spec.ephemeral_containers.as_ref(),
+        containers,
+    ))
 }
 
 /// Starts the worker of `pod`. With `predecessor`, it starts only after that pod (same
@@ -268,7 +298,7 @@ fn admit_to_node(
 
 /// The pods in a terminal phase: no longer active, so their requests no longer
 /// count (the kubelet's `filterOutInactivePods`; their containers have stopped).
-fn terminal_pods(ctx: &Ctx) -> std::collections::BTreeSet<String> {
+pub(super) fn terminal_pods(ctx: &Ctx) -> std::collections::BTreeSet<String> {
     let mut terminal = std::collections::BTreeSet::new();
     ctx.store.visit(|r| {
         if r.is_terminal() {

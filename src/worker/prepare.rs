@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use super::context::{Ctx, PodInfo};
 use super::error::ConfigError;
 use crate::disk::container_id;
-use crate::disk::records::IMAGE_REF_FILE;
+use crate::disk::records::{IMAGE_NAME_FILE, IMAGE_REF_FILE};
 use crate::image::{ImageUser, ResolvedImage, UserError, UserRequest, resolve_user};
 use crate::model::command::{expand_env_refs, merge_command};
 use crate::model::security::{
@@ -315,6 +315,11 @@ pub fn prepare_attempt(
     crate::disk::write_durable_later(
         &bundle.join(IMAGE_REF_FILE),
         image.manifest_digest.as_bytes(),
+        &mut durability,
+    )?;
+    crate::disk::write_durable_later(
+        &bundle.join(IMAGE_NAME_FILE),
+        c.image.as_deref().unwrap_or_default().as_bytes(),
         &mut durability,
     )?;
     // Kept beside the bundle so that a restarted daemon stops an adopted container with

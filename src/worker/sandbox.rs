@@ -557,9 +557,17 @@ pub(super) async fn teardown_network(ctx: &Ctx, pod: &PodInfo) {
         let result = match ctx.network.backend().await {
             Ok(backend) => backend.teardown(&pod.uid).await,
             // The bridge never started (the Node's podCIDR is awaited): this daemon
-            // gave the pod nothing; what an earlier one left is the backend's to find
-            // when it starts (its setup is idempotent, its reconcile frees the rest).
-            Err(crate::network::NetworkError::PodCidrPending) => return,
+            // gave the pod nothing; what an earlier one left is released when it starts
+            // (unless it started just now: then at the next attempt).
+            Err(crate::network::NetworkError::PodCidrPending) => {
+                if ctx.network.release_when_started(&pod.uid) {
+                    return;
+                }
+                match ctx.network.backend().await {
+                    Ok(backend) => backend.teardown(&pod.uid).await,
+                    Err(e) => Err(e),
+                }
+            }
             Err(e) => Err(e),
         };
         match result {
@@ -602,7 +610,8 @@ fn dns_files(
 
 /// The pod's emptyDir and content volumes (idempotent: also after a daemon restart).
 /// A spec error in its volumes is left to each container's start, where it is that
-/// container's CreateContainerConfigError.
+/// container's CreateContainerConfigError; so is one in a container's mounts, which
+/// does not keep the volumes from being made.
 async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
     let dir = ctx.layout.pod_volumes_dir(&pod.uid);
     let containers = ctx.layout.pod_dir(&pod.uid).join("containers");
@@ -619,7 +628,7 @@ async fn setup_volumes(ctx: &Ctx, pod: &PodInfo) -> Result<(), WorkerError> {
         } else {
             PodVolumesState::BeforeContainers
         };
-        match crate::volume::plan::plan_pod(&spec, &dir, node_memory) {
+        match crate::volume::plan::plan_pod_volumes(&spec, &dir, node_memory) {
             Ok(plan) => crate::volume::setup_pod_volumes(&plan, state),
             Err(_) => Ok(()),
         }

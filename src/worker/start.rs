@@ -266,7 +266,8 @@ fn start_failed(
     }
 }
 
-/// The image per imagePullPolicy, as the pod-sync core decides it ([`pull_decision`]).
+/// The image per imagePullPolicy, as the pod-sync core decides it ([`pull_decision`]);
+/// a pull uses the pod's image pull secrets before the node's credentials.
 async fn ensure_image(
     ctx: &Ctx,
     pod: &PodInfo,
@@ -301,6 +302,7 @@ async fn ensure_image(
             });
         }
     }
+    let pod_logins = super::pull_secrets::pod_logins(ctx, pod, &image_ref).await?;
     event(
         ctx,
         pod,
@@ -310,7 +312,7 @@ async fn ensure_image(
         format!("Pulling image \"{image_ref}\""),
     );
     let started = std::time::Instant::now();
-    match ctx.puller.pull(&image_ref, None).await {
+    match ctx.puller.pull_with(&image_ref, &pod_logins, None).await {
         Ok(reference) => {
             event(
                 ctx,

@@ -31,6 +31,8 @@ use crate::probe::{ContainerProbes, ProbeReport, ProbedInstance, run_prober};
 use crate::runtime::process_handle::{Delivery, ProcessHandle};
 use crate::status::EventKind;
 
+mod resize;
+
 /// The pod worker's order: `Some(grace)` once the pod terminates.
 pub type TermRx = watch::Receiver<Option<Duration>>;
 
@@ -85,6 +87,7 @@ pub(super) async fn run_containers(
         leases: HashMap::new(),
         published: None,
     };
+    let spec_updates = latest.clone();
     super::content::spawn_refresher(&exec.ctx, &exec.pod, latest, &mut exec.tasks);
     if let Some(sandbox) = sandbox {
         exec.tasks.spawn(super::sandbox::guard(
@@ -107,7 +110,11 @@ pub(super) async fn run_containers(
     for a in adopted {
         exec.watch_exit(a.container, a.run, a.exit);
     }
-    exec.run(term, reports, probe_reports, requests).await;
+    exec.load_allocation();
+    // An API pod may have gained ephemeral containers while no daemon ran.
+    exec.apply_spec_update(&exec.pod.pod.clone());
+    exec.run(term, reports, probe_reports, requests, spec_updates)
+        .await;
     exec.ctx.ephemeral.unregister(&exec.pod.uid);
 }
 
@@ -154,9 +161,10 @@ impl Executor {
         mut reports: ReportReceiver,
         mut probe_reports: mpsc::UnboundedReceiver<Box<ProbeReport>>,
         mut requests: mpsc::UnboundedReceiver<EphemeralRequest>,
+        mut spec_updates: watch::Receiver<Arc<k8s_openapi::api::core::v1::Pod>>,
     ) {
         let mut images = self.ctx.images_changed.clone();
-        let (mut term_open, mut images_open) = (true, true);
+        let (mut term_open, mut images_open, mut updates_open) = (true, true, true);
         loop {
             if let Some(grace) = *term.borrow_and_update() {
                 self.observed.on_terminate(Utc::now(), grace);
@@ -192,6 +200,17 @@ impl Executor {
                     Ok(()) => self.observed.on_image_loaded(),
                     Err(_) => images_open = false,
                 },
+                changed = spec_updates.changed(), if updates_open => match changed {
+                    Ok(()) => {
+                        let pod = spec_updates.borrow_and_update().clone();
+                        self.apply_spec_update(&pod);
+                    }
+                    Err(_) => updates_open = false,
+                },
+                _ = tokio::time::sleep(resize::RETRY_EVERY), if self.resize_waiting() => {
+                    let latest = spec_updates.borrow().clone();
+                    self.retry_waiting_resize(&latest);
+                }
                 _ = sleep_for(wake) => {}
             }
             while let Ok(report) = reports.try_recv() {
@@ -243,7 +262,7 @@ impl Executor {
 
     fn perform(&mut self, action: Action, now: chrono::DateTime<Utc>) {
         let name = action.container().to_string();
-        let Some(spec) = self.spec(&name).cloned() else {
+        let Some(mut spec) = self.spec(&name).cloned() else {
             return;
         };
         let Some(obs) = self.observed.container_mut(&name) else {
@@ -252,16 +271,44 @@ impl Executor {
         match action {
             Action::Start {
                 attempt,
+                image,
                 backoff_after,
                 ..
             } => {
-                obs.on_start_begun(now, backoff_after);
+                obs.on_start_begun(now, backoff_after, &image);
                 let target_init = self.target_init(&name);
-                let image = spec.image.clone().unwrap_or_default();
-                let ctx = self.ctx.clone();
-                self.leases
-                    .entry(name)
-                    .or_insert_with(|| ctx.leases.lease(&image));
+                // The core's image: an API pod's updated one, which the shared pod
+                // object this worker started with does not have.
+                let lease = self.ctx.leases.lease(&image);
+                spec.image = Some(image);
+                // The new lease is taken before the old one (a changed image's) goes.
+                self.leases.insert(name.clone(), lease);
+                // The resources allocated to it, which a resize may have changed since
+                // the pod object this worker started with.
+                if let Some(facts) = self
+                    .facts
+                    .init_containers
+                    .iter_mut()
+                    .chain(self.facts.containers.iter_mut())
+                    .find(|f| f.name == name)
+                {
+                    let resources = &mut facts.resources;
+                    let resized =
+                        resources.allocated != crate::model::resize::Allocation::of(&spec);
+                    if resized {
+                        let mut requirements = spec.resources.take().unwrap_or_default();
+                        let allocated = resources.allocated.requirements();
+                        requirements.requests = allocated.requests;
+                        requirements.limits = allocated.limits;
+                        spec.resources = Some(requirements);
+                    }
+                    let record = resized && resources.applied != resources.allocated;
+                    resources.applied = resources.allocated.clone();
+                    resources.restart_pending = false;
+                    if record {
+                        self.save_applied();
+                    }
+                }
                 self.tasks.spawn(super::start::start(
                     self.ctx.clone(),
                     self.pod.clone(),
@@ -308,6 +355,81 @@ impl Executor {
                     }
                     Err(e) => tracing::warn!(error = %e, "signal failed"),
                 }
+            }
+        }
+    }
+
+    /// Applies what the kubelet applies of a running pod's changed spec: a new
+    /// `activeDeadlineSeconds` (counted from the pod's start, as before), a container's
+    /// new image (the core restarts it), and ephemeral containers added through the API
+    /// (`pods/ephemeralcontainers`), each started once. The API server allows no other
+    /// change to a running pod's containers.
+    fn apply_spec_update(&mut self, pod: &k8s_openapi::api::core::v1::Pod) {
+        let Some(spec) = pod.spec.as_ref() else {
+            return;
+        };
+        // Any change of the spec (even one a running pod does not follow, such as its
+        // tolerations) is observed: the status says which generation it reflects.
+        if pod.metadata.generation > self.facts.generation {
+            self.facts.generation = pod.metadata.generation;
+        }
+        // Labels and annotations, as the next container start reads them: the downward
+        // API's environment variables and the `subPathExpr`s made of them (a start that
+        // failed on a missing annotation succeeds once it is set, as with the kubelet,
+        // which builds every start from the pod's latest object).
+        let current = &self.pod.pod.metadata;
+        if current.labels != pod.metadata.labels || current.annotations != pod.metadata.annotations
+        {
+            let mut info = (*self.pod).clone();
+            let mut object = (*info.pod).clone();
+            object.metadata.labels.clone_from(&pod.metadata.labels);
+            object
+                .metadata
+                .annotations
+                .clone_from(&pod.metadata.annotations);
+            info.pod = Arc::new(object);
+            self.pod = Arc::new(info);
+            self.observed.on_metadata_changed();
+        }
+        self.resize_to(pod);
+        self.facts.active_deadline = spec
+            .active_deadline_seconds
+            .map(|s| Duration::from_secs(crate::model::convert::non_negative_u64(s)));
+        // A new image: the core restarts a regular container or sidecar with it, and any
+        // container's next start uses it.
+        let containers = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(&spec.containers);
+        for c in containers {
+            let facts = self
+                .facts
+                .init_containers
+                .iter_mut()
+                .chain(self.facts.containers.iter_mut())
+                .find(|f| f.name == c.name);
+            if let Some(facts) = facts
+                && let Some(image) = &c.image
+                && *image != facts.image
+            {
+                tracing::info!(pod = %self.pod.name, container = %c.name, from = %facts.image, to = %image, "the container's image changed in the API server");
+                facts.image.clone_from(image);
+            }
+        }
+        for e in spec.ephemeral_containers.iter().flatten() {
+            if self.ephemeral.iter().any(|known| known.name == e.name) {
+                continue;
+            }
+            if let Err(error) = self.add_ephemeral(e.clone()) {
+                tracing::warn!(pod = %self.pod.name, container = %e.name, %error, "ephemeral container of the API not started");
+                self.ctx.store.pod_event(
+                    &self.pod.uid,
+                    EventKind::Warning,
+                    "Failed",
+                    &format!("pod/{}", self.pod.name),
+                    format!("ephemeral container {:?} not started: {error}", e.name),
+                );
             }
         }
     }
@@ -408,9 +530,12 @@ impl Executor {
                 kind,
                 message,
             } => {
-                let generation = self.observed.image_generation;
+                let generations = (
+                    self.observed.image_generation,
+                    self.observed.config_generation,
+                );
                 if let Some(obs) = self.observed.container_mut(&container) {
-                    obs.on_start_blocked(kind, message, now, generation);
+                    obs.on_start_blocked(kind, message, now, generations);
                 }
             }
             Report::Exited {

@@ -1,20 +1,22 @@
-//! A real Kubernetes control plane for one test binary: etcd (Debian's etcd-server) and
+//! A real Kubernetes control plane for a test suite: etcd (Debian's etcd-server) and
 //! the kube-apiserver of the release pinned in tests/cluster/controlplane/go.mod (built
 //! or found cached by scripts/cluster/build-control-plane.sh), with `Node,RBAC`
 //! authorization and the NodeRestriction admission, plus kube-controller-manager when
-//! the binary's tests need it (CSR approval and signing, podCIDRs, service accounts) —
+//! the suite needs it (CSR approval and signing, podCIDRs, service accounts) —
 //! started by scripts/cluster/control-plane-up.sh, which picks free ports, writes the
 //! PKI and one kubeconfig per node (`system:node:NODE`).
 //!
-//! One control plane per test binary, started by the first test that asks for it (a
-//! `OnceLock`); the tests of a binary share it, each with its own node names and
-//! namespace so that they can run in parallel. Statics are never dropped, so the
+//! One control plane per set of options (in practice, per suite: each asks with its own
+//! nodes), started by the first test that asks for it; the tests that ask alike share
+//! it, each with its own node names and namespace so that they can run in parallel.
+//! Every suite of the integration binary asks differently, so none sees another's
+//! nodes or controller-manager. Statics are never dropped, so the
 //! teardown is a watchdog process of its own process group, started before the control
 //! plane: it waits for the test process to end — passed, failed, panicked or killed —
 //! then runs scripts/cluster/control-plane-down.sh.
 //!
 //! Nothing here skips: a missing binary, etcd or a control plane that does not come up
-//! fails every test of the binary with what went wrong.
+//! fails every test that asks for it with what went wrong.
 
 #![allow(dead_code)]
 
@@ -30,8 +32,8 @@ use kube::Api;
 use kube::api::PostParams;
 use podhost::cluster::record::Exchange;
 
-/// What a test binary's control plane runs with. Every test of a binary asks with the
-/// same options (they name the binary's nodes).
+/// What a control plane runs with. The tests of one suite ask with the same options
+/// (they name the suite's nodes) and share its control plane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     /// The nodes that get a kubeconfig (`system:node:NODE`, in `system:nodes`).
@@ -70,18 +72,33 @@ pub struct ControlPlane {
     _watchdog: Mutex<Child>,
 }
 
-static PLANE: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+type PlaneSlot = OnceLock<Result<ControlPlane, String>>;
 
-/// The binary's control plane, started on first use with `options`.
+/// The control planes started so far, by their options. A slot is leaked so that its
+/// plane lives as long as the process (the watchdog stops it after).
+static PLANES: Mutex<Vec<(Options, &'static PlaneSlot)>> = Mutex::new(Vec::new());
+
+/// The control plane for `options`, started on first use. Only the slot is looked up
+/// under the lock, so suites with different options start theirs side by side.
 pub fn control_plane(options: &Options) -> &'static ControlPlane {
-    let plane = PLANE
+    let slot: &'static PlaneSlot = {
+        let mut planes = PLANES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match planes.iter().find(|(o, _)| o == options) {
+            Some((_, slot)) => slot,
+            None => {
+                let slot: &'static PlaneSlot = Box::leak(Box::new(OnceLock::new()));
+                planes.push((options.clone(), slot));
+                slot
+            }
+        }
+    };
+    let plane = slot
         .get_or_init(|| start(options))
         .as_ref()
         .unwrap_or_else(|reason| panic!("the test control plane did not start: {reason}"));
-    assert_eq!(
-        &plane.options, options,
-        "one control plane per test binary: every test must ask for it with the same options"
-    );
+    assert_eq!(&plane.options, options);
     plane
 }
 
@@ -237,11 +254,11 @@ impl ControlPlane {
         self.dir.join("admin.kubeconfig")
     }
 
-    /// The kubeconfig of `node` (one of the binary's nodes).
+    /// The kubeconfig of `node` (one of the plane.s nodes).
     pub fn node_kubeconfig(&self, node: &str) -> PathBuf {
         assert!(
             self.options.nodes.contains(&node),
-            "{node} is not one of this binary's nodes {:?}",
+            "{node} is not one of this control plane.s nodes {:?}",
             self.options.nodes
         );
         self.dir.join(format!("node-{node}.kubeconfig"))
@@ -251,7 +268,7 @@ impl ControlPlane {
     pub fn bootstrap_kubeconfig(&self) -> PathBuf {
         assert!(
             self.options.bootstrap_token.is_some(),
-            "this binary's control plane has no bootstrap token"
+            "this control plane has no bootstrap token"
         );
         self.dir.join("bootstrap.kubeconfig")
     }
@@ -264,6 +281,24 @@ impl ControlPlane {
     /// A client as the administrator, built as podhost builds its own.
     pub async fn admin(&self) -> kube::Client {
         client(&self.admin_kubeconfig(), None).await
+    }
+
+    /// A podhost daemon started as `node` of this plane (`--kubeconfig`, the kubelet
+    /// API on a free port), on the machine's network, with `extra_args`.
+    pub fn node_daemon(&self, node: &str, extra_args: &[&str]) -> crate::common::TestDaemon {
+        let kubeconfig = self.node_kubeconfig(node);
+        let port = crate::common_registry::free_port().to_string();
+        let mut args = vec![
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--port",
+            &port,
+        ];
+        args.extend_from_slice(extra_args);
+        let mut d = crate::common::TestDaemon::prepare_on_machine_network(&args);
+        d.node = node.to_string();
+        d.spawn_daemon();
+        d
     }
 
     /// A client as `node`, built as the daemon builds it from `--kubeconfig`.

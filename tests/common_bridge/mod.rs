@@ -19,8 +19,7 @@ pub fn require_root() {
     );
 }
 
-#[path = "../common/netns.rs"]
-mod netns;
+use crate::common::netns;
 pub use netns::TestNetns as NetNs;
 
 /// A TCP server in `ns` on `addr` (e.g. `[::]:80`, both families) answering every

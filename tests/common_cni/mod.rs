@@ -20,8 +20,7 @@ pub fn require_root() {
     );
 }
 
-#[path = "../common/netns.rs"]
-mod netns;
+use crate::common::netns;
 mod plugins;
 pub use netns::{TestNetns as Netns, in_netns};
 pub use plugins::{DEBIAN_CNI_BIN, conflist, ipam_entries};

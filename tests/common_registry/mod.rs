@@ -7,6 +7,7 @@
 
 #![allow(dead_code)]
 
+pub mod handshakes;
 pub mod token;
 
 use std::fs;
@@ -117,6 +118,20 @@ impl Registry {
         Self::start_with(None)
     }
 
+    /// Starts an anonymous registry that serves HTTPS only, with the certificate
+    /// and key in `cert` and `key` (PEM).
+    pub fn start_tls(cert: &Path, key: &Path) -> Registry {
+        ensure_tools(&[(REGISTRY_BIN, "docker-registry"), ("skopeo", "skopeo")]);
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("data")).unwrap();
+        let tls = format!(
+            "  tls:\n    certificate: {}\n    key: {}\n",
+            cert.display(),
+            key.display()
+        );
+        Self::start_in(dir, &tls, "", None)
+    }
+
     /// Starts a registry that requires basic auth for `user` / `password`.
     pub fn start_with_auth(user: &str, password: &str) -> Registry {
         Self::start_with(Some((user, password)))
@@ -135,7 +150,7 @@ impl Registry {
         fs::create_dir(dir.path().join("data")).unwrap();
         let server = token::TokenServer::start(dir.path(), user, password);
         let auth_block = server.registry_auth_block();
-        let registry = Self::start_in(dir, &auth_block, Some(format!("{user}:{password}")));
+        let registry = Self::start_in(dir, "", &auth_block, Some(format!("{user}:{password}")));
         (registry, server)
     }
 
@@ -165,11 +180,18 @@ impl Registry {
             }
             None => String::new(),
         };
-        Self::start_in(dir, &auth_block, auth.map(|(u, p)| format!("{u}:{p}")))
+        Self::start_in(dir, "", &auth_block, auth.map(|(u, p)| format!("{u}:{p}")))
     }
 
-    /// Starts the registry with storage in `dir/data` and `auth_block` in its config.
-    fn start_in(mut dir: tempfile::TempDir, auth_block: &str, creds: Option<String>) -> Registry {
+    /// Starts the registry with storage in `dir/data`, `http_block` in its config's
+    /// `http` section (TLS) and `auth_block` in its config.
+    fn start_in(
+        mut dir: tempfile::TempDir,
+        http_block: &str,
+        auth_block: &str,
+        creds: Option<String>,
+    ) -> Registry {
+        let tls = !http_block.is_empty();
         // A port picked free may be taken before the registry binds it: retry.
         for attempt in 0..5 {
             let port = free_port();
@@ -180,7 +202,7 @@ impl Registry {
                 format!(
                     "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: false\n\
                      storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
-                     http:\n  addr: {addr}\n{auth_block}",
+                     http:\n  addr: {addr}\n{http_block}{auth_block}",
                     dir.path().join("data").display()
                 ),
             )
@@ -200,7 +222,7 @@ impl Registry {
                 dir,
                 creds: creds.clone(),
             };
-            if registry.wait_ready() {
+            if registry.wait_ready(tls) {
                 return registry;
             }
             eprintln!(
@@ -213,14 +235,16 @@ impl Registry {
     }
 
     /// Waits (10 s at most) for `GET /v2/` to answer; false if the process died.
-    fn wait_ready(&mut self) -> bool {
+    /// A registry serving `tls` answers the plain request with 400 ("Client sent an
+    /// HTTP request to an HTTPS server").
+    fn wait_ready(&mut self, tls: bool) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return false;
             }
             if let Some(status) = http_status(&self.addr, "/v2/")
-                && (status == 200 || status == 401)
+                && (status == 200 || status == 401 || (tls && status == 400))
             {
                 return true;
             }

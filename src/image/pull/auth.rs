@@ -1,9 +1,10 @@
-//! Registry credentials from a docker `config.json` at an explicit path (not
-//! `$DOCKER_CONFIG`): `auths.<host>.auth` / `username`+`password`, and
+//! Registry credentials: the node's, from a docker `config.json` at an explicit path
+//! (not `$DOCKER_CONFIG`): `auths.<host>.auth` / `username`+`password`, and
 //! `credHelpers` / `credsStore` (which run `docker-credential-<name>`), all via
-//! the `docker_credential` crate. No file, or no entry for the registry, means
-//! anonymous access. Bearer tokens are obtained by `oci_client` from the
-//! registry's `WWW-Authenticate` challenge, with these credentials.
+//! the `docker_credential` crate (no file, or no entry for the registry, means
+//! anonymous access); and a pod's, from its image pull secrets' logins. Bearer tokens
+//! are obtained by `oci_client` from the registry's `WWW-Authenticate` challenge, with
+//! these credentials.
 
 use std::fs::File;
 use std::io::{self, BufReader};
@@ -13,6 +14,7 @@ use docker_credential::{CredentialRetrievalError, DockerCredential};
 use oci_client::secrets::RegistryAuth;
 
 use super::error::CredentialsError;
+use crate::model::pull_secrets::SourcedLogin;
 
 /// The credentials to use for one registry, and how to describe them in errors.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +30,19 @@ impl Credentials {
         Credentials {
             auth: RegistryAuth::Anonymous,
             sent: why,
+        }
+    }
+
+    /// A pod's login. One without a user or password sends none, as containerd does.
+    pub(super) fn from_login(login: &SourcedLogin) -> Credentials {
+        if login.username.is_empty() && login.password.is_empty() {
+            return Credentials::anonymous(
+                "its entry has no username or password, so none were sent".to_string(),
+            );
+        }
+        Credentials {
+            auth: RegistryAuth::Basic(login.username.clone(), login.password.clone()),
+            sent: format!("sent user \"{}\"", login.username),
         }
     }
 }
@@ -104,6 +119,21 @@ mod tests {
             "{}",
             other.sent
         );
+    }
+
+    #[test]
+    fn a_pods_login_is_basic_auth_unless_it_is_empty() {
+        let login = |user: &str, password: &str| SourcedLogin {
+            username: user.into(),
+            password: password.into(),
+            source: "secret \"team/regcred\"".into(),
+        };
+        let c = Credentials::from_login(&login("alice", "s3cret"));
+        assert_eq!(c.auth, RegistryAuth::Basic("alice".into(), "s3cret".into()));
+        assert_eq!(c.sent, "sent user \"alice\"");
+        let c = Credentials::from_login(&login("", ""));
+        assert_eq!(c.auth, RegistryAuth::Anonymous);
+        assert!(c.sent.contains("no username or password"), "{}", c.sent);
     }
 
     #[test]

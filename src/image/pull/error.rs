@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use oci_client::errors::{DigestError, OciDistributionError, OciEnvelope, OciErrorCode};
 
 use super::super::ImageError;
+use super::plain_http::answered_tls_in_plain_http;
 
 /// Why a pull failed.
 #[derive(Debug, thiserror::Error)]
@@ -106,6 +107,19 @@ pub enum PullError {
         reason: String,
     },
 
+    /// The registry answered the TLS handshake in plain HTTP. (A registry on this
+    /// host's loopback is then spoken to in plain HTTP instead; see `plain_http`.)
+    #[error(
+        "pulling \"{reference}\": registry {registry} speaks plain HTTP, not HTTPS; if it is \
+         meant to be reached so, start podhost with --insecure-registry {registry}"
+    )]
+    PlainHttp {
+        /// The normalized reference.
+        reference: String,
+        /// `host[:port]` of the registry.
+        registry: String,
+    },
+
     /// The registry answered with an error other than "not found" or "unauthorized".
     #[error("pulling \"{reference}\": registry {registry} failed: {message}")]
     Registry {
@@ -171,6 +185,35 @@ pub enum PullError {
         /// What happened.
         reason: String,
     },
+
+    /// Several credentials were tried (a pod's image pull secrets, then the node's) and
+    /// none worked: each one's failure, in the order tried (the kubelet's aggregate).
+    #[error(
+        "pulling \"{reference}\": no credentials worked: {}",
+        failure_list(reference, failures)
+    )]
+    EveryCredentialFailed {
+        /// The normalized reference.
+        reference: String,
+        /// Why each failed; at least two.
+        failures: Vec<PullError>,
+    },
+}
+
+/// `failures` joined, each without the "pulling \"REFERENCE\": " they all start with.
+fn failure_list(reference: &str, failures: &[PullError]) -> String {
+    let prefix = format!("pulling \"{reference}\": ");
+    failures
+        .iter()
+        .map(|f| {
+            let message = f.to_string();
+            match message.strip_prefix(&prefix) {
+                Some(rest) => rest.to_string(),
+                None => message,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; then ")
 }
 
 /// Why the credentials file could not be used for a registry.
@@ -224,6 +267,35 @@ pub enum DocumentError {
 }
 
 impl PullError {
+    /// Whether the pull may work with other credentials: the registry refused these,
+    /// or said it has no such repository or image (as a registry may say to hide a
+    /// private repository from credentials that cannot read it).
+    pub(super) fn may_pass_with_other_credentials(&self) -> bool {
+        matches!(
+            self,
+            PullError::Unauthorized { .. } | PullError::NotFound { .. }
+        )
+    }
+
+    /// The error of a pull whose every credential failed with `failures` (in the order
+    /// tried): the one failure itself when there was only one.
+    pub(super) fn every_credential_failed(
+        reference: String,
+        mut failures: Vec<PullError>,
+    ) -> PullError {
+        match failures.len() {
+            0 => PullError::Internal {
+                reference,
+                reason: "no credentials were tried".to_string(),
+            },
+            1 => failures.remove(0),
+            _ => PullError::EveryCredentialFailed {
+                reference,
+                failures,
+            },
+        }
+    }
+
     /// The same error with the message of a network or registry failure
     /// ([`PullError::Unreachable`], [`PullError::Registry`]) rewritten by `f`; any
     /// other error as it is.
@@ -444,6 +516,12 @@ impl Ctx {
     }
 
     fn request(&self, r: &reqwest::Error) -> PullError {
+        if answered_tls_in_plain_http(r) {
+            return PullError::PlainHttp {
+                reference: self.reference.clone(),
+                registry: self.registry.clone(),
+            };
+        }
         if r.is_connect() || r.is_timeout() {
             return PullError::Unreachable {
                 reference: self.reference.clone(),
@@ -557,6 +635,43 @@ mod tests {
             ),
             "{s}"
         );
+    }
+
+    #[test]
+    fn every_failed_credential_is_named_in_the_order_tried() {
+        let secret = Ctx {
+            credentials: "secret \"team/regcred\"".into(),
+            sent: "sent user \"alice\"".into(),
+            ..ctx()
+        };
+        let unauthorized = || OciDistributionError::UnauthorizedError { url: "u".into() };
+        let one = PullError::every_credential_failed(
+            "127.0.0.1:5000/nope:v1".into(),
+            vec![secret.oci("manifest", unauthorized())],
+        );
+        assert!(matches!(one, PullError::Unauthorized { .. }), "{one}");
+        let both = PullError::every_credential_failed(
+            "127.0.0.1:5000/nope:v1".into(),
+            vec![
+                secret.oci("manifest", unauthorized()),
+                ctx().oci("manifest", unauthorized()),
+            ],
+        );
+        assert_eq!(
+            both.to_string(),
+            "pulling \"127.0.0.1:5000/nope:v1\": no credentials worked: unauthorized: check \
+             the credentials for 127.0.0.1:5000 in secret \"team/regcred\" (sent user \
+             \"alice\"; the registry answered 401 Unauthorized); then unauthorized: check the \
+             credentials for 127.0.0.1:5000 in /root/.docker/config.json (no credentials \
+             sent; the registry answered 401 Unauthorized)"
+        );
+        assert!(both.to_string().contains("401"));
+        assert!(matches!(
+            PullError::every_credential_failed("r/x:1".into(), Vec::new()),
+            PullError::Internal { .. }
+        ));
+        assert!(one.may_pass_with_other_credentials());
+        assert!(!ctx().bad("x").may_pass_with_other_credentials());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod fetch;
 mod inflight;
 mod layers;
 mod manifest;
+mod plain_http;
 mod progress;
 mod retry;
 mod streamed;
@@ -30,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use oci_client::Client;
+use oci_client::secrets::RegistryAuth;
 use oci_spec::image::ImageManifest;
 use tokio::sync::{mpsc, watch};
 
@@ -37,6 +39,7 @@ pub use error::PullError;
 pub use progress::{ProgressState, PullProgress, render_progress};
 
 use super::ImageStore;
+use crate::model::pull_secrets::DockerKeyring;
 use error::Ctx;
 use fetch::Blob;
 use layers::{Plan, Snapshots};
@@ -50,7 +53,8 @@ pub const PARALLEL_LAYERS: usize = 4;
 #[derive(Debug, Clone, Default)]
 pub struct PullOptions {
     /// Registries (`host:port`, as written in references) spoken to over plain
-    /// HTTP instead of HTTPS.
+    /// HTTP instead of HTTPS. A registry on this host's loopback needs no entry: it
+    /// falls back to plain HTTP when it answers TLS in plain HTTP.
     pub insecure_registries: Vec<String>,
     /// A docker `config.json` with credentials (`auths`, `credHelpers`,
     /// `credsStore`). `None` or a missing file: anonymous access.
@@ -110,10 +114,11 @@ impl Puller {
     }
 
     /// Pulls `reference` (normalized first: `busybox` is
-    /// `docker.io/library/busybox:latest`) into the store and returns the
-    /// normalized reference, which then resolves with [`ImageStore::resolve`].
-    /// Progress goes to `progress` if given (see [`PullProgress`]); its receiver
-    /// must keep reading (or be dropped), or the pull waits for room.
+    /// `docker.io/library/busybox:latest`) into the store with the node's credentials
+    /// and returns the normalized reference, which then resolves with
+    /// [`ImageStore::resolve`]. Progress goes to `progress` if given (see
+    /// [`PullProgress`]); its receiver must keep reading (or be dropped), or the pull
+    /// waits for room.
     ///
     /// Dropping the returned future cancels the pull: nothing partial becomes
     /// visible, and the blobs already stored are reused by the next pull.
@@ -122,29 +127,69 @@ impl Puller {
         reference: &str,
         progress: Option<mpsc::Sender<PullProgress>>,
     ) -> Result<String, PullError> {
-        let started = Instant::now();
+        self.pull_with(reference, &DockerKeyring::default(), progress)
+            .await
+    }
+
+    /// [`pull`](Self::pull) with a pod's logins (its image pull secrets) first, as the
+    /// kubelet pulls: each login of `pod_logins` for the image's repository in turn
+    /// (the most specific location's first), then the node's credentials file. A
+    /// login the registry refuses (unauthorized, or not found, as a registry may
+    /// hide a private repository) makes the next one be tried; any other failure ends
+    /// the pull. When the pod has logins for the registry and the node's file has
+    /// none, no anonymous pull follows them (the kubelet's keyring gives none). The
+    /// logins are used for this pull only: each is sent through a registry client of
+    /// its own ([`client`]), so no token it obtained serves another pull.
+    pub async fn pull_with(
+        &self,
+        reference: &str,
+        pod_logins: &DockerKeyring,
+        progress: Option<mpsc::Sender<PullProgress>>,
+    ) -> Result<String, PullError> {
         let target = Target::parse(reference)?;
         let report = Reporter::new(progress);
-        let (creds, ctx) = self.credentials(&target).await?;
-        tracing::info!(reference = %target.reference, "pulling image");
-        let client = self
-            .inner
-            .clients
-            .get(&target.registry, &creds.auth)
-            .map_err(|source| PullError::NoClient {
-                reference: target.reference.clone(),
-                source: Box::new(source),
-            })?;
-
-        let resolved = match manifest::resolve(&client, &target, &creds.auth, &ctx).await {
-            Ok(r) => r,
-            Err(e @ PullError::Unauthorized { .. }) => {
-                return Err(token_service_reason(&client, &target, &creds.auth, &ctx)
-                    .await
-                    .unwrap_or(e));
+        let repository = format!("{}/{}", target.registry, target.repository);
+        let mut failures = Vec::new();
+        for login in pod_logins.lookup(&repository) {
+            let creds = auth::Credentials::from_login(login);
+            let ctx = Arc::new(self.ctx(&target, &login.source, &creds));
+            match self.pull_as(&target, &creds, ctx, &report).await {
+                Ok(name) => return Ok(name),
+                Err(e) if e.may_pass_with_other_credentials() => {
+                    tracing::info!(reference = %target.reference, credentials = %login.source,
+                        error = %e, "the registry refused these credentials; trying the next");
+                    failures.push(e);
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
-        };
+        }
+        match self.node_credentials(&target).await {
+            Ok((creds, ctx)) if failures.is_empty() || creds.auth != RegistryAuth::Anonymous => {
+                match self.pull_as(&target, &creds, ctx, &report).await {
+                    Ok(name) => return Ok(name),
+                    Err(e) => failures.push(e),
+                }
+            }
+            Ok(_) => {}
+            Err(e) => failures.push(e),
+        }
+        Err(PullError::every_credential_failed(
+            target.reference,
+            failures,
+        ))
+    }
+
+    /// Pulls `target` sending `creds` (described by `ctx` in errors).
+    async fn pull_as(
+        &self,
+        target: &Target,
+        creds: &auth::Credentials,
+        ctx: Arc<Ctx>,
+        report: &Reporter,
+    ) -> Result<String, PullError> {
+        let started = Instant::now();
+        tracing::info!(reference = %target.reference, credentials = %ctx.credentials, "pulling image");
+        let (client, resolved) = self.resolve(target, &creds.auth, &ctx).await?;
         let store = self.inner.store.clone();
         let manifest = resolved.manifest.clone();
         let (_gc_barrier, jobs) = tokio::task::spawn_blocking(move || {
@@ -229,12 +274,58 @@ impl Puller {
             index = ?resolved.index.as_ref().map(|(d, _)| d),
             elapsed_ms = crate::model::convert::millis(started.elapsed()), "pulled image");
         crate::metrics::image_pulled(started.elapsed(), image_bytes, total_bytes);
-        Ok(target.reference)
+        Ok(target.reference.clone())
     }
 
-    /// The credentials for the target's registry, and the error context that
-    /// describes them.
-    async fn credentials(
+    /// The client to pull `target` with and the manifest it resolves to. A registry
+    /// on this host's loopback that answers TLS in plain HTTP is asked again in
+    /// plain HTTP (see [`plain_http`]), and that client is the one returned.
+    async fn resolve(
+        &self,
+        target: &Target,
+        auth: &oci_client::secrets::RegistryAuth,
+        ctx: &Ctx,
+    ) -> Result<(Client, manifest::Resolved), PullError> {
+        let client = self.client(target, auth)?;
+        let (client, resolved) = match manifest::resolve(&client, target, auth, ctx).await {
+            Err(PullError::PlainHttp { .. })
+                if self.inner.clients.fall_back_to_plain_http(&target.registry) =>
+            {
+                let client = self.client(target, auth)?;
+                let resolved = manifest::resolve(&client, target, auth, ctx).await;
+                (client, resolved)
+            }
+            resolved => (client, resolved),
+        };
+        match resolved {
+            Ok(r) => Ok((client, r)),
+            Err(e @ PullError::Unauthorized { .. }) => {
+                Err(token_service_reason(&client, target, auth, ctx)
+                    .await
+                    .unwrap_or(e))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The shared registry client for `target`'s registry with `auth`.
+    fn client(
+        &self,
+        target: &Target,
+        auth: &oci_client::secrets::RegistryAuth,
+    ) -> Result<Client, PullError> {
+        self.inner
+            .clients
+            .get(&target.registry, auth)
+            .map_err(|source| PullError::NoClient {
+                reference: target.reference.clone(),
+                source: Box::new(source),
+            })
+    }
+
+    /// The node's credentials for the target's registry (`--image-credentials`), and
+    /// the error context that describes them.
+    async fn node_credentials(
         &self,
         target: &Target,
     ) -> Result<(auth::Credentials, Arc<Ctx>), PullError> {
@@ -252,16 +343,22 @@ impl Puller {
                 path: file.clone().unwrap_or_default(),
                 source: Box::new(source),
             })?;
-        let ctx = Arc::new(Ctx {
+        let source = match &file {
+            Some(p) => p.display().to_string(),
+            None => "a docker config.json (none is configured)".to_string(),
+        };
+        let ctx = Arc::new(self.ctx(target, &source, &creds));
+        Ok((creds, ctx))
+    }
+
+    /// The error context of a pull of `target` sending `creds`, which come from `source`.
+    fn ctx(&self, target: &Target, source: &str, creds: &auth::Credentials) -> Ctx {
+        Ctx {
             reference: target.reference.clone(),
             registry: target.registry.clone(),
-            credentials: match &file {
-                Some(p) => p.display().to_string(),
-                None => "a docker config.json (none is configured)".to_string(),
-            },
+            credentials: source.to_string(),
             sent: creds.sent.clone(),
-        });
-        Ok((creds, ctx))
+        }
     }
 
     /// Fetches the config (unless stored) and reads the layers' snapshots from it.

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 
 use super::error::{Ctx, PullError};
+use super::plain_http::answered_tls_in_plain_http;
 
 /// Waits before the 2nd, 3rd and 4th attempt of one request.
 pub(super) const BACKOFF: [Duration; 3] = [
@@ -109,6 +110,10 @@ pub(super) fn io_is_transient(e: &io::Error) -> bool {
 }
 
 fn reqwest_is_transient(r: &reqwest::Error) -> bool {
+    // A server that does not speak TLS will not start to a second later.
+    if answered_tls_in_plain_http(r) {
+        return false;
+    }
     if let Some(status) = r.status() {
         return status.is_server_error() || status.as_u16() == 429;
     }

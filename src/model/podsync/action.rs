@@ -21,11 +21,13 @@ pub enum SignalKind {
 /// One thing for the worker to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// Start a new instance of `container` with this attempt number; fold
+    /// Start a new instance of `container` with this attempt number, made from `image`
+    /// (the spec's image now: it changes when an API pod's spec is updated); fold
     /// `backoff_after` in when the start begins.
     Start {
         container: String,
         attempt: u32,
+        image: String,
         backoff_after: Backoff,
     },
     /// Run the container's postStart hook; it is not Running until the hook returns.

@@ -16,7 +16,7 @@ use super::observed::{
 };
 use super::status::{creating, running, starting, terminated_state, waiting};
 use super::stop::{SignalGate, stop_instance};
-use super::{ContainerFacts, PodFacts};
+use super::{ContainerFacts, ContainerKind, PodFacts};
 
 /// How long `ErrImagePull` shows before `ImagePullBackOff` (at most the back-off itself).
 pub const ERR_IMAGE_PULL_SHOWN: Duration = Duration::from_secs(1);
@@ -27,6 +27,7 @@ pub(super) struct Turn {
     /// A first start must wait (an earlier container's postStart hook still runs).
     pub hold_first_start: bool,
     pub image_generation: u64,
+    pub config_generation: u64,
 }
 
 /// Decides for `obs` while the pod is not terminating, and returns its state.
@@ -46,7 +47,7 @@ pub(super) fn decide(
         }
         Instance::Starting { .. } => starting(obs, creating(pod)),
         Instance::Running { started_at } => running_instance(pod, spec, obs, *started_at, now, out),
-        Instance::Blocked(block) => blocked(pod, spec, obs, block, turn.image_generation, now, out),
+        Instance::Blocked(block) => blocked(pod, spec, obs, block, turn, now, out),
         Instance::Exited {
             termination,
             released,
@@ -106,6 +107,25 @@ fn running_instance(
     }
 }
 
+/// The spec names another image than the one the container's instance was made from, or
+/// a resize restarts it (`resizePolicy: RestartContainer`): its definition changed. Only
+/// regular containers and sidecars act on it, as the kubelet's; a running init container
+/// finishes as it is.
+pub(super) fn definition_changed(spec: &ContainerFacts, obs: &ContainerObserved) -> bool {
+    matches!(spec.kind, ContainerKind::Regular | ContainerKind::Sidecar)
+        && obs
+            .started_image
+            .as_deref()
+            .is_some_and(|image| image != spec.image || spec.resources.restart_pending)
+}
+
+/// The instance was stopped because the container's definition changed: it starts again
+/// whatever the restart policy, and counts as running for the pod's phase meanwhile (the
+/// kubelet kills and starts it in one sync, so no phase of its ever sees it stopped).
+pub(super) fn stopped_for_change(spec: &ContainerFacts, obs: &ContainerObserved) -> bool {
+    definition_changed(spec, obs) && obs.stop.began_at.is_some()
+}
+
 fn start(
     spec: &ContainerFacts,
     obs: &ContainerObserved,
@@ -115,6 +135,7 @@ fn start(
     out.actions.push(Action::Start {
         container: spec.name.clone(),
         attempt: obs.next_attempt,
+        image: spec.image.clone(),
         backoff_after,
     });
 }
@@ -124,13 +145,21 @@ fn blocked(
     spec: &ContainerFacts,
     obs: &ContainerObserved,
     block: &StartBlock,
-    image_generation: u64,
+    turn: &Turn,
     now: DateTime<Utc>,
     out: &mut Decision,
 ) -> ContainerState {
     let delay = Backoff::retry_delay(&pod.backoff, block.failures);
     let retry_at = block.since + delay;
-    if now >= retry_at || block.image_generation != image_generation {
+    // A new image in the spec is tried at once, as a newly loaded one is.
+    // So is a configuration error once the pod's labels or annotations changed.
+    let config_changed =
+        block.kind == BlockKind::Config && block.config_generation != turn.config_generation;
+    if now >= retry_at
+        || block.image_generation != turn.image_generation
+        || config_changed
+        || definition_changed(spec, obs)
+    {
         start(spec, obs, obs.backoff.clone(), out);
         return starting(obs, creating(pod));
     }
@@ -175,10 +204,19 @@ fn exited(
     out: &mut Decision,
 ) -> ContainerState {
     let shown = terminated_state(termination);
-    if !policy.should_restart(termination.exit_code) {
+    // A container stopped because its definition changed starts again whatever the
+    // restart policy; one that ended by itself follows the policy. Either way a changed
+    // definition starts from no back-off (the kubelet keys back-off by container hash).
+    let changed = definition_changed(spec, obs);
+    if !stopped_for_change(spec, obs) && !policy.should_restart(termination.exit_code) {
         return shown;
     }
-    let (delay, backoff_after) = obs.backoff.after_exit(&pod.backoff, termination.ran_for());
+    let backoff = if changed {
+        Backoff::default()
+    } else {
+        obs.backoff.clone()
+    };
+    let (delay, backoff_after) = backoff.after_exit(&pod.backoff, termination.ran_for());
     let restart_at = termination.finished_at + delay;
     if now < restart_at {
         out.wake(restart_at);

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::super::backoff::BackoffPolicy;
+use super::super::resize::ContainerAllocation;
 use super::super::restart::RestartPolicy;
 
 /// A lifecycle hook's handler (`lifecycle.postStart` / `lifecycle.preStop`).
@@ -56,6 +57,8 @@ pub struct ContainerFacts {
     pub startup_probe: Option<ProbeFacts>,
     pub liveness_probe: Option<ProbeFacts>,
     pub readiness_probe: bool,
+    /// Its resources as allocated and applied (in-place resize).
+    pub resources: ContainerAllocation,
 }
 
 impl ContainerFacts {
@@ -70,6 +73,7 @@ impl ContainerFacts {
             startup_probe: None,
             liveness_probe: None,
             readiness_probe: false,
+            resources: ContainerAllocation::default(),
         }
     }
 }
@@ -93,6 +97,10 @@ pub struct PodFacts {
     pub grace: Duration,
     /// `activeDeadlineSeconds`, counted from `status.startTime`.
     pub active_deadline: Option<Duration>,
+    /// `metadata.generation` of the pod object whose spec the worker follows: the
+    /// status's `observedGeneration` and its conditions' (None: a pod without one, such
+    /// as a static pod's manifest, shows none).
+    pub generation: Option<i64>,
 }
 
 impl PodFacts {

@@ -35,14 +35,22 @@ pub(super) fn ready(spec: &ContainerFacts, obs: &ContainerObserved) -> bool {
     started(spec, obs) && (!spec.readiness_probe || obs.health.readiness == ProbeResult::Success)
 }
 
-/// Why the running instance must be killed, if it must: a failed postStart hook, a failed
-/// startup probe, or a failed liveness probe once started.
+/// Why the running instance must be killed, if it must: its definition changed (first, as
+/// in the kubelet's `computePodActions`), a failed postStart hook, a failed startup probe,
+/// or a failed liveness probe once started.
 pub(super) fn kill_cause(
     pod: &PodFacts,
     spec: &ContainerFacts,
     obs: &ContainerObserved,
 ) -> Option<KillCause> {
     let name = &spec.name;
+    if super::container::definition_changed(spec, obs) {
+        return Some(KillCause {
+            grace: pod.grace,
+            killing: format!("Container {name} definition changed, will be restarted"),
+            warning: None,
+        });
+    }
     if let HookProgress::Ended {
         failure: Some(msg), ..
     } = &obs.post_start

@@ -84,6 +84,7 @@ pub(super) fn decide_init(
             policy: pod.restart_policy_of(spec.kind),
             hold_first_start: false,
             image_generation: observed.image_generation,
+            config_generation: observed.config_generation,
         };
         let state = match spec.kind {
             // A sidecar already started once is kept running whatever comes after it.

@@ -129,6 +129,7 @@ fn split_ephemeral(
         policy: super::restart::RestartPolicy::Never,
         hold_first_start: false,
         image_generation: observed.image_generation,
+        config_generation: observed.config_generation,
     };
     let ephemeral = pod
         .ephemeral_containers
@@ -164,6 +165,7 @@ fn regular(
             policy: pod.restart_policy,
             hold_first_start: hold,
             image_generation: observed.image_generation,
+            config_generation: observed.config_generation,
         };
         states.push(decide(pod, spec, obs, &turn, now, out));
         hold |= matches!(obs.instance, Instance::Running { .. })
@@ -221,11 +223,13 @@ fn stop_order(
 /// When the last regular container finished for good, if all did (none restarts).
 fn completed_at(pod: &PodFacts, observed: &PodObserved) -> Option<DateTime<Utc>> {
     let mut last = None;
-    for obs in &observed.containers {
+    for (spec, obs) in pod.containers.iter().zip(&observed.containers) {
         let Instance::Exited { termination, .. } = &obs.instance else {
             return None;
         };
-        if pod.restart_policy.should_restart(termination.exit_code) {
+        if pod.restart_policy.should_restart(termination.exit_code)
+            || container::stopped_for_change(spec, obs)
+        {
             return None;
         }
         last = last.max(Some(termination.finished_at));

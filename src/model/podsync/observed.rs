@@ -69,6 +69,9 @@ pub struct StartBlock {
     pub failures: u32,
     /// The image generation when it happened: a loaded image retries at once.
     pub image_generation: u64,
+    /// The config generation when it happened: a configuration error is retried at once
+    /// when the pod's labels or annotations change.
+    pub config_generation: u64,
 }
 
 /// A waiting state as it was published.
@@ -178,6 +181,10 @@ pub struct ContainerObserved {
     /// The waiting state last published: a transition's event is recorded once, and a
     /// blocked start's error stays shown while its retry runs (the kubelet's reason cache).
     pub shown_waiting: Option<ShownWaiting>,
+    /// The spec's image the current (or last) instance was made from: when the spec names
+    /// another, the container's definition changed (the kubelet's container hash).
+    /// `None` for an instance a daemon older than this record adopted.
+    pub started_image: Option<String>,
     /// The postStart hook of the current instance.
     pub post_start: HookProgress,
     /// Probe results of the current instance.
@@ -211,10 +218,16 @@ impl ContainerObserved {
         }
     }
 
-    /// The worker began performing [`Action::Start`](super::Action::Start).
-    pub fn on_start_begun(&mut self, now: DateTime<Utc>, backoff_after: Backoff) {
+    /// The worker began performing [`Action::Start`](super::Action::Start) with `image`.
+    pub fn on_start_begun(&mut self, now: DateTime<Utc>, backoff_after: Backoff, image: &str) {
         if let Instance::Exited { termination, .. } = std::mem::take(&mut self.instance) {
             self.last_termination = Some(termination);
+        }
+        if self.started_image.as_deref() != Some(image) {
+            // Another image's pull or config failures say nothing of this one's
+            // (the kubelet's image back-off is keyed by the image).
+            self.block_streak = None;
+            self.started_image = Some(image.to_string());
         }
         self.backoff = backoff_after;
         self.instance = Instance::Starting { since: now };
@@ -226,7 +239,7 @@ impl ContainerObserved {
         kind: BlockKind,
         message: String,
         now: DateTime<Utc>,
-        image_generation: u64,
+        (image_generation, config_generation): (u64, u64),
     ) {
         let failures = match self.block_streak {
             Some((k, n)) if k == kind => n.saturating_add(1),
@@ -239,6 +252,7 @@ impl ContainerObserved {
             since: now,
             failures,
             image_generation,
+            config_generation,
         });
     }
 
@@ -360,6 +374,10 @@ pub struct PodObserved {
     pub terminating: Option<TerminationOrder>,
     /// Bumped when an image is loaded: image and config back-offs end at once.
     pub image_generation: u64,
+    /// Bumped when the pod's labels or annotations change: a start blocked on its
+    /// configuration (a downward-API variable, a `subPathExpr` made of one) is retried at
+    /// once, as the kubelet syncs a pod when its object changes.
+    pub config_generation: u64,
     /// The phase last published (a terminal phase never goes back).
     pub phase: Option<PodPhase>,
     /// The conditions last published (transition times move only on change).
@@ -372,6 +390,8 @@ pub struct PodObserved {
     /// What is wrong with the pod's sandbox (a part missing or failing to repair, see
     /// [`decide_sandbox`](super::decide_sandbox)): the pod is not Ready meanwhile.
     pub sandbox_problem: Option<String>,
+    /// The resize condition shown, if a resize is pending or in progress.
+    pub resize: Option<super::super::resize::ResizeCondition>,
 }
 
 impl PodObserved {
@@ -431,6 +451,11 @@ impl PodObserved {
     /// An image was loaded into the store.
     pub fn on_image_loaded(&mut self) {
         self.image_generation = self.image_generation.wrapping_add(1);
+    }
+
+    /// The pod's labels or annotations changed.
+    pub fn on_metadata_changed(&mut self) {
+        self.config_generation = self.config_generation.wrapping_add(1);
     }
 
     /// The worker published `decision`'s status: remember what a later sync compares to.

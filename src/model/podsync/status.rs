@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{
 
 use super::super::k8s_time::to_k8s;
 use super::super::phase::{ContainerSummary, PodPhase, pod_phase};
+use super::super::resize::{self, ResizeCondition};
 use super::action::Decision;
 use super::health::{ready, started};
 use super::init::InitProgress;
@@ -27,6 +28,8 @@ pub struct PodStatusView {
     /// `status.reason` and `status.message` (DeadlineExceeded).
     pub reason: Option<String>,
     pub message: Option<String>,
+    /// `status.observedGeneration`: the generation of the pod object this status is of.
+    pub observed_generation: Option<i64>,
 }
 
 impl Default for PodStatusView {
@@ -40,6 +43,7 @@ impl Default for PodStatusView {
             start_time: None,
             reason: None,
             message: None,
+            observed_generation: None,
         }
     }
 }
@@ -130,7 +134,7 @@ fn container_status(
     };
     ContainerStatus {
         name: spec.name.clone(),
-        image: spec.image.clone(),
+        image: shown_image(spec, obs),
         image_id: obs.image_id.clone(),
         container_id: obs.container_id.clone(),
         ready,
@@ -138,7 +142,22 @@ fn container_status(
         restart_count: i32::try_from(obs.restart_count).unwrap_or(i32::MAX),
         state: Some(state.clone()),
         last_state: last.map(terminated_state),
+        // In-place resize: what the container was given and what its cgroups have.
+        allocated_resources: (spec.kind != ContainerKind::Ephemeral)
+            .then(|| spec.resources.allocated.allocated_requests())
+            .flatten(),
+        resources: (spec.kind != ContainerKind::Ephemeral)
+            .then(|| spec.resources.applied.requirements()),
         ..Default::default()
+    }
+}
+
+/// The image shown: the one the instance that runs or ran was made from (the kubelet
+/// shows the runtime container's), else the spec's.
+fn shown_image(spec: &ContainerFacts, obs: &ContainerObserved) -> String {
+    match (&obs.instance, &obs.started_image) {
+        (Instance::Running { .. } | Instance::Exited { .. }, Some(image)) => image.clone(),
+        _ => spec.image.clone(),
     }
 }
 
@@ -201,11 +220,18 @@ pub(super) fn pod_status(
         &observed.ephemeral_containers,
         &decision.ephemeral_container_states,
     );
-    let summaries: Vec<ContainerSummary> = observed
+    let summaries: Vec<ContainerSummary> = pod
         .containers
         .iter()
+        .zip(&observed.containers)
         .zip(&decision.container_states)
-        .map(|(obs, state)| summary(obs, state))
+        .map(|((spec, obs), state)| {
+            if super::container::stopped_for_change(spec, obs) {
+                ContainerSummary::Running
+            } else {
+                summary(obs, state)
+            }
+        })
         .collect();
     let computed = match (cause, init) {
         (Some(StopCause::Deadline | StopCause::InitFailed | StopCause::Evicted), _)
@@ -294,6 +320,17 @@ pub(super) fn pod_status(
             c.message = None;
         }
     }
+    // The kubelet marks each condition it owns with the generation it was computed
+    // from (PodObservedGenerationTracking, GA since 1.35); a condition written by
+    // someone else (a readiness gate's) keeps its own.
+    if let Some(generation) = pod.generation {
+        for c in &mut conditions {
+            if KUBELET_CONDITIONS.contains(&c.type_.as_str()) {
+                c.observed_generation = Some(generation);
+            }
+        }
+    }
+    resize_condition(&mut conditions, observed.resize.as_ref(), now);
     PodStatusView {
         phase,
         conditions,
@@ -303,8 +340,44 @@ pub(super) fn pod_status(
         start_time,
         reason,
         message,
+        observed_generation: pod.generation,
     }
 }
+
+/// The resize condition shown (kept with its transition time while it stays the same),
+/// and no other: a done resize removes both.
+fn resize_condition(
+    conditions: &mut Vec<PodCondition>,
+    shown: Option<&ResizeCondition>,
+    now: DateTime<Utc>,
+) {
+    let previous = conditions
+        .iter()
+        .find(|c| shown.is_some_and(|s| c.type_ == s.type_))
+        .and_then(|c| c.last_transition_time.clone());
+    conditions.retain(|c| c.type_ != resize::PENDING && c.type_ != resize::IN_PROGRESS);
+    if let Some(s) = shown {
+        conditions.push(PodCondition {
+            type_: s.type_.to_string(),
+            status: "True".to_string(),
+            reason: s.reason.clone(),
+            message: s.message.clone(),
+            observed_generation: s.observed_generation,
+            last_transition_time: Some(previous.unwrap_or_else(|| to_k8s(now))),
+            ..Default::default()
+        });
+    }
+}
+
+/// The pod conditions the node owns.
+const KUBELET_CONDITIONS: [&str; 6] = [
+    "PodScheduled",
+    "Initialized",
+    "ContainersReady",
+    "Ready",
+    "PodReadyToStartContainers",
+    "DisruptionTarget",
+];
 
 /// The kubelet's reason and message on each False condition it owns (its status
 /// manager's `generate.go`): which init containers have not completed (or, for a

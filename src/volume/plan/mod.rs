@@ -258,6 +258,28 @@ pub fn plan_pod(
     volumes_dir: &Path,
     node_allocatable_memory: u64,
 ) -> Result<PodVolumePlan, PlanError> {
+    let mut plan = plan_pod_volumes(pod, volumes_dir, node_allocatable_memory)?;
+    let spec = pod.spec.clone().unwrap_or_default();
+    let init = spec.init_containers.iter().flatten().enumerate();
+    let init = init.map(|(i, c)| (format!("spec.initContainers[{i}]"), c));
+    let app = spec.containers.iter().enumerate();
+    let app = app.map(|(i, c)| (format!("spec.containers[{i}]"), c));
+    for (field, c) in init.chain(app) {
+        let mounts = plan_container(pod, &plan, &field, c)?;
+        plan.containers.insert(c.name.clone(), mounts);
+    }
+    Ok(plan)
+}
+
+/// The pod's volumes alone ([`PodVolumePlan::containers`] empty): what the sandbox
+/// sets up. A container's mounts that cannot be planned (a `subPathExpr` whose
+/// variable is missing until an annotation is set) fail only that container's start,
+/// never the volumes the others mount.
+pub fn plan_pod_volumes(
+    pod: &Pod,
+    volumes_dir: &Path,
+    node_allocatable_memory: u64,
+) -> Result<PodVolumePlan, PlanError> {
     let spec = pod.spec.clone().unwrap_or_default();
     let mut plan = PodVolumePlan::default();
     let mut names = HashSet::new();
@@ -289,14 +311,6 @@ pub fn plan_pod(
             });
         }
     };
-    let init = spec.init_containers.iter().flatten().enumerate();
-    let init = init.map(|(i, c)| (format!("spec.initContainers[{i}]"), c));
-    let app = spec.containers.iter().enumerate();
-    let app = app.map(|(i, c)| (format!("spec.containers[{i}]"), c));
-    for (field, c) in init.chain(app) {
-        let mounts = plan_container(pod, &plan, &field, c)?;
-        plan.containers.insert(c.name.clone(), mounts);
-    }
     Ok(plan)
 }
 

@@ -158,6 +158,25 @@ fn sub_paths_relative_without_dot_dot() {
 }
 
 #[test]
+fn a_containers_unplannable_mount_leaves_the_pods_volumes_plannable() {
+    // The volumes are set up for the pod; the mount fails only its container's start.
+    let spec = json!({
+        "volumes": [{"name": "logs", "emptyDir": {}}],
+        "containers": [{"name": "c",
+            "env": [{"name": "A", "valueFrom": {"fieldRef":
+                {"fieldPath": "metadata.annotations['missing']"}}}],
+            "volumeMounts": [{"name": "logs", "mountPath": "/a", "subPathExpr": "$(A)/x"}]
+        }]
+    });
+    let e = plan(spec.clone()).unwrap_err();
+    assert!(matches!(e, PlanError::MissingSubPathVar { .. }), "{e}");
+    let volumes = plan_pod_volumes(&pod(spec), Path::new(VOLS), NODE_MEMORY).unwrap();
+    let names: Vec<&str> = volumes.volumes.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["logs"]);
+    assert!(volumes.containers.is_empty());
+}
+
+#[test]
 fn sub_path_expr_from_env_and_field_refs() {
     let p = plan(json!({
         "volumes": [{"name": "logs", "emptyDir": {}}],

@@ -188,7 +188,7 @@ fn a_later_first_start_waits_for_an_earlier_post_start_hook() {
     );
     pod.containers[0].post_start = Hook::Exec;
     let mut obs = observed(&pod);
-    obs.containers[0].on_start_begun(t(0.0), Default::default());
+    begin_start(&mut obs.containers[0], t(0.0), Default::default());
     obs.containers[0].on_started(0, t(0.0), "podhost://a0".into());
     let d = step(&pod, &mut obs, t(0.0));
     assert_eq!(

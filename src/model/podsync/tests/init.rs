@@ -26,7 +26,7 @@ fn pod_with_init(policy: RestartPolicy, init: &[(&str, bool)]) -> PodFacts {
 fn run(obs: &mut PodObserved, name: &str, attempt: u32, at: f64) {
     let c = obs.container_mut(name).expect("container");
     if !matches!(c.instance, Instance::Starting { .. }) {
-        c.on_start_begun(t(at), Default::default());
+        begin_start(c, t(at), Default::default());
     }
     c.on_started(attempt, t(at), format!("podhost://{name}{attempt}"));
 }

@@ -1,9 +1,11 @@
 //! The core's tests: kubelet corner cases as tables (restart, back-off, image and config
 //! back-off, termination, status) and property tests over random observation sequences.
 
+mod definition;
 mod health;
 mod init;
 mod props;
+mod resize;
 mod restart;
 mod sandbox;
 mod status;
@@ -46,7 +48,18 @@ pub(super) fn pod(policy: RestartPolicy, containers: &[(&str, Hook)]) -> PodFact
         backoff: BackoffPolicy::default(),
         grace: secs(30),
         active_deadline: None,
+        generation: None,
     }
+}
+
+/// The worker began a start of `c` from the image the tables' specs give it (`img-NAME`).
+pub(super) fn begin_start(
+    c: &mut ContainerObserved,
+    at: DateTime<Utc>,
+    backoff_after: crate::model::backoff::Backoff,
+) {
+    let image = format!("img-{}", c.name);
+    c.on_start_begun(at, backoff_after, &image);
 }
 
 pub(super) fn one(policy: RestartPolicy) -> PodFacts {
@@ -79,7 +92,11 @@ pub(super) fn fold_actions(obs: &mut PodObserved, decision: &Decision, now: Date
             continue;
         };
         match action {
-            Action::Start { backoff_after, .. } => c.on_start_begun(now, backoff_after.clone()),
+            Action::Start {
+                backoff_after,
+                image,
+                ..
+            } => c.on_start_begun(now, backoff_after.clone(), image),
             Action::RunPostStart { .. } => c.on_post_start_begun(now),
             Action::RunPreStop { .. } => c.on_hook_started(now),
             Action::Signal { signal, .. } => c.on_signal_sent(*signal, now),
@@ -104,6 +121,17 @@ pub(super) fn reason(d: &Decision, i: usize) -> String {
         return format!("Terminated:{}", t.reason.clone().unwrap_or_default());
     }
     "Running".into()
+}
+
+/// The signals `d` sends, in order.
+pub(super) fn signals(d: &Decision) -> Vec<SignalKind> {
+    d.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Signal { signal, .. } => Some(*signal),
+            _ => None,
+        })
+        .collect()
 }
 
 pub(super) fn starts(d: &Decision) -> Vec<(String, u32)> {

@@ -117,7 +117,7 @@ fn observe(world: &mut World, obs: &mut PodObserved, seen: &mut Seen) {
                     BlockKind::ImageNeverPull,
                     BlockKind::Config,
                 ][rng.usize(..3)];
-                c.on_start_blocked(kind, "blocked".into(), now, generation);
+                c.on_start_blocked(kind, "blocked".into(), now, (generation, 0));
             }
             _ => {
                 let attempt = c.next_attempt;

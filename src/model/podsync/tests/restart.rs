@@ -8,7 +8,7 @@ use RestartPolicy::{Always, Never, OnFailure};
 fn exited_once(pod: &PodFacts, code: i32) -> PodObserved {
     let mut obs = observed(pod);
     let c = &mut obs.containers[0];
-    c.on_start_begun(t(0.0), Default::default());
+    begin_start(c, t(0.0), Default::default());
     c.on_started(0, t(0.0), "podhost://a0".into());
     c.on_exited(0, exit(code, 0.0, 1.0), true);
     obs
@@ -201,7 +201,7 @@ fn image_pull_error_then_back_off_then_retry() {
     let pod = one(Always);
     let mut obs = observed(&pod);
     step(&pod, &mut obs, t(0.0));
-    obs.containers[0].on_start_blocked(BlockKind::Image, "no such host".into(), t(0.5), 0);
+    obs.containers[0].on_start_blocked(BlockKind::Image, "no such host".into(), t(0.5), (0, 0));
     // ErrImagePull shows for a second, then ImagePullBackOff with one Normal event.
     let d = step(&pod, &mut obs, t(0.6));
     assert_eq!(reason(&d, 0), "ErrImagePull");
@@ -230,7 +230,7 @@ fn image_pull_error_then_back_off_then_retry() {
         reason(&step(&pod, &mut obs, t(10.8)), 0),
         "ImagePullBackOff"
     );
-    obs.containers[0].on_start_blocked(BlockKind::Image, "no such host".into(), t(11.0), 0);
+    obs.containers[0].on_start_blocked(BlockKind::Image, "no such host".into(), t(11.0), (0, 0));
     assert_eq!(sync_pod(&pod, &obs, t(12.0)).wake_at, Some(t(31.0)));
 }
 
@@ -244,7 +244,7 @@ fn a_config_error_stays_shown_with_its_message_until_the_retry_starts_the_contai
         "ContainerCreating"
     );
     let message = "secret \"db\" not found";
-    obs.containers[0].on_start_blocked(BlockKind::Config, message.into(), t(0.5), 0);
+    obs.containers[0].on_start_blocked(BlockKind::Config, message.into(), t(0.5), (0, 0));
     for at in [1.0, 10.5, 10.9] {
         let d = step(&pod, &mut obs, t(at));
         let w = d.container_states[0].waiting.clone().unwrap_or_default();
@@ -267,6 +267,22 @@ fn a_config_error_stays_shown_with_its_message_until_the_retry_starts_the_contai
 }
 
 #[test]
+fn a_config_error_is_retried_at_once_when_the_pods_metadata_changes_and_an_image_error_is_not() {
+    for (kind, retried) in [(BlockKind::Config, true), (BlockKind::Image, false)] {
+        let pod = one(Always);
+        let mut obs = observed(&pod);
+        step(&pod, &mut obs, t(0.0));
+        let generations = (obs.image_generation, obs.config_generation);
+        obs.containers[0].on_start_blocked(kind, "m".into(), t(0.5), generations);
+        assert!(starts(&step(&pod, &mut obs, t(1.0))).is_empty(), "{kind:?}");
+        // An annotation the container's environment reads was set.
+        obs.on_metadata_changed();
+        let d = step(&pod, &mut obs, t(1.5));
+        assert_eq!(starts(&d).len(), usize::from(retried), "{kind:?}");
+    }
+}
+
+#[test]
 fn blocked_start_retry_delays_double_per_kind() {
     // (kind, failures in a row, retry after seconds, reason shown after 2 s)
     let table = [
@@ -282,7 +298,7 @@ fn blocked_start_retry_delays_double_per_kind() {
         let pod = one(Always);
         let mut obs = observed(&pod);
         for _ in 0..failures {
-            obs.containers[0].on_start_blocked(kind, "m".into(), t(0.0), 0);
+            obs.containers[0].on_start_blocked(kind, "m".into(), t(0.0), (0, 0));
         }
         let case = format!("{kind:?} x{failures}");
         let d = sync_pod(&pod, &obs, t(2.0));
@@ -306,7 +322,7 @@ fn a_loaded_image_ends_any_blocked_wait_at_once() {
     ] {
         let pod = one(Always);
         let mut obs = observed(&pod);
-        obs.containers[0].on_start_blocked(kind, "m".into(), t(0.0), 0);
+        obs.containers[0].on_start_blocked(kind, "m".into(), t(0.0), (0, 0));
         assert!(sync_pod(&pod, &obs, t(1.0)).actions.is_empty());
         obs.on_image_loaded();
         assert_eq!(starts(&sync_pod(&pod, &obs, t(1.0))).len(), 1, "{kind:?}");
@@ -318,11 +334,11 @@ fn a_started_container_forgets_its_blocked_streak() {
     let pod = one(Always);
     let mut obs = observed(&pod);
     let c = &mut obs.containers[0];
-    c.on_start_blocked(BlockKind::Image, "m".into(), t(0.0), 0);
-    c.on_start_blocked(BlockKind::Image, "m".into(), t(10.0), 0);
+    c.on_start_blocked(BlockKind::Image, "m".into(), t(0.0), (0, 0));
+    c.on_start_blocked(BlockKind::Image, "m".into(), t(10.0), (0, 0));
     c.on_started(0, t(30.0), "podhost://a0".into());
     c.on_exited(0, exit(1, 30.0, 31.0), true);
-    c.on_start_blocked(BlockKind::Image, "m".into(), t(31.0), 0);
+    c.on_start_blocked(BlockKind::Image, "m".into(), t(31.0), (0, 0));
     assert_eq!(sync_pod(&pod, &obs, t(32.0)).wake_at, Some(t(41.0)));
 }
 
@@ -369,7 +385,12 @@ fn never_pull_shows_err_image_never_pull_and_no_back_off_event() {
     let pod = one(Always);
     let mut obs = observed(&pod);
     step(&pod, &mut obs, t(0.0));
-    obs.containers[0].on_start_blocked(BlockKind::ImageNeverPull, "not present".into(), t(0.0), 0);
+    obs.containers[0].on_start_blocked(
+        BlockKind::ImageNeverPull,
+        "not present".into(),
+        t(0.0),
+        (0, 0),
+    );
     for at in [0.1, 1.5, 5.0, 9.9] {
         let d = step(&pod, &mut obs, t(at));
         assert_eq!(reason(&d, 0), "ErrImageNeverPull", "at {at}");
@@ -386,7 +407,7 @@ fn err_image_pull_shows_no_longer_than_a_short_back_off() {
     };
     let mut obs = observed(&pod);
     step(&pod, &mut obs, t(0.0));
-    obs.containers[0].on_start_blocked(BlockKind::Image, "m".into(), t(0.0), 0);
+    obs.containers[0].on_start_blocked(BlockKind::Image, "m".into(), t(0.0), (0, 0));
     let d = step(&pod, &mut obs, t(0.1));
     assert_eq!(reason(&d, 0), "ErrImagePull");
     assert_eq!(d.wake_at, Some(t(0.2)));
@@ -398,11 +419,11 @@ fn phase_of_blocked_containers() {
     // Never ran: Pending. Blocked after an exit (a restart that cannot start): Running.
     let pod = one(Always);
     let mut obs = observed(&pod);
-    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(0.0), 0);
+    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(0.0), (0, 0));
     assert_eq!(sync_pod(&pod, &obs, t(1.0)).status.phase, PodPhase::Pending);
     let mut obs = exited_once(&pod, 1);
-    obs.containers[0].on_start_begun(t(1.0), Default::default());
-    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(1.0), 0);
+    begin_start(&mut obs.containers[0], t(1.0), Default::default());
+    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(1.0), (0, 0));
     let d = sync_pod(&pod, &obs, t(2.0));
     assert_eq!(d.status.phase, PodPhase::Running);
     let cs = &d.status.container_statuses[0];
@@ -421,7 +442,7 @@ fn a_blocked_retry_uses_the_attempt_after_the_last_that_ran() {
     let mut obs = exited_once(&pod, 1);
     let d = step(&pod, &mut obs, t(1.0));
     assert_eq!(starts(&d), vec![("app".to_string(), 1)]);
-    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(1.0), 0);
+    obs.containers[0].on_start_blocked(BlockKind::Config, "m".into(), t(1.0), (0, 0));
     let d = step(&pod, &mut obs, t(11.0));
     assert_eq!(
         starts(&d),
@@ -441,7 +462,7 @@ fn an_exit_not_yet_recorded_is_shown_but_the_phase_waits_for_the_record() {
         let mut obs = observed(&pod);
         obs.phase = Some(PodPhase::Running);
         let c = &mut obs.containers[0];
-        c.on_start_begun(t(0.0), Default::default());
+        begin_start(c, t(0.0), Default::default());
         c.on_started(0, t(0.0), "podhost://a0".into());
         c.on_exited(0, exit(code, 0.0, 1.0), false);
         c.on_exit_not_yet_recorded();

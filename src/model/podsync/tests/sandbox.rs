@@ -196,7 +196,7 @@ fn the_failure_count_grows_per_step_and_resets_on_success() {
 fn a_sandbox_problem_makes_the_pod_unready_with_the_reason() {
     let p = one(RestartPolicy::Always);
     let mut o = observed(&p);
-    o.containers[0].on_start_begun(t(0.0), Default::default());
+    begin_start(&mut o.containers[0], t(0.0), Default::default());
     o.containers[0].on_started(0, t(0.0), "id".into());
     let ready = sync_pod(&p, &o, t(1.0)).status;
     let cond = |s: &PodStatusView, kind: &str| {

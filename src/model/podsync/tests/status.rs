@@ -66,7 +66,7 @@ fn phase_table() {
         let mut obs = observed(&pod);
         for (c, state) in obs.containers.iter_mut().zip(containers.iter()) {
             match state {
-                None => c.on_start_begun(t(0.0), Default::default()),
+                None => begin_start(c, t(0.0), Default::default()),
                 Some(None) => c.on_started(0, t(0.0), "podhost://x".into()),
                 Some(Some(code)) => c.on_exited(0, exit(*code, 0.0, 1.0), false),
             }
@@ -137,4 +137,56 @@ fn container_status_fields() {
     assert_eq!(cs.restart_count, 3);
     assert!(cs.ready);
     assert_eq!(cs.started, Some(true));
+}
+
+#[test]
+fn the_status_and_each_node_condition_carry_the_generation_followed() {
+    let mut pod = one(RestartPolicy::Always);
+    let mut obs = observed(&pod);
+    let generations = |d: &Decision| -> Vec<(String, Option<i64>)> {
+        d.status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.clone(), c.observed_generation))
+            .collect()
+    };
+    // A pod without a generation (a static pod's manifest) shows none.
+    let d = step(&pod, &mut obs, t(0.0));
+    assert_eq!(d.status.observed_generation, None);
+    assert!(generations(&d).iter().all(|(_, g)| g.is_none()));
+
+    // A condition someone else owns (a readiness gate's) keeps what its writer set.
+    obs.conditions
+        .push(k8s_openapi::api::core::v1::PodCondition {
+            type_: "example.com/gate".into(),
+            status: "True".into(),
+            observed_generation: Some(1),
+            ..Default::default()
+        });
+    pod.generation = Some(3);
+    let d = step(&pod, &mut obs, t(1.0));
+    assert_eq!(d.status.observed_generation, Some(3));
+    for (kind, generation) in generations(&d) {
+        let expected = if kind == "example.com/gate" { 1 } else { 3 };
+        assert_eq!(generation, Some(expected), "{kind}");
+    }
+    // A later generation moves them all, with no transition of their status.
+    let before = d.status.conditions.clone();
+    pod.generation = Some(4);
+    let d = step(&pod, &mut obs, t(2.0));
+    assert_eq!(d.status.observed_generation, Some(4));
+    for (old, new) in before.iter().zip(&d.status.conditions) {
+        assert_eq!(
+            old.last_transition_time, new.last_transition_time,
+            "{}",
+            old.type_
+        );
+        assert_eq!(old.status, new.status, "{}", old.type_);
+    }
+    assert!(
+        generations(&d)
+            .iter()
+            .filter(|(k, _)| k != "example.com/gate")
+            .all(|(_, g)| *g == Some(4))
+    );
 }

@@ -6,19 +6,9 @@ use super::*;
 fn running_pod(pre_stop: Hook) -> (PodFacts, PodObserved) {
     let pod = pod(RestartPolicy::Always, &[("app", pre_stop)]);
     let mut obs = observed(&pod);
-    obs.containers[0].on_start_begun(t(0.0), Default::default());
+    begin_start(&mut obs.containers[0], t(0.0), Default::default());
     obs.containers[0].on_started(0, t(0.0), "podhost://a0".into());
     (pod, obs)
-}
-
-fn signals(d: &Decision) -> Vec<SignalKind> {
-    d.actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Signal { signal, .. } => Some(*signal),
-            _ => None,
-        })
-        .collect()
 }
 
 fn event_reasons(d: &Decision) -> Vec<&'static str> {
@@ -190,7 +180,7 @@ fn nothing_starts_once_the_pod_terminates() {
     );
     let mut obs = observed(&pod);
     obs.containers[0].on_exited(0, exit(1, 0.0, 1.0), true);
-    obs.containers[1].on_start_blocked(BlockKind::Image, "m".into(), t(0.0), 0);
+    obs.containers[1].on_start_blocked(BlockKind::Image, "m".into(), t(0.0), (0, 0));
     obs.on_terminate(t(2.0), secs(30));
     obs.on_image_loaded();
     let d = step(&pod, &mut obs, t(500.0));
