@@ -196,6 +196,65 @@ fn host_ports_reach_the_pod_from_the_host_its_loopback_the_outside_and_the_pod_i
 }
 
 #[test]
+fn another_tables_dnat_back_into_the_bridge_keeps_the_client_pods_address() {
+    require_root();
+    let host = Arc::new(NetNs::with_role("host"));
+    let _outside = outside_of(&host);
+    let (a, b) = (
+        Arc::new(NetNs::with_role("a")),
+        Arc::new(NetNs::with_role("b")),
+    );
+    let (_keep, state_dir) = state();
+    let (ra, rb) = (
+        request("pod-sa", &a, vec![]),
+        request("pod-sb", &b, vec![port(None, 8080, 7000, Protocol::Tcp)]),
+    );
+    let (sa, sb) = host.block_on(move || async move {
+        let net = BridgeNetwork::new(config(&state_dir)).await.unwrap();
+        (net.setup(&ra).await.unwrap(), net.setup(&rb).await.unwrap())
+    });
+    // Bridged replies pass conntrack, as kube-proxy requires of a node (kubeadm checks
+    // it): the namespace's own switch, set here rather than assumed.
+    let _ = std::process::Command::new("modprobe")
+        .arg("br_netfilter")
+        .status();
+    host.exec(
+        "sh",
+        &[
+            "-c",
+            "echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables && \
+             echo 1 > /proc/sys/net/bridge/bridge-nf-call-ip6tables",
+        ],
+    );
+    // A Service the way kube-proxy makes one: a table of its own DNATs a virtual
+    // address to pod b.
+    let rules = format!(
+        "table inet svc-test {{\n\tchain pre {{\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n\t\tip daddr 10.99.0.1 tcp dport 80 dnat ip to {}:7000\n\t\tip6 daddr fd99::1 tcp dport 80 dnat ip6 to [{}]:7000\n\t}}\n}}\n",
+        v4(&sb.ips),
+        v6(&sb.ips)
+    );
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), rules).unwrap();
+    host.exec("nft", &["-f", file.path().to_str().unwrap()]);
+    tcp_who_am_i(&b, "[::]:7000");
+    // The Service's target sees the client pod's own address, not the bridge's.
+    assert_eq!(
+        tcp_ask(&a, "10.99.0.1:80".parse().unwrap()),
+        Ok(v4(&sa.ips).to_string())
+    );
+    assert_eq!(
+        tcp_ask(&a, "[fd99::1]:80".parse().unwrap()),
+        Ok(v6(&sa.ips).to_string())
+    );
+    // podhost's own hostPort DNAT back into the bridge is still masqueraded, so the
+    // reply returns through the host whether or not bridged traffic is filtered.
+    assert_eq!(
+        tcp_ask(&a, "192.0.2.1:8080".parse().unwrap()),
+        Ok("10.86.0.1".into())
+    );
+}
+
+#[test]
 fn teardown_leaves_no_veth_address_route_rule_or_ipam_file_and_can_repeat() {
     require_root();
     let host = Arc::new(NetNs::with_role("host"));

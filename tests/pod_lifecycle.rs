@@ -231,9 +231,11 @@ fn post_start_runs_before_running_and_a_failing_one_restarts_the_container() {
     );
     d.write_manifest(
         "bad.yaml",
+        // `sleep` as the container's PID 1 ignores SIGTERM: without a short grace the
+        // kill after the failed hook would wait the default 30 s for its SIGKILL.
         &manifest(
             "bad",
-            "",
+            "  terminationGracePeriodSeconds: 2\n",
             &[],
             &[container("app", "exec sleep 1000", &hook("exit 7"))],
         ),

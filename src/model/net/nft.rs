@@ -10,7 +10,10 @@
 //!   `127.0.0.1` works because the bridge has route_localnet=1 and 127.0.0.0/8 sources
 //!   leaving through the bridge are masqueraded; a pod reaching a hostPort through a
 //!   host address (hairpin, also its own) is masqueraded so the reply comes back the
-//!   same way.
+//!   same way. The hostport DNAT marks its connection ([`HOSTPORT_CT_MARK`]) and only
+//!   marked connections are hairpin-masqueraded: another table's DNAT back into the
+//!   bridge (kube-proxy's Services) keeps the client pod's address, as with the
+//!   kubelet's bridge networks.
 
 use std::fmt::Write;
 use std::net::IpAddr;
@@ -20,6 +23,11 @@ use crate::model::host_ports::HostPort;
 
 /// podhost's table, family `inet` (IPv4 and IPv6 in one), of the default bridge.
 pub const TABLE: &str = "podhost";
+
+/// The conntrack mark bit podhost's hostport DNAT ORs into a connection (other bits are
+/// left as they are): the hairpin masquerade matches it, so it acts on podhost's own DNAT
+/// only. Bit 20, away from the low bits firewalls and kube-proxy's packet marks use.
+pub const HOSTPORT_CT_MARK: u32 = 0x0010_0000;
 
 /// The table of the daemon whose bridge is `bridge`: `podhost` for the default bridge
 /// `podhost0` (the name every podhost so far used, so an upgrade replaces its own
@@ -88,12 +96,13 @@ pub fn render_ruleset(bridge: &str, cidrs: &[Cidr], pods: &[PodPorts]) -> String
     );
     for cidr in cidrs {
         let family = if cidr.is_ipv4() { "ip" } else { "ip6" };
-        // Hairpin: a pod's packet DNATed back into the bridge. (The input interface
-        // is unknown in postrouting, so the pod source stands for "came from the
-        // bridge".)
+        // Hairpin: a pod's packet that podhost's hostport DNAT sent back into the
+        // bridge. (The input interface is unknown in postrouting, so the pod source
+        // stands for "came from the bridge".) Another table's DNAT (a Service's) is
+        // left alone: its target must see the client pod's own address.
         let _ = writeln!(
             out,
-            "\t\toifname \"{bridge}\" {family} saddr {cidr} ct status dnat masquerade"
+            "\t\toifname \"{bridge}\" {family} saddr {cidr} ct mark and {HOSTPORT_CT_MARK:#x} == {HOSTPORT_CT_MARK:#x} masquerade"
         );
         let _ = writeln!(
             out,
@@ -130,7 +139,7 @@ fn dnat_rules(pod: &PodPorts, port: &HostPort) -> Vec<String> {
         .filter_map(|ip| {
             let m = matches(ip)?;
             Some(format!(
-                "{m} meta l4proto {proto} th dport {} {} comment \"{comment}\"",
+                "{m} meta l4proto {proto} th dport {} ct mark set ct mark or {HOSTPORT_CT_MARK:#x} {} comment \"{comment}\"",
                 port.host_port,
                 target(ip)
             ))
@@ -192,9 +201,10 @@ mod tests {
                 "ip6 saddr fd70:6f64:6800::/64 ip6 daddr != fd70:6f64:6800::/64 masquerade"
             )
         );
-        assert!(
-            text.contains("oifname \"podhost0\" ip saddr 10.86.0.0/16 ct status dnat masquerade")
-        );
+        assert!(text.contains(
+            "oifname \"podhost0\" ip saddr 10.86.0.0/16 ct mark and 0x100000 == 0x100000 masquerade"
+        ));
+        assert!(!text.contains("ct status dnat"), "{text}");
         assert!(text.contains("oifname \"podhost0\" ip saddr 127.0.0.0/8 masquerade"));
         assert!(text.contains("ct state established,related accept"));
         assert!(!text.contains("dnat ip"), "{text}");
@@ -215,10 +225,10 @@ mod tests {
             &[pod(vec![port(None, 8080, Protocol::Tcp)])],
         );
         assert!(text.contains(
-            "meta nfproto ipv4 meta l4proto tcp th dport 8080 dnat ip to 10.86.0.2:80 comment \"pod u-1drop\""
+            "meta nfproto ipv4 meta l4proto tcp th dport 8080 ct mark set ct mark or 0x100000 dnat ip to 10.86.0.2:80 comment \"pod u-1drop\""
         ), "{text}");
         assert!(text.contains(
-            "meta nfproto ipv6 meta l4proto tcp th dport 8080 dnat ip6 to [fd70:6f64:6800::2]:80"
+            "meta nfproto ipv6 meta l4proto tcp th dport 8080 ct mark set ct mark or 0x100000 dnat ip6 to [fd70:6f64:6800::2]:80"
         ), "{text}");
     }
 
@@ -232,10 +242,10 @@ mod tests {
         let dnats: Vec<&str> = text.lines().filter(|l| l.contains(" dnat ip")).collect();
         assert_eq!(dnats.len(), 2, "{text}");
         assert!(dnats[0].trim_start().starts_with(
-            "ip daddr 127.0.0.1 meta l4proto udp th dport 8443 dnat ip to 10.86.0.2:80"
+            "ip daddr 127.0.0.1 meta l4proto udp th dport 8443 ct mark set ct mark or 0x100000 dnat ip to 10.86.0.2:80"
         ));
         assert!(dnats[1].trim_start().starts_with(
-            "ip6 daddr fd00::9 meta l4proto sctp th dport 9000 dnat ip6 to [fd70:6f64:6800::2]:80"
+            "ip6 daddr fd00::9 meta l4proto sctp th dport 9000 ct mark set ct mark or 0x100000 dnat ip6 to [fd70:6f64:6800::2]:80"
         ));
         assert!(text.contains("oifname \"br9\""));
     }
