@@ -14,13 +14,15 @@
 #   sudo bash scripts/conformance.sh           # every [NodeConformance] spec
 #   sudo bash scripts/conformance.sh --conformance [--short]
 #                                  # the [Conformance] specs that are not [NodeConformance]
-#                                  # (with kube-proxy on the node: cluster/kube-proxy-up.sh)
+#                                  # (with kube-proxy on the node: cluster/kube-proxy-up.sh,
+#                                  # and CoreDNS behind kube-dns: cluster/coredns-up.sh)
 #
 # Env: PODHOST (default target/release/podhost, built if missing), FOCUS (a regexp
 # narrowing the focus further, e.g. FOCUS='Container Lifecycle Hook'), PROCS (parallel
 # ginkgo processes, default 16: most specs wait on pods and probes, not on the CPU),
 # KEEP_WORK=1 (keep the work dir: reports, logs), KUBE_PROXY_MODE (nftables, the
-# default, or iptables; --conformance).
+# default, or iptables; --conformance), SPECS (a regexp that replaces the label focus,
+# e.g. SPECS='should preserve source pod IP' with --conformance for kube-proxy).
 # Specs that cannot pass here for reasons that are not the node's are skipped and named
 # with their reason on every run: tests/cluster/conformance/not-applicable, and
 # PrivilegedPod on a host kernel without the dummy link type.
@@ -89,7 +91,15 @@ while read -r ref layout; do
   "$PODHOST" load --socket "$dir/podhost.sock" --root-dir "$dir/root" --name "$ref" "$layout" >>"$WORK/load.log" 2>&1 ||
     { cat "$WORK/load.log" >&2; exit 1; }
 done <"$WORK/images"
-podhost_node_start "$PODHOST" "$NODE" "$dir" "${NODE_POD_CIDR[$NODE]}" "$CGROUP_ROOT"
+# --conformance: the cluster DNS's address (the Service range's tenth, as kubeadm's
+# kube-dns) is the node's --cluster-dns, as a kubelet's clusterDNS.
+NODE_FLAGS=()
+if [ "$CONFORMANCE" = 1 ]; then
+  service_base=${SERVICE_CIDR%/*}
+  DNS_IP=${service_base%.*}.10
+  NODE_FLAGS=(--cluster-dns "$DNS_IP" --cluster-domain cluster.local)
+fi
+podhost_node_start "$PODHOST" "$NODE" "$dir" "${NODE_POD_CIDR[$NODE]}" "$CGROUP_ROOT" "${NODE_FLAGS[@]}"
 # --conformance: Services (the Services, DNS, Proxy and webhook specs need them).
 # kube-proxy on the node as kubeadm runs it (a DaemonSet, nftables mode), and the
 # Services' range routed from the host (where e2e.test and the API server run) to the
@@ -101,11 +111,17 @@ if [ "$CONFORMANCE" = 1 ]; then
   KUBECTL=$KUBECTL bash scripts/cluster/kube-proxy-up.sh "$CP" "$(awk '$1 ~ /kube-proxy:/ { print $1 }' "$WORK/images")" \
     "${NODE_POD_CIDR[$NODE]}" "${KUBE_PROXY_MODE:-nftables}" 2>>"$WORK/kube-proxy-up.log" ||
     { cat "$WORK/kube-proxy-up.log" >&2; exit 1; }
+  # CoreDNS behind kube-dns, as kubeadm deploys it (the Services and DNS specs resolve
+  # names through it).
+  KUBECTL=$KUBECTL bash scripts/cluster/coredns-up.sh "$CP" "$(awk '$1 ~ /coredns\/coredns:/ { print $1 }' "$WORK/images")" \
+    "$DNS_IP" 2>>"$WORK/coredns-up.log" || { cat "$WORK/coredns-up.log" >&2; exit 1; }
 fi
 
 focus='\[NodeConformance\]'
 [ "$CONFORMANCE" = 1 ] && focus='\[Conformance\]'
 [ -n "${FOCUS:-}" ] && focus="$focus.*($FOCUS)|($FOCUS).*$focus"
+# SPECS: exactly the specs it selects, labelled or not (the skips below still apply).
+[ -n "${SPECS:-}" ] && focus=$SPECS
 skip='\[Feature:|\[Alpha\]|\[Beta\]'
 # --conformance: the [NodeConformance] specs are the other mode's.
 [ "$CONFORMANCE" = 1 ] && skip="$skip|\[NodeConformance\]"

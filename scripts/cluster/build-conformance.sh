@@ -8,6 +8,9 @@
 #   kubelet   the kubelet, for the side-by-side figures (scripts/bench-kubelet.sh)
 #   kube-proxy  the Service proxy of every node, run on the conformance node as kubeadm
 #             runs it (scripts/cluster/kube-proxy-up.sh; its image: e2e-images.sh)
+#   coredns   the cluster DNS kubeadm deploys (scripts/cluster/coredns-up.sh), from
+#             tests/cluster/coredns (its own module: CoreDNS pins its own k8s.io
+#             libraries), with only the plugins its Corefile uses
 #
 # The pin is tests/cluster/conformance/go.mod: it requires the same k8s.io/kubernetes as
 # tests/cluster/controlplane/go.mod and replaces each staging module by its published
@@ -22,7 +25,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODULE_DIR=$PWD/tests/cluster/conformance
-PROGRAMS=(e2e.test ginkgo agnhost nnp kubelet kube-proxy)
+COREDNS_DIR=$PWD/tests/cluster/coredns
+PROGRAMS=(e2e.test ginkgo agnhost nnp kubelet kube-proxy coredns)
 
 GO_PROGRAMS_WHO=build-conformance
 # shellcheck source=go-programs.sh
@@ -36,7 +40,8 @@ control_plane=$(go_programs_release tests/cluster/controlplane/go.mod)
   log "tests/cluster/conformance/go.mod pins $release, the control plane $control_plane: pin both to one release"
   exit 1
 }
-out=${PODHOST_CACHE_DIR:-$(go_programs_cache_dir conformance "$release" "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$MODULE_DIR/tools.go")}
+out=${PODHOST_CACHE_DIR:-$(go_programs_cache_dir conformance "$release" "$MODULE_DIR/go.mod" "$MODULE_DIR/go.sum" "$MODULE_DIR/tools.go" \
+  "$COREDNS_DIR/go.mod" "$COREDNS_DIR/go.sum" "$COREDNS_DIR/main.go")}
 
 complete() {
   local p
@@ -75,6 +80,8 @@ for p in "${PROGRAMS[@]}"; do
     nnp) build -o "$staging/$p" k8s.io/kubernetes/test/images/nonewprivs ;;
     kubelet) build -o "$staging/$p" k8s.io/kubernetes/cmd/kubelet ;;
     kube-proxy) build -o "$staging/$p" k8s.io/kubernetes/cmd/kube-proxy ;;
+    coredns) (cd "$COREDNS_DIR" && go mod download &&
+      CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w" -o "$staging/$p" .) ;;
   esac
   log "$p built ($((SECONDS - t)) s)"
 done

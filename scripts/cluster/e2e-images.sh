@@ -22,8 +22,13 @@
 #                                        /usr/local/bin/kube-proxy (build-conformance.sh),
 #                                        the tag of the pinned release, as kubeadm names it;
 #                                        run by scripts/cluster/kube-proxy-up.sh
+#   coredns/coredns:v<version>         busybox plus /coredns (build-conformance.sh), run by
+#                                        scripts/cluster/coredns-up.sh
+#   e2e-test-images/glibc-dns-testing:2.0.0
+#                                      Debian's dnsutils (dig) and glibc's getent, the DNS
+#                                        specs' second querier
 #
-# BIN_DIR holds agnhost, nnp and kube-proxy (build-conformance.sh's output). Each image is an OCI
+# BIN_DIR holds agnhost, nnp, kube-proxy and coredns (build-conformance.sh's output). Each image is an OCI
 # layout in OUT_DIR/<name> (the Debian ones are rebuilt only when their inputs change);
 # the output is one "REF DIR" line per image, for
 # `podhost load --name REF DIR`. What the upstream images have and these lack is named in
@@ -36,7 +41,7 @@ OUT=$2
 E2E=registry.k8s.io/e2e-test-images
 PATH_ENV='"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]'
 mkdir -p "$OUT"
-for p in agnhost nnp kube-proxy; do
+for p in agnhost nnp kube-proxy coredns; do
   [ -x "$BIN/$p" ] || { echo "e2e-images: $BIN/$p missing (scripts/cluster/build-conformance.sh builds it)" >&2; exit 1; }
 done
 command -v cc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null
@@ -132,3 +137,10 @@ debian_image "$E2E/nginx:1.15-4" nginx --cmd '["nginx","-g","daemon off;"]' "$OU
 release=$("$BIN/kube-proxy" --version | awk '{print $2}')
 debian_image "registry.k8s.io/kube-proxy:$release" kube-proxy --entrypoint '["/usr/local/bin/kube-proxy"]' \
   --put "$BIN/kube-proxy:/usr/local/bin/kube-proxy" "$OUT/kube-proxy" kube-proxy nftables iptables conntrack
+# CoreDNS runs as root here: the upstream image's non-root user binds :53 through a file
+# capability on its binary, which these layouts do not carry.
+coredns_version=$("$BIN/coredns" -version | sed -n 's/^CoreDNS-//p' | head -n1)
+busybox_image "registry.k8s.io/coredns/coredns:v$coredns_version" coredns --put "$BIN/coredns:/coredns" \
+  --config "{$PATH_ENV,\"Entrypoint\":[\"/coredns\"],$(label "$coredns_version")}"
+debian_image "$E2E/glibc-dns-testing:2.0.0" glibc-dns-testing --cmd '["sh"]' \
+  "$OUT/glibc-dns-testing" glibc-dns-testing dnsutils
