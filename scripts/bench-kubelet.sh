@@ -115,7 +115,8 @@ pod_cidr() { # a /22 of the cluster CIDR per node when a /24 is too small
 
 # ---- the images, in both stores ----
 bash oci/busybox/build.sh "$WORK/images/busybox" >/dev/null
-mapfile -t pause_line < <(bash scripts/cluster/e2e-images.sh "$test_bin" "$WORK/e2e-images" | grep '^registry.k8s.io/pause:')
+# (in the conformance run's image dir: its Debian images are rebuilt only when their inputs change)
+mapfile -t pause_line < <(bash scripts/cluster/e2e-images.sh "$test_bin" "${CARGO_TARGET_DIR:-target}/tmp/e2e-images" | grep '^registry.k8s.io/pause:')
 pause_layout=${pause_line[0]#* }
 
 # ---- podhost ----
