@@ -24,6 +24,10 @@
 #                                        run by scripts/cluster/kube-proxy-up.sh
 #   coredns/coredns:v<version>         busybox plus /coredns (build-conformance.sh), run by
 #                                        scripts/cluster/coredns-up.sh
+#   e2e-test-images/nautilus:1.8, kitten:1.8
+#                                      busybox plus /agnhost serving / (test-webserver) with
+#                                        /data.json naming the picture, as kubectl's Update
+#                                        Demo specs read it (the pictures themselves left out)
 #   e2e-test-images/glibc-dns-testing:2.0.0
 #                                      Debian's dnsutils (dig) and glibc's getent, the DNS
 #                                        specs' second querier
@@ -144,3 +148,10 @@ busybox_image "registry.k8s.io/coredns/coredns:v$coredns_version" coredns --put 
   --config "{$PATH_ENV,\"Entrypoint\":[\"/coredns\"],$(label "$coredns_version")}"
 debian_image "$E2E/glibc-dns-testing:2.0.0" glibc-dns-testing --cmd '["sh"]' \
   "$OUT/glibc-dns-testing" glibc-dns-testing dnsutils
+# The Update Demo images: agnhost's test-webserver serves / and the specs read
+# /data.json through the API server's pod proxy.
+for demo in nautilus kitten; do
+  printf '{"image": "%s.jpg"}\n' "$demo" >"$work/$demo-data.json"
+  busybox_image "$E2E/$demo:1.8" "$demo" --put "$BIN/agnhost:/agnhost" --put "$work/$demo-data.json:/data.json:0644" \
+    --config "{$PATH_ENV,\"Entrypoint\":[\"/agnhost\"],\"Cmd\":[\"test-webserver\"],$(label 1.8)}"
+done
