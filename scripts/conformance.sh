@@ -22,7 +22,8 @@
 # ginkgo processes, default 16: most specs wait on pods and probes, not on the CPU),
 # KEEP_WORK=1 (keep the work dir: reports, logs), KUBE_PROXY_MODE (nftables, the
 # default, or iptables; --conformance), SPECS (a regexp that replaces the label focus,
-# e.g. SPECS='should preserve source pod IP' with --conformance for kube-proxy).
+# e.g. SPECS='should preserve source pod IP' with --conformance for kube-proxy; the
+# last line then counts the specs it selected, whatever their labels).
 # Specs that cannot pass here for reasons that are not the node's are skipped and named
 # with their reason on every run: tests/cluster/conformance/not-applicable, and
 # PrivilegedPod on a host kernel without the dummy link type.
@@ -154,5 +155,7 @@ wait "$GINKGO_PID" || rc=$?
 GINKGO_PID=""
 summary_args=()
 [ "$CONFORMANCE" = 1 ] && summary_args=(--conformance)
+# SPECS chose the specs itself: count those, whatever their labels.
+[ -n "${SPECS:-}" ] && summary_args=(--selected)
 python3 scripts/cluster/conformance-summary.py "${summary_args[@]}" "$WORK/report/report.json" "$WORK/ginkgo.log"
 exit "$rc"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The outcome of a conformance run from ginkgo's JSON report.
 
-usage: conformance-summary.py [--conformance] REPORT.json [GINKGO.log]
+usage: conformance-summary.py [--conformance | --selected] REPORT.json [GINKGO.log]
 
 Counts the specs labelled [NodeConformance] (with --conformance: those labelled
 [Conformance] but not [NodeConformance]): passed; failed (also panicked, timed out,
@@ -21,7 +21,9 @@ def full_text(spec):
     return " ".join([*(spec.get("ContainerHierarchyTexts") or []), spec.get("LeafNodeText", "")])
 
 
-def counted(text, conformance):
+def counted(text, conformance, selected):
+    if selected:
+        return True
     if conformance:
         return "[Conformance]" in text and "[NodeConformance]" not in text
     return "[NodeConformance]" in text
@@ -30,7 +32,11 @@ def counted(text, conformance):
 def main():
     args = sys.argv[1:]
     conformance = "--conformance" in args
-    args = [a for a in args if a != "--conformance"]
+    # --selected: the specs the run's own focus chose (conformance.sh's SPECS), labelled
+    # or not; of the others ginkgo reports as skipped, only those that skipped
+    # themselves count.
+    selected = "--selected" in args
+    args = [a for a in args if a not in ("--conformance", "--selected")]
     try:
         with open(args[0]) as f:
             suites = json.load(f)
@@ -46,7 +52,7 @@ def main():
             if spec.get("LeafNodeType") != "It":
                 continue
             text = full_text(spec)
-            if not counted(text, conformance):
+            if not counted(text, conformance, selected):
                 continue
             state = spec.get("State", "")
             message = (spec.get("Failure") or {}).get("Message", "").strip()
@@ -54,6 +60,8 @@ def main():
                 passed.append(text)
             elif state in FAILED:
                 failed.append((text, message))
+            elif selected and not message:
+                continue
             else:
                 skipped.append(text)
                 if message:
