@@ -31,9 +31,7 @@ impl NodeCgroups {
         match (&self.enforcement, step) {
             (Enforcement::Unenforced(_), _) => Ok(()),
             (Enforcement::Full, ResizeStep::PodMemory(limit)) => {
-                let rel = self.pod_path(qos, uid);
-                self.refuse_below_usage(&self.v2, &rel, "memory.current", "pod", *limit)?;
-                self.v2.write(&rel, "memory.max", &v2_limit(*limit))
+                self.set_v2_memory(&self.pod_path(qos, uid), "pod", *limit)
             }
             (
                 Enforcement::Full,
@@ -52,9 +50,7 @@ impl NodeCgroups {
                 Ok(())
             }
             (Enforcement::Full, ResizeStep::ContainerMemory { name, limit }) => {
-                let rel = self.container_path(qos, uid, name);
-                self.refuse_below_usage(&self.v2, &rel, "memory.current", "container", *limit)?;
-                self.v2.write(&rel, "memory.max", &v2_limit(*limit))
+                self.set_v2_memory(&self.container_path(qos, uid, name), "container", *limit)
             }
             (
                 Enforcement::Full,
@@ -133,6 +129,18 @@ impl NodeCgroups {
     /// The v1 hierarchy of `controller`, addressed as the cgroups of the v2 tree are.
     fn v1(&self, controller: &str) -> CgroupV2 {
         CgroupV2::with_kernel(Path::new(MOUNT).join(controller), self.v2.kernel().clone())
+    }
+
+    /// A v2 cgroup's new memory limit (`what`: "pod" or "container"), refused below
+    /// what it uses now.
+    fn set_v2_memory(
+        &self,
+        rel: &str,
+        what: &'static str,
+        limit: Option<i64>,
+    ) -> Result<(), RuntimeError> {
+        self.refuse_below_usage(&self.v2, rel, "memory.current", what, limit)?;
+        self.v2.write(rel, "memory.max", &v2_limit(limit))
     }
 
     /// A new memory limit below the cgroup's usage is refused (the kernel would reclaim
