@@ -11,6 +11,8 @@
 #   coredns   the cluster DNS kubeadm deploys (scripts/cluster/coredns-up.sh), from
 #             tests/cluster/coredns (its own module: CoreDNS pins its own k8s.io
 #             libraries), with only the plugins its Corefile uses
+#   sample-apiserver  the aggregated API server of the Aggregator [Conformance] spec
+#             (k8s.io/sample-apiserver of the same release; its image: e2e-images.sh)
 #
 # The pin is tests/cluster/conformance/go.mod: it requires the same k8s.io/kubernetes as
 # tests/cluster/controlplane/go.mod and replaces each staging module by its published
@@ -26,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODULE_DIR=$PWD/tests/cluster/conformance
 COREDNS_DIR=$PWD/tests/cluster/coredns
-PROGRAMS=(e2e.test ginkgo agnhost nnp kubelet kube-proxy coredns)
+PROGRAMS=(e2e.test ginkgo agnhost nnp kubelet kube-proxy coredns sample-apiserver)
 
 GO_PROGRAMS_WHO=build-conformance
 # shellcheck source=go-programs.sh
@@ -80,6 +82,7 @@ for p in "${PROGRAMS[@]}"; do
     nnp) build -o "$staging/$p" k8s.io/kubernetes/test/images/nonewprivs ;;
     kubelet) build -o "$staging/$p" k8s.io/kubernetes/cmd/kubelet ;;
     kube-proxy) build -o "$staging/$p" k8s.io/kubernetes/cmd/kube-proxy ;;
+    sample-apiserver) build -o "$staging/$p" k8s.io/sample-apiserver ;;
     coredns) (cd "$COREDNS_DIR" && go mod download &&
       CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w" -o "$staging/$p" .) ;;
   esac

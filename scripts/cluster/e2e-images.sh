@@ -31,8 +31,14 @@
 #   e2e-test-images/glibc-dns-testing:2.0.0
 #                                      Debian's dnsutils (dig) and glibc's getent, the DNS
 #                                        specs' second querier
+#   e2e-test-images/sample-apiserver:1.29.2
+#                                      busybox plus /sample-apiserver (build-conformance.sh),
+#                                        its entrypoint, as the upstream image
+#   etcd:3.6.8-0                       Debian's etcd-server (3.4 on bookworm) with
+#                                        /usr/local/bin/etcd, the path the Aggregator spec
+#                                        runs, beside the sample API server
 #
-# BIN_DIR holds agnhost, nnp, kube-proxy and coredns (build-conformance.sh's output). Each image is an OCI
+# BIN_DIR holds agnhost, nnp, kube-proxy, coredns and sample-apiserver (build-conformance.sh's output). Each image is an OCI
 # layout in OUT_DIR/<name> (the Debian ones are rebuilt only when their inputs change);
 # the output is one "REF DIR" line per image, for
 # `podhost load --name REF DIR`. What the upstream images have and these lack is named in
@@ -45,7 +51,7 @@ OUT=$2
 E2E=registry.k8s.io/e2e-test-images
 PATH_ENV='"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]'
 mkdir -p "$OUT"
-for p in agnhost nnp kube-proxy coredns; do
+for p in agnhost nnp kube-proxy coredns sample-apiserver; do
   [ -x "$BIN/$p" ] || { echo "e2e-images: $BIN/$p missing (scripts/cluster/build-conformance.sh builds it)" >&2; exit 1; }
 done
 command -v cc >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null
@@ -155,3 +161,8 @@ for demo in nautilus kitten; do
   busybox_image "$E2E/$demo:1.8" "$demo" --put "$BIN/agnhost:/agnhost" --put "$work/$demo-data.json:/data.json:0644" \
     --config "{$PATH_ENV,\"Entrypoint\":[\"/agnhost\"],\"Cmd\":[\"test-webserver\"],$(label 1.8)}"
 done
+# The Aggregator spec's Deployment: the sample API server and its own etcd in one pod.
+busybox_image "$E2E/sample-apiserver:1.29.2" sample-apiserver --put "$BIN/sample-apiserver:/sample-apiserver" \
+  --config "{$PATH_ENV,\"Entrypoint\":[\"/sample-apiserver\"],$(label 1.29.2)}"
+debian_image registry.k8s.io/etcd:3.6.8-0 etcd --link /usr/bin/etcd:/usr/local/bin/etcd \
+  "$OUT/etcd" etcd etcd-server

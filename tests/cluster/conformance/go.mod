@@ -12,6 +12,7 @@ go 1.26.0
 require (
 	github.com/onsi/ginkgo/v2 v2.28.1
 	k8s.io/kubernetes v1.36.3
+	k8s.io/sample-apiserver v0.0.0
 )
 
 require (
@@ -187,7 +188,6 @@ require (
 	k8s.io/metrics v0.36.3 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect
 	k8s.io/pod-security-admission v0.0.0 // indirect
-	k8s.io/sample-apiserver v0.0.0 // indirect
 	k8s.io/streaming v0.36.3 // indirect
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.34.0 // indirect

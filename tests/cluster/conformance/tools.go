@@ -2,7 +2,8 @@
 
 // The packages this module builds, so that `go mod tidy` pins everything they need:
 // e2e.test is `go test -c k8s.io/kubernetes/test/e2e`, whose test file imports the
-// suites below; the commands are built with `go build`.
+// suites below; the commands are built with `go build` (k8s.io/sample-apiserver is the
+// program of the Aggregator spec's image).
 package conformance
 
 import (
@@ -43,4 +44,5 @@ import (
 	_ "k8s.io/kubernetes/test/fixtures"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/utils/format"
+	_ "k8s.io/sample-apiserver"
 )
