@@ -254,6 +254,101 @@ fn another_tables_dnat_back_into_the_bridge_keeps_the_client_pods_address() {
     );
 }
 
+/// The pod CIDRs of the two "nodes" of [`cross_node_sources`], slices of one cluster
+/// range (as kube-controller-manager hands out /24s of its --cluster-cidr), used by no
+/// other test here.
+const NODE1_CIDRS: &str = "10.91.1.0/24,fd91:0:0:1::/64";
+const NODE2_CIDRS: &str = "10.91.2.0/24,fd91:0:0:2::/64";
+const CLUSTER_CIDRS: &str = "10.91.0.0/16,fd91::/48";
+
+/// What the pods of two nodes see of each other: two bridge networks in one host
+/// namespace, each its own daemon (bridge, state dir, pod CIDR), as two nodes whose
+/// pod CIDRs are routed to each other (here by the host, which holds both gateways).
+/// Node 1 has `node1_cluster` as its --cluster-cidr, node 2 the whole cluster range.
+/// A pod on each; returns the two pods' addresses and the source addresses the pod on
+/// node 2 saw of the pod on node 1, and the pod on node 1 of the pod on node 2
+/// (IPv4, IPv6 each). Everything lives in the test's namespaces, which are deleted
+/// (bridges, veths and nft tables with them) when they drop, on failure too.
+fn cross_node_sources(node1_cluster: &str) -> CrossNode {
+    let host = NetNs::with_role("host");
+    let (p1, p2) = (
+        Arc::new(NetNs::with_role("node1-pod")),
+        Arc::new(NetNs::with_role("node2-pod")),
+    );
+    let (_keep1, state1) = state();
+    let (_keep2, state2) = state();
+    let node = |bridge: &str, cidrs: &str, cluster: &str, state_dir: PathBuf| BridgeConfig {
+        bridge: bridge.into(),
+        cidrs: BridgeConfig::parse_cidrs(cidrs).unwrap(),
+        cluster_cidrs: BridgeConfig::parse_cluster_cidrs(cluster).unwrap(),
+        state_dir,
+    };
+    let (cfg1, cfg2) = (
+        node("phnode1", NODE1_CIDRS, node1_cluster, state1),
+        node("phnode2", NODE2_CIDRS, CLUSTER_CIDRS, state2),
+    );
+    let (r1, r2) = (
+        request("node1-pod", &p1, vec![]),
+        request("node2-pod", &p2, vec![]),
+    );
+    let (s1, s2) = host.block_on(move || async move {
+        let n1 = BridgeNetwork::new(cfg1).await.unwrap();
+        let n2 = BridgeNetwork::new(cfg2).await.unwrap();
+        assert!(n1.nft_problem().is_none(), "{:?}", n1.nft_problem());
+        assert!(n2.nft_problem().is_none(), "{:?}", n2.nft_problem());
+        (n1.setup(&r1).await.unwrap(), n2.setup(&r2).await.unwrap())
+    });
+    tcp_who_am_i(&p1, "[::]:7300");
+    tcp_who_am_i(&p2, "[::]:7300");
+    let ask = |from: &NetNs, to: IpAddr| tcp_ask(from, at(to, 7300));
+    CrossNode {
+        node2_saw: [ask(&p1, v4(&s2.ips)), ask(&p1, v6(&s2.ips))],
+        node1_saw: [ask(&p2, v4(&s1.ips)), ask(&p2, v6(&s1.ips))],
+        pod1: [v4(&s1.ips), v6(&s1.ips)],
+        pod2: [v4(&s2.ips), v6(&s2.ips)],
+    }
+}
+
+struct CrossNode {
+    pod1: [IpAddr; 2],
+    pod2: [IpAddr; 2],
+    /// The source the pod on node 2 saw of the pod on node 1 (IPv4, IPv6).
+    node2_saw: [Result<String, String>; 2],
+    /// The source the pod on node 1 saw of the pod on node 2.
+    node1_saw: [Result<String, String>; 2],
+}
+
+#[test]
+fn pods_on_other_nodes_see_the_client_pods_address_with_a_cluster_cidr_and_the_nodes_without() {
+    require_root();
+    let with = cross_node_sources(CLUSTER_CIDRS);
+    assert!(
+        with.pod1[0].to_string().starts_with("10.91.1.")
+            && with.pod2[0].to_string().starts_with("10.91.2."),
+        "each node's pod is in its node's pod CIDR: {:?} {:?}",
+        with.pod1,
+        with.pod2
+    );
+    let own = |ips: &[IpAddr; 2]| ips.map(|ip| Ok::<_, String>(ip.to_string()));
+    assert_eq!(
+        with.node2_saw,
+        own(&with.pod1),
+        "with --cluster-cidr {CLUSTER_CIDRS}, node 1's pod reaches node 2's pod unmasqueraded"
+    );
+    assert_eq!(with.node1_saw, own(&with.pod2), "and the other way");
+
+    // Node 1 without a cluster CIDR: only its own pod CIDR is exempt, so its pod's
+    // traffic to node 2's pod is masqueraded to the host's address on the way out
+    // (node 2's bridge here, each node's uplink on real machines); node 2's is not.
+    let without = cross_node_sources("");
+    assert_eq!(
+        without.node2_saw,
+        [Ok("10.91.2.1".to_string()), Ok("fd91:0:0:2::1".to_string())],
+        "without --cluster-cidr, node 1 masquerades its pod's traffic to other nodes' pods"
+    );
+    assert_eq!(without.node1_saw, own(&without.pod2));
+}
+
 #[test]
 fn teardown_leaves_no_veth_address_route_rule_or_ipam_file_and_can_repeat() {
     require_root();

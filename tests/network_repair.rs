@@ -50,6 +50,7 @@ fn config(state_dir: &Path, bridge: &str, cidrs: &str) -> BridgeConfig {
     BridgeConfig {
         bridge: bridge.into(),
         cidrs: BridgeConfig::parse_cidrs(cidrs).unwrap(),
+        cluster_cidrs: Vec::new(),
         state_dir: state_dir.to_path_buf(),
     }
 }

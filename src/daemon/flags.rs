@@ -148,6 +148,13 @@ pub struct DaemonFlags {
     /// 10.86.0.0/16,fd70:6f64:6800::/64.
     #[arg(long)]
     pub pod_cidr: Option<String>,
+    /// The cluster's pod address ranges, IPv4 and/or IPv6, comma-separated (as
+    /// kube-proxy's and kube-controller-manager's --cluster-cidr): pods' traffic to them
+    /// is not masqueraded, so pods on other nodes see the client pod's own address.
+    /// Without it only the node's own pod CIDRs are exempt (the CNI bridge plugin's
+    /// ipMasq). Each pod CIDR must lie inside the cluster CIDRs of its family.
+    #[arg(long)]
+    pub cluster_cidr: Option<String>,
     /// The built-in bridge's name. One daemon per bridge: a second daemon on this host
     /// (another --root-dir) needs its own --bridge-name and a --pod-cidr that does not
     /// overlap; it refuses a bridge a running daemon owns.
@@ -353,6 +360,10 @@ impl DaemonFlags {
             network: crate::network::NetworkSettings {
                 mode: self.pod_network.parse()?,
                 bridge_name: self.bridge_name,
+                cluster_cidrs: cluster_cidrs(
+                    self.cluster_cidr.as_deref(),
+                    self.pod_cidr.as_deref(),
+                )?,
                 pod_cidrs: self.pod_cidr,
                 cni_conf_dir: self.cni_conf_dir,
                 cni_bin_dirs: self.cni_bin_dir,
@@ -384,6 +395,27 @@ impl DaemonFlags {
             cluster,
         })
     }
+}
+
+/// `--cluster-cidr` parsed, and checked against `--pod-cidr` when both are given, so
+/// that a pod CIDR outside the cluster's range stops the daemon at start. (A Node's
+/// podCIDR, known later, is checked when the bridge starts.) A `--pod-cidr` that does
+/// not parse is left to the network's start, which reports it as before.
+fn cluster_cidrs(
+    flag: Option<&str>,
+    pod_cidr: Option<&str>,
+) -> Result<Vec<crate::model::net::Cidr>, FlagError> {
+    use crate::network::bridge::BridgeConfig;
+    let Some(flag) = flag else {
+        return Ok(Vec::new());
+    };
+    let cluster =
+        BridgeConfig::parse_cluster_cidrs(flag).map_err(crate::network::NetworkError::from)?;
+    if let Some(Ok(pod)) = pod_cidr.map(BridgeConfig::parse_cidrs) {
+        BridgeConfig::check_cluster_cidrs(&pod, &cluster)
+            .map_err(crate::network::NetworkError::from)?;
+    }
+    Ok(cluster)
 }
 
 #[cfg(test)]
@@ -434,6 +466,46 @@ mod tests {
         assert_eq!(
             cfg.dns.resolv_conf.as_deref(),
             Some(std::path::Path::new("/etc/resolv.conf"))
+        );
+    }
+
+    #[test]
+    fn cluster_cidr_reaches_the_network_settings_and_must_contain_the_pod_cidr() {
+        assert!(config(&[]).unwrap().network.cluster_cidrs.is_empty());
+        let cfg = config(&[
+            "--pod-cidr",
+            "10.87.1.0/24,fd87:0:0:1::/64",
+            "--cluster-cidr",
+            "10.87.0.0/16,fd87::/48",
+        ])
+        .unwrap();
+        let got: Vec<String> = cfg
+            .network
+            .cluster_cidrs
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(got, ["10.87.0.0/16", "fd87::/48"]);
+        // Without --pod-cidr the Node's podCIDR is checked when the bridge starts.
+        assert!(config(&["--cluster-cidr", "10.87.0.0/16"]).is_ok());
+        let err = config(&["--cluster-cidr", "10.87.0.0/16,nope"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("--cluster-cidr") && err.contains("\"nope\""),
+            "{err}"
+        );
+        let err = config(&[
+            "--pod-cidr",
+            "10.86.0.0/16",
+            "--cluster-cidr",
+            "10.87.0.0/16",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("10.86.0.0/16") && err.contains("(10.87.0.0/16)"),
+            "{err}"
         );
     }
 

@@ -102,7 +102,7 @@ impl std::str::FromStr for NetworkMode {
 }
 
 /// The node's network settings (`--pod-network`, `--bridge-name`, `--pod-cidr`,
-/// `--cni-conf-dir`, `--cni-bin-dir`).
+/// `--cluster-cidr`, `--cni-conf-dir`, `--cni-bin-dir`).
 #[derive(Debug, Clone)]
 pub struct NetworkSettings {
     pub mode: NetworkMode,
@@ -112,6 +112,9 @@ pub struct NetworkSettings {
     /// The built-in bridge's pod CIDRs, `v4[,v6]`, when `--pod-cidr` is given (else
     /// the Node's or the default: [`pod_cidr::choose`]).
     pub pod_cidrs: Option<String>,
+    /// The cluster's pod ranges (`--cluster-cidr`): the bridge does not masquerade
+    /// pods' traffic to them. Empty: only the bridge's own pod CIDRs are exempt.
+    pub cluster_cidrs: Vec<crate::model::net::Cidr>,
     pub cni_conf_dir: PathBuf,
     pub cni_bin_dirs: Vec<PathBuf>,
 }
@@ -260,6 +263,11 @@ impl NodeNetwork {
             NetworkMode::Auto => NetworkMode::Bridge,
             other => other,
         };
+        if mode == NetworkMode::Cni && !s.cluster_cidrs.is_empty() {
+            tracing::info!(
+                "--cluster-cidr has no effect with a CNI network: its plugins decide what is masqueraded"
+            );
+        }
         Ok(match mode {
             NetworkMode::None => PodNetwork::None,
             NetworkMode::Cni => PodNetwork::Cni(
@@ -273,14 +281,23 @@ impl NodeNetwork {
             NetworkMode::Bridge | NetworkMode::Auto => {
                 let choice = self.pod_cidr_choice().ok_or(NetworkError::PodCidrPending)?;
                 tracing::info!(cidrs = %choice.cidrs, from = %choice.origin, "pod CIDRs of the bridge");
-                PodNetwork::Bridge(
-                    bridge::BridgeNetwork::new(bridge::BridgeConfig {
-                        bridge: s.bridge_name.clone(),
-                        cidrs: bridge::BridgeConfig::parse_cidrs(&choice.cidrs)?,
-                        state_dir: self.state_dir.join("bridge"),
-                    })
-                    .await?,
-                )
+                let net = bridge::BridgeNetwork::new(bridge::BridgeConfig {
+                    bridge: s.bridge_name.clone(),
+                    cidrs: bridge::BridgeConfig::parse_cidrs(&choice.cidrs)?,
+                    cluster_cidrs: s.cluster_cidrs.clone(),
+                    state_dir: self.state_dir.join("bridge"),
+                })
+                .await?;
+                // Said once the bridge runs (a failed start is retried and would repeat it).
+                if self.node_cidrs.is_some() && s.cluster_cidrs.is_empty() {
+                    tracing::warn!(
+                        "no --cluster-cidr: pods' traffic to pods on other nodes is masqueraded \
+                         (they see this node's address, not the client pod's); give \
+                         --cluster-cidr the cluster's pod range (kube-controller-manager's \
+                         --cluster-cidr)"
+                    );
+                }
+                PodNetwork::Bridge(Box::new(net))
             }
         })
     }
@@ -301,7 +318,8 @@ fn live_pods(pods_dir: &Path) -> HashSet<String> {
 pub enum PodNetwork {
     /// `--pod-network none`: pods have loopback only (podhost before networking).
     None,
-    Bridge(bridge::BridgeNetwork),
+    /// Boxed: the bridge's state is several times the size of the other variants.
+    Bridge(Box<bridge::BridgeNetwork>),
     Cni(cni::CniNetwork),
 }
 
@@ -382,6 +400,7 @@ mod tests {
             mode: NetworkMode::Bridge,
             bridge_name: bridge::DEFAULT_BRIDGE.into(),
             pod_cidrs: pod_cidrs.map(str::to_string),
+            cluster_cidrs: Vec::new(),
             cni_conf_dir: "/nonexistent/podhost-test-cni".into(),
             cni_bin_dirs: Vec::new(),
         }

@@ -17,6 +17,8 @@ pub enum CidrError {
         "{text:?}: a pod network needs a prefix of /{min}../{max} for this family (room for a gateway and pods)"
     )]
     Prefix { text: String, min: u8, max: u8 },
+    #[error("{text:?}: an address range needs a prefix of /1../{max} for this family")]
+    RangePrefix { text: String, max: u8 },
     #[error("{text:?} has host bits set: the network is {network}")]
     HostBits { text: String, network: String },
 }
@@ -60,6 +62,48 @@ impl Cidr {
     /// Whether `ip` lies in the network.
     pub fn contains(&self, ip: IpAddr) -> bool {
         self.offset_of(ip).is_some()
+    }
+
+    /// Whether every address of `other` lies in this network (same family, a prefix
+    /// no longer than `other`'s).
+    pub fn covers(&self, other: &Cidr) -> bool {
+        self.prefix <= other.prefix && self.contains(other.network)
+    }
+
+    /// An address range that is not a pod network of this node (the cluster's pod
+    /// range, `--cluster-cidr`): any prefix from /1 to the family's width, since only
+    /// [`Cidr::covers`]/[`Cidr::contains`] and the text are used of it. (/0 would make
+    /// [`Cidr::size`] overflow for IPv6, and means "never masquerade", which no one
+    /// should get by a typo.)
+    pub fn parse_range(text: &str) -> Result<Self, CidrError> {
+        let (addr, prefix) = split(text)?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        if !(1..=max).contains(&prefix) {
+            return Err(CidrError::RangePrefix {
+                text: text.into(),
+                max,
+            });
+        }
+        Self::network_of(text, addr, prefix)
+    }
+
+    /// The network `addr/prefix`, refused if `addr` has host bits set.
+    fn network_of(text: &str, addr: IpAddr, prefix: u8) -> Result<Self, CidrError> {
+        let network = match addr {
+            IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(
+                u32::from(a) & u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0),
+            )),
+            IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(
+                u128::from(a) & u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0),
+            )),
+        };
+        if network != addr {
+            return Err(CidrError::HostBits {
+                text: text.into(),
+                network: format!("{network}/{prefix}"),
+            });
+        }
+        Ok(Self { network, prefix })
     }
 
     /// `ip`'s offset from the network address, if it lies in the network.
@@ -113,10 +157,7 @@ impl FromStr for Cidr {
     type Err = CidrError;
 
     fn from_str(text: &str) -> Result<Self, CidrError> {
-        let syntax = || CidrError::Syntax { text: text.into() };
-        let (addr, prefix) = text.trim().split_once('/').ok_or_else(syntax)?;
-        let addr: IpAddr = addr.parse().map_err(|_| syntax())?;
-        let prefix: u8 = prefix.parse().map_err(|_| syntax())?;
+        let (addr, prefix) = split(text)?;
         let (min, max) = if addr.is_ipv4() {
             V4_PREFIXES
         } else {
@@ -129,20 +170,17 @@ impl FromStr for Cidr {
                 max,
             });
         }
-        let network = match addr {
-            IpAddr::V4(a) => IpAddr::V4(Ipv4Addr::from(u32::from(a) & (u32::MAX << (32 - prefix)))),
-            IpAddr::V6(a) => IpAddr::V6(Ipv6Addr::from(
-                u128::from(a) & (u128::MAX << (128 - prefix)),
-            )),
-        };
-        if network != addr {
-            return Err(CidrError::HostBits {
-                text: text.into(),
-                network: format!("{network}/{prefix}"),
-            });
-        }
-        Ok(Self { network, prefix })
+        Self::network_of(text, addr, prefix)
     }
+}
+
+/// `ADDRESS/PREFIX` split and parsed (the prefix not range-checked yet).
+fn split(text: &str) -> Result<(IpAddr, u8), CidrError> {
+    let syntax = || CidrError::Syntax { text: text.into() };
+    let (addr, prefix) = text.trim().split_once('/').ok_or_else(syntax)?;
+    let addr: IpAddr = addr.parse().map_err(|_| syntax())?;
+    let prefix: u8 = prefix.parse().map_err(|_| syntax())?;
+    Ok((addr, prefix))
 }
 
 impl fmt::Display for Cidr {
@@ -238,6 +276,36 @@ mod tests {
         let v6 = cidr("fd70:6f64:6800::/64");
         assert!(v6.contains("fd70:6f64:6800::ffff:1".parse().unwrap()));
         assert!(!v6.contains("fd70:6f64:6801::1".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_range_takes_any_prefix_and_covers_the_networks_inside_it() {
+        let wide = Cidr::parse_range("10.0.0.0/7").unwrap();
+        assert_eq!(wide.to_string(), "10.0.0.0/7");
+        assert!(wide.covers(&cidr("10.87.1.0/24")));
+        assert!(wide.covers(&cidr("11.0.0.0/8")));
+        assert!(!wide.covers(&cidr("12.0.0.0/8")));
+        let v6 = Cidr::parse_range("fd00::/8").unwrap();
+        assert!(v6.covers(&cidr("fd70:6f64:6800::/64")));
+        assert!(!v6.covers(&cidr("10.86.0.0/16")), "another family");
+        let range = Cidr::parse_range("10.87.0.0/16").unwrap();
+        assert!(range.covers(&range));
+        assert!(!cidr("10.87.1.0/24").covers(&range), "narrower");
+        assert_eq!(Cidr::parse_range("10.87.0.0/16"), Ok(cidr("10.87.0.0/16")));
+        assert!(matches!(
+            Cidr::parse_range("0.0.0.0/0"),
+            Err(CidrError::RangePrefix { max: 32, .. })
+        ));
+        assert!(matches!(
+            Cidr::parse_range("fd00::/129"),
+            Err(CidrError::RangePrefix { max: 128, .. })
+        ));
+        assert!(matches!(
+            Cidr::parse_range("10.87.1.0/16"),
+            Err(CidrError::HostBits { .. })
+        ));
+        assert!(Cidr::parse_range("10.0.0.1/32").is_ok());
+        assert!(Cidr::parse_range("fd00::1/128").is_ok());
     }
 
     #[test]

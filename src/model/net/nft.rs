@@ -3,7 +3,11 @@
 //! another bridge), so the ruleset is a pure function of the
 //! configuration and the live pods' host ports, and no other table is ever touched.
 //!
-//! - masquerade: traffic from the pod CIDRs to anything outside them (IPv4 and IPv6);
+//! - masquerade: traffic from the pod CIDRs to anything outside them and outside the
+//!   cluster's pod ranges (`--cluster-cidr`, IPv4 and IPv6): pods on other nodes see
+//!   the client pod's own address, as Kubernetes' network model requires; without a
+//!   cluster range only the node's own pod CIDRs are exempt (the CNI bridge plugin's
+//!   ipMasq);
 //! - forward: accepted to and from the bridge (established/related first);
 //! - hostPorts: DNAT in prerouting (from other hosts) and output (from the host
 //!   itself) for packets to a local address, narrowed to `hostIP` when one is set;
@@ -60,8 +64,14 @@ pub struct PodPorts {
 }
 
 /// The transaction for `nft -f -`: the bridge's table ([`table_name`]) as `bridge`,
-/// `cidrs` and `pods` (in the given order) make it.
-pub fn render_ruleset(bridge: &str, cidrs: &[Cidr], pods: &[PodPorts]) -> String {
+/// the pod `cidrs`, the `cluster_cidrs` (destinations not masqueraded) and `pods` (in
+/// the given order) make it.
+pub fn render_ruleset(
+    bridge: &str,
+    cidrs: &[Cidr],
+    cluster_cidrs: &[Cidr],
+    pods: &[PodPorts],
+) -> String {
     let table = table_name(bridge);
     let mut out = String::new();
     // Declaring the table first makes the delete succeed when it does not exist yet;
@@ -104,9 +114,10 @@ pub fn render_ruleset(bridge: &str, cidrs: &[Cidr], pods: &[PodPorts]) -> String
             out,
             "\t\toifname \"{bridge}\" {family} saddr {cidr} ct mark and {HOSTPORT_CT_MARK:#x} == {HOSTPORT_CT_MARK:#x} masquerade"
         );
+        let exempt = unmasqueraded(cidr, cluster_cidrs);
         let _ = writeln!(
             out,
-            "\t\t{family} saddr {cidr} {family} daddr != {cidr} masquerade"
+            "\t\t{family} saddr {cidr} {family} daddr != {exempt} masquerade"
         );
     }
     out.push_str("\t}\n");
@@ -116,6 +127,38 @@ pub fn render_ruleset(bridge: &str, cidrs: &[Cidr], pods: &[PodPorts]) -> String
     );
     out.push_str("}\n");
     out
+}
+
+/// What traffic from the pod CIDR `cidr` goes to unmasqueraded, in nft's syntax: the
+/// CIDR itself and the cluster CIDRs of its family, leaving out any that another covers
+/// (a single one is written bare, several as an anonymous set `{ a, b }`).
+fn unmasqueraded(cidr: &Cidr, cluster_cidrs: &[Cidr]) -> String {
+    let candidates: Vec<Cidr> = std::iter::once(*cidr)
+        .chain(
+            cluster_cidrs
+                .iter()
+                .filter(|c| c.is_ipv4() == cidr.is_ipv4())
+                .copied(),
+        )
+        .collect();
+    // Drop one that another covers (the first of equal ones stays): nft would merge
+    // them in the set anyway; left out, the rule reads back as it was written and a
+    // pod CIDR inside its cluster CIDR gives a plain `daddr != RANGE`.
+    let kept: Vec<String> = candidates
+        .iter()
+        .enumerate()
+        .filter(|&(i, c)| {
+            !candidates
+                .iter()
+                .enumerate()
+                .any(|(j, other)| j != i && other.covers(c) && (other != c || j < i))
+        })
+        .map(|(_, c)| c.to_string())
+        .collect();
+    match kept.as_slice() {
+        [one] => one.clone(),
+        many => format!("{{ {} }}", many.join(", ")),
+    }
 }
 
 /// The DNAT rules of one published port: for a `hostIP`, one rule to the pod's address
@@ -192,7 +235,7 @@ mod tests {
 
     #[test]
     fn without_pods_the_table_masquerades_and_forwards_only() {
-        let text = render_ruleset("podhost0", &cidrs(), &[]);
+        let text = render_ruleset("podhost0", &cidrs(), &[], &[]);
         assert!(text.starts_with("table inet podhost\ndelete table inet podhost\n"));
         assert!(text.contains("\tchain hostports {\n\t}\n"), "{text}");
         assert!(text.contains("ip saddr 10.86.0.0/16 ip daddr != 10.86.0.0/16 masquerade"));
@@ -217,11 +260,73 @@ mod tests {
         }
     }
 
+    /// The masquerade lines of `text`, without indentation.
+    fn masquerades(text: &str) -> Vec<&str> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| l.ends_with(" masquerade") && l.contains(" daddr != "))
+            .collect()
+    }
+
+    #[test]
+    fn without_a_cluster_cidr_only_the_pod_cidrs_are_exempt_as_before() {
+        let text = render_ruleset("podhost0", &cidrs(), &[], &[]);
+        assert_eq!(
+            masquerades(&text),
+            [
+                "ip saddr 10.86.0.0/16 ip daddr != 10.86.0.0/16 masquerade",
+                "ip6 saddr fd70:6f64:6800::/64 ip6 daddr != fd70:6f64:6800::/64 masquerade",
+            ]
+        );
+    }
+
+    #[test]
+    fn cluster_cidrs_of_each_family_are_not_masqueraded() {
+        let pod_cidrs: Vec<Cidr> = vec![
+            "10.244.1.0/24".parse().unwrap(),
+            "fd00:10:244:1::/64".parse().unwrap(),
+        ];
+        let cluster = vec![
+            Cidr::parse_range("10.244.0.0/16").unwrap(),
+            Cidr::parse_range("fd00:10:244::/56").unwrap(),
+        ];
+        let text = render_ruleset("podhost0", &pod_cidrs, &cluster, &[]);
+        assert_eq!(
+            masquerades(&text),
+            [
+                "ip saddr 10.244.1.0/24 ip daddr != 10.244.0.0/16 masquerade",
+                "ip6 saddr fd00:10:244:1::/64 ip6 daddr != fd00:10:244::/56 masquerade",
+            ]
+        );
+        // The hairpin masquerade still names the node's own pod CIDR.
+        assert!(text.contains(
+            "oifname \"podhost0\" ip saddr 10.244.1.0/24 ct mark and 0x100000 == 0x100000 masquerade"
+        ));
+        // Ranges that do not cover the pod CIDR (what validation refuses, but the
+        // function stays total) make a set with it; a covered or repeated one is left
+        // out; an IPv4-only cluster CIDR leaves IPv6 as it was.
+        let cluster = vec![
+            Cidr::parse_range("10.245.0.0/16").unwrap(),
+            Cidr::parse_range("10.245.3.0/24").unwrap(),
+            Cidr::parse_range("100.64.0.0/10").unwrap(),
+            Cidr::parse_range("10.245.0.0/16").unwrap(),
+        ];
+        let text = render_ruleset("podhost0", &pod_cidrs, &cluster, &[]);
+        assert_eq!(
+            masquerades(&text),
+            [
+                "ip saddr 10.244.1.0/24 ip daddr != { 10.244.1.0/24, 10.245.0.0/16, 100.64.0.0/10 } masquerade",
+                "ip6 saddr fd00:10:244:1::/64 ip6 daddr != fd00:10:244:1::/64 masquerade",
+            ]
+        );
+    }
+
     #[test]
     fn a_port_on_every_address_is_published_for_each_family_of_the_pod() {
         let text = render_ruleset(
             "podhost0",
             &cidrs(),
+            &[],
             &[pod(vec![port(None, 8080, Protocol::Tcp)])],
         );
         assert!(text.contains(
@@ -238,7 +343,7 @@ mod tests {
             port(Some("127.0.0.1"), 8443, Protocol::Udp),
             port(Some("fd00::9"), 9000, Protocol::Sctp),
         ];
-        let text = render_ruleset("br9", &cidrs(), &[pod(ports)]);
+        let text = render_ruleset("br9", &cidrs(), &[], &[pod(ports)]);
         let dnats: Vec<&str> = text.lines().filter(|l| l.contains(" dnat ip")).collect();
         assert_eq!(dnats.len(), 2, "{text}");
         assert!(dnats[0].trim_start().starts_with(
@@ -255,7 +360,7 @@ mod tests {
         assert_eq!(table_name("podhost0"), "podhost");
         assert_eq!(table_name("podhost1"), "podhost-podhost1");
         assert_eq!(table_name("br.x-1"), "podhost-br.x-1");
-        let text = render_ruleset("podhost1", &cidrs(), &[]);
+        let text = render_ruleset("podhost1", &cidrs(), &[], &[]);
         assert!(
             text.starts_with("table inet podhost-podhost1\ndelete table inet podhost-podhost1\n"),
             "{text}"
@@ -269,10 +374,10 @@ mod tests {
     fn the_ruleset_is_a_pure_function_of_its_inputs() {
         let pods = [pod(vec![port(None, 1, Protocol::Tcp)])];
         assert_eq!(
-            render_ruleset("podhost0", &cidrs(), &pods),
-            render_ruleset("podhost0", &cidrs(), &pods)
+            render_ruleset("podhost0", &cidrs(), &[], &pods),
+            render_ruleset("podhost0", &cidrs(), &[], &pods)
         );
-        let v4_only = render_ruleset("podhost0", &cidrs()[..1], &[]);
+        let v4_only = render_ruleset("podhost0", &cidrs()[..1], &[], &[]);
         assert!(!v4_only.contains("ip6 saddr"));
     }
 }

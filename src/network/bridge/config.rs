@@ -1,5 +1,6 @@
-//! The bridge network's configuration: the bridge's name, the pod CIDRs (`--pod-cidr`)
-//! and where its state lives; and the host-side interface name of a pod.
+//! The bridge network's configuration: the bridge's name, the pod CIDRs (`--pod-cidr`),
+//! the cluster's pod ranges (`--cluster-cidr`) and where its state lives; and the
+//! host-side interface name of a pod.
 
 use std::path::PathBuf;
 
@@ -35,6 +36,11 @@ pub struct BridgeConfig {
     pub bridge: String,
     /// The pod CIDRs: at most one IPv4 and one IPv6.
     pub cidrs: Vec<Cidr>,
+    /// The cluster's pod ranges (`--cluster-cidr`): pods' traffic to them is not
+    /// masqueraded, so pods on other nodes see the client pod's own address. Empty: only
+    /// [`BridgeConfig::cidrs`] are exempt. Each pod CIDR must lie inside one of its
+    /// family's, if there is one of its family.
+    pub cluster_cidrs: Vec<Cidr>,
     /// Where IPAM entries and per-pod records live (`<root>/network/bridge`).
     pub state_dir: PathBuf,
 }
@@ -46,6 +52,7 @@ impl BridgeConfig {
             bridge: DEFAULT_BRIDGE.into(),
             // The constant parses: the config tests check it.
             cidrs: Self::parse_cidrs(DEFAULT_POD_CIDRS).unwrap_or_default(),
+            cluster_cidrs: Vec::new(),
             state_dir,
         }
     }
@@ -77,6 +84,46 @@ impl BridgeConfig {
         Ok(cidrs)
     }
 
+    /// `--cluster-cidr`: a comma-separated list of IPv4 and/or IPv6 ranges
+    /// (`10.244.0.0/16,fd00:10:244::/56`), as kube-proxy's and kube-controller-manager's
+    /// `--cluster-cidr`; any prefix (they are ranges, not pod networks). Several of one
+    /// family are taken (a cluster whose range grew). Empty text: none.
+    pub fn parse_cluster_cidrs(flag: &str) -> Result<Vec<Cidr>, BridgeError> {
+        flag.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|part| {
+                Cidr::parse_range(part).map_err(|problem| BridgeError::ClusterCidr {
+                    flag: flag.into(),
+                    problem,
+                })
+            })
+            .collect()
+    }
+
+    /// Every pod CIDR lies inside a cluster CIDR of its family, when there is one of
+    /// its family: else the node's pods would be "outside the cluster" for every other
+    /// node's rules (and kube-controller-manager never hands out such a podCIDR).
+    pub fn check_cluster_cidrs(cidrs: &[Cidr], cluster_cidrs: &[Cidr]) -> Result<(), BridgeError> {
+        for pod_cidr in cidrs {
+            let family: Vec<&Cidr> = cluster_cidrs
+                .iter()
+                .filter(|c| c.is_ipv4() == pod_cidr.is_ipv4())
+                .collect();
+            if !family.is_empty() && !family.iter().any(|c| c.covers(pod_cidr)) {
+                return Err(BridgeError::PodCidrOutsideCluster {
+                    pod_cidr: pod_cidr.to_string(),
+                    cluster: family
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Checks what the kernel would refuse later with a less clear message.
     pub(super) fn validate(&self) -> Result<(), BridgeError> {
         let name_ok = !self.bridge.is_empty()
@@ -93,7 +140,7 @@ impl BridgeConfig {
                 problem: "names no CIDR; give e.g. 10.86.0.0/16,fd70:6f64:6800::/64",
             });
         }
-        Ok(())
+        Self::check_cluster_cidrs(&self.cidrs, &self.cluster_cidrs)
     }
 }
 
@@ -145,6 +192,58 @@ mod tests {
         assert!(err.to_string().contains("--pod-cidr"), "{err}");
         let err = BridgeConfig::parse_cidrs("10.9.0.1/24").unwrap_err();
         assert!(err.to_string().contains("10.9.0.0/24"), "{err}");
+    }
+
+    #[test]
+    fn cluster_cidrs_take_any_number_and_prefix_and_name_the_flag_when_bad() {
+        let cidrs = BridgeConfig::parse_cluster_cidrs("10.244.0.0/16, fd00:10:244::/56").unwrap();
+        assert_eq!(cidrs.len(), 2);
+        assert_eq!(cidrs[1].to_string(), "fd00:10:244::/56");
+        assert_eq!(
+            BridgeConfig::parse_cluster_cidrs("10.0.0.0/8,100.64.0.0/10,fd00::/8")
+                .unwrap()
+                .len(),
+            3
+        );
+        assert_eq!(BridgeConfig::parse_cluster_cidrs("").unwrap(), vec![]);
+        let err = BridgeConfig::parse_cluster_cidrs("10.244.0.0/16,10.244.1.0/8").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("--cluster-cidr \"10.244.0.0/16,10.244.1.0/8\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("\"10.244.1.0/8\"") && text.contains("10.0.0.0/8"),
+            "{text}"
+        );
+        let err = BridgeConfig::parse_cluster_cidrs("10.244.0.0").unwrap_err();
+        assert!(matches!(err, BridgeError::ClusterCidr { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_pod_cidr_outside_its_familys_cluster_cidrs_is_refused() {
+        let mut cfg = BridgeConfig::with_defaults("/x".into());
+        cfg.cidrs = BridgeConfig::parse_cidrs("10.87.1.0/24,fd87:0:0:1::/64").unwrap();
+        cfg.cluster_cidrs = BridgeConfig::parse_cluster_cidrs("10.87.0.0/16,fd87::/48").unwrap();
+        assert!(cfg.validate().is_ok());
+        // Only IPv4 given: the IPv6 pod CIDR is not checked against anything.
+        cfg.cluster_cidrs = BridgeConfig::parse_cluster_cidrs("10.87.0.0/16").unwrap();
+        assert!(cfg.validate().is_ok());
+        // One of several of the family suffices.
+        cfg.cluster_cidrs = BridgeConfig::parse_cluster_cidrs("10.88.0.0/16,10.87.0.0/16").unwrap();
+        assert!(cfg.validate().is_ok());
+        cfg.cluster_cidrs = BridgeConfig::parse_cluster_cidrs("10.87.0.0/16,fd88::/48").unwrap();
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("fd87:0:0:1::/64") && err.contains("(fd88::/48)"),
+            "{err}"
+        );
+        cfg.cluster_cidrs = BridgeConfig::parse_cluster_cidrs("10.87.1.0/25").unwrap();
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(
+            err.contains("10.87.1.0/24") && err.contains("--cluster-cidr"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -12,6 +12,15 @@ pub enum BridgeError {
     PodCidr { flag: String, source: CidrError },
     #[error("--pod-cidr {flag:?} {problem}")]
     PodCidrList { flag: String, problem: &'static str },
+    /// Not a `source`: the message already holds it, and the daemon prints the chain.
+    #[error("--cluster-cidr {flag:?}: {problem}")]
+    ClusterCidr { flag: String, problem: CidrError },
+    #[error(
+        "the pod CIDR {pod_cidr} is not inside the cluster CIDRs of its family ({cluster}): \
+         give a --cluster-cidr that contains every node's pod CIDR (kube-controller-manager's \
+         --cluster-cidr), or a --pod-cidr inside it"
+    )]
+    PodCidrOutsideCluster { pod_cidr: String, cluster: String },
     #[error(
         "bridge name {name:?} is not a usable interface name (1 to 15 characters, no '/', ':', space or quote)"
     )]

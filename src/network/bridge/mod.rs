@@ -135,6 +135,7 @@ impl BridgeNetwork {
         tracing::info!(
             bridge = %net.cfg.bridge,
             cidrs = ?net.cfg.cidrs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            cluster_cidrs = ?net.cfg.cluster_cidrs.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "pod network ready"
         );
         Ok(net)
@@ -379,7 +380,11 @@ impl BridgeNetwork {
     /// Renders the ruleset from the current records and applies it.
     async fn apply_ruleset(&self) -> Result<(), BridgeError> {
         let records = self.records.clone();
-        let (bridge, cidrs) = (self.cfg.bridge.clone(), self.cfg.cidrs.clone());
+        let (bridge, cidrs, cluster_cidrs) = (
+            self.cfg.bridge.clone(),
+            self.cfg.cidrs.clone(),
+            self.cfg.cluster_cidrs.clone(),
+        );
         self.nft
             .apply(move || {
                 let pods: Vec<_> = match records.lock() {
@@ -390,7 +395,7 @@ impl BridgeNetwork {
                         .map(PodRecord::pod_ports)
                         .collect(),
                 };
-                crate::model::net::nft::render_ruleset(&bridge, &cidrs, &pods)
+                crate::model::net::nft::render_ruleset(&bridge, &cidrs, &cluster_cidrs, &pods)
             })
             .await
     }
