@@ -9,6 +9,11 @@
 //!   variable whose annotation is missing fails the start; once the annotation is set,
 //!   the next start uses it (Kubernetes' *Variable Expansion … failing subpath expansion
 //!   can be modified during the lifecycle of a container*).
+//! - An image update of a Ready pod: the container is killed and started again with the
+//!   new image, and the pod stays Ready throughout, as the kubelet (which kills and starts
+//!   it in one sync) shows it (*Pods should run through the lifecycle of Pods and
+//!   PodStatus* reads Ready right after its image patch). And a condition that turns
+//!   True keeps no reason or message of its False past.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common_apiserver::{self, ControlPlane, Options, control_plane, eventually};
@@ -25,7 +30,8 @@ use serde_json::json;
 /// One node per test: the tests run side by side.
 const GENERATION_NODE: &str = "pod-generation-node";
 const ANNOTATION_NODE: &str = "pod-annotation-node";
-const NODES: &[&str] = &[GENERATION_NODE, ANNOTATION_NODE];
+const IMAGE_NODE: &str = "pod-image-node";
+const NODES: &[&str] = &[GENERATION_NODE, ANNOTATION_NODE, IMAGE_NODE];
 
 fn plane() -> &'static ControlPlane {
     control_plane(&Options::api_server(NODES))
@@ -244,4 +250,159 @@ async fn a_start_that_failed_on_a_missing_annotation_succeeds_once_it_is_set() {
     })
     .await;
     assert_eq!(seen, "mypath\n/volume_mount/mypath/foo\n");
+}
+
+/// The pod's conditions by type: (status, reason, message).
+async fn conditions(
+    pods: &Api<Pod>,
+    name: &str,
+) -> BTreeMap<String, (String, Option<String>, Option<String>)> {
+    let pod = pods.get(name).await.unwrap();
+    pod.status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, (c.status, c.reason, c.message)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ready_pod_stays_ready_through_an_image_update_and_true_conditions_carry_no_reason() {
+    require_root();
+    let cp = plane();
+    let admin = cp.admin().await;
+    common_apiserver::namespace(&admin, "pod-image").await;
+    let d = cp.node_daemon(IMAGE_NODE, &[]);
+    // The same busybox under a second name: another image reference for the spec.
+    let out = d.cli(&[
+        "load",
+        "--name",
+        "localhost/busybox:v2",
+        crate::common::busybox_layout().to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "pod-image");
+    // Not ready until /tmp/ready exists: its conditions are False (ContainersNotReady)
+    // first, then True.
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "img"},
+        "spec": {
+            "nodeName": IMAGE_NODE,
+            "automountServiceAccountToken": false,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "app", "image": "localhost/busybox:latest",
+                            "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"],
+                            "readinessProbe": {"exec": {"command": ["cat", "/tmp/ready"]},
+                                               "periodSeconds": 1}}]
+        }
+    }))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    eventually("the pod running, not ready", WAIT, || async {
+        let c = conditions(&pods, "img").await;
+        let (status, reason, _) = c.get("ContainersReady")?;
+        (status == "False" && reason.as_deref() == Some("ContainersNotReady")).then_some(())
+    })
+    .await;
+    let out = d.cli(&["exec", "img", "--", "touch", "/tmp/ready"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eventually("the pod ready", WAIT, || async {
+        let c = conditions(&pods, "img").await;
+        (c.get("Ready")?.0 == "True" && c.get("ContainersReady")?.0 == "True").then_some(())
+    })
+    .await;
+    let c = conditions(&pods, "img").await;
+    for kind in ["Ready", "ContainersReady"] {
+        assert_eq!(
+            c[kind],
+            ("True".to_string(), None, None),
+            "{kind}: a True condition keeps nothing of its False past"
+        );
+    }
+
+    // The image update: the readiness probe's file goes with the old container, so the
+    // pod is Ready until the kill and the new container is not (its probe fails) — but
+    // between the two (the exit, the new start) the status must not flicker: every
+    // status the node writes until the new container runs shows the old one running.
+    let before = pods.get("img").await.unwrap();
+    let started = |p: &Pod| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first())
+            .and_then(|c| c.state.as_ref())
+            .and_then(|s| s.running.as_ref())
+            .and_then(|r| r.started_at.clone())
+    };
+    let first_start = started(&before).expect("running");
+    let mut watch_from = before.metadata.resource_version.clone().unwrap();
+    pods.patch(
+        "img",
+        &PatchParams::default(),
+        &Patch::Strategic(
+            json!({"spec": {"containers": [{"name": "app", "image": "localhost/busybox:v2"}]}}),
+        ),
+    )
+    .await
+    .unwrap();
+    // Every version of the pod from the patch until the new container runs.
+    let mut seen = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    'versions: loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the new container does not run within {WAIT:?}; versions seen: {seen:#?}\ndaemon log:\n{}",
+            d.daemon_log()
+        );
+        use futures::{StreamExt, TryStreamExt};
+        let params = kube::api::WatchParams::default().fields("metadata.name=img");
+        let mut stream = pods.watch(&params, &watch_from).await.unwrap().boxed();
+        while let Ok(Some(event)) = stream.try_next().await {
+            let kube::api::WatchEvent::Modified(p) = event else {
+                continue;
+            };
+            watch_from = p.metadata.resource_version.clone().unwrap();
+            let status = p.status.clone().unwrap_or_default();
+            let container = status.container_statuses.clone().unwrap_or_default();
+            let image = container.first().map(|c| c.image.clone());
+            let restarts = container.first().map(|c| c.restart_count);
+            let ready = status
+                .conditions
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.type_ == "ContainersReady")
+                .map(|c| c.status);
+            seen.push((started(&p), ready, image, restarts));
+            if restarts == Some(1) && started(&p).is_some() {
+                break 'versions;
+            }
+        }
+    }
+    // Until the new one runs, the old one is shown running (since its first start), and
+    // no version shows the container not running.
+    for (start, _, _, restarts) in &seen {
+        assert!(
+            start.is_some(),
+            "a version shows no running container: {seen:#?}"
+        );
+        if *restarts == Some(0) {
+            assert_eq!(start.as_ref(), Some(&first_start), "{seen:#?}");
+        }
+    }
+    let (last_start, _, last_image, _) = seen.last().unwrap();
+    assert_ne!(last_start.as_ref(), Some(&first_start), "{seen:#?}");
+    assert_eq!(
+        last_image.as_deref(),
+        Some("localhost/busybox:v2"),
+        "{seen:#?}"
+    );
 }

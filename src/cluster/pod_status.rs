@@ -23,6 +23,7 @@ pub fn status_patch(uid: &str, status: &PodStatus) -> serde_json::Value {
         for key in CLEARED_WHEN_UNSET {
             fields.entry(key).or_insert(serde_json::Value::Null);
         }
+        clear_unset_condition_fields(fields);
         delete_absent_conditions(fields);
     }
     serde_json::json!({
@@ -52,6 +53,20 @@ fn delete_absent_conditions(fields: &mut serde_json::Map<String, serde_json::Val
 
 /// Status fields a patch sets to null when the node's status has none.
 const CLEARED_WHEN_UNSET: [&str; 2] = ["reason", "message"];
+
+/// A condition merges into the API's by type, field by field: a condition turning True
+/// would keep the reason and message of its False past (`ContainersReady True
+/// ContainersNotReady`). Each condition the node writes nulls the ones it has not.
+fn clear_unset_condition_fields(fields: &mut serde_json::Map<String, serde_json::Value>) {
+    let Some(serde_json::Value::Array(conditions)) = fields.get_mut("conditions") else {
+        return;
+    };
+    for condition in conditions.iter_mut().filter_map(|c| c.as_object_mut()) {
+        for key in CLEARED_WHEN_UNSET {
+            condition.entry(key).or_insert(serde_json::Value::Null);
+        }
+    }
+}
 
 /// How a write about one pod ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,8 +231,8 @@ mod tests {
         assert_eq!(
             patch["status"]["conditions"],
             serde_json::json!([
-                {"type": "Ready", "status": "True"},
-                {"type": "PodResizeInProgress", "status": "True"},
+                {"type": "Ready", "status": "True", "reason": null, "message": null},
+                {"type": "PodResizeInProgress", "status": "True", "reason": null, "message": null},
                 {"type": "PodResizePending", "$patch": "delete"}
             ])
         );

@@ -45,7 +45,11 @@ pub(super) fn decide(
             start(spec, obs, obs.backoff.clone(), out);
             waiting(creating(pod), None)
         }
-        Instance::Starting { .. } => starting(obs, creating(pod)),
+        // Replacing an instance whose image changed: shown running until the new one is.
+        Instance::Starting { .. } => match &obs.replacing {
+            Some(replaced) => running(replaced.started_at),
+            None => starting(obs, creating(pod)),
+        },
         Instance::Running { started_at } => running_instance(pod, spec, obs, *started_at, now, out),
         Instance::Blocked(block) => blocked(pod, spec, obs, block, turn, now, out),
         Instance::Exited {
@@ -236,6 +240,11 @@ fn exited(
     // The cgroup and rootfs must be released before a new instance takes them.
     if released {
         start(spec, obs, backoff_after, out);
+    }
+    // Stopped for its new definition: shown running until the new instance runs, as the
+    // kubelet publishes nothing between the kill and the start of one sync.
+    if stopped_for_change(spec, obs) {
+        return running(termination.started_at);
     }
     shown
 }

@@ -24,8 +24,15 @@ pub(super) fn post_start_done(spec: &ContainerFacts, obs: &ContainerObserved) ->
 /// The instance runs, its postStart returned and its startup probe (if any) succeeded:
 /// `status.started`, and what lets the next sidecar start.
 pub(super) fn started(spec: &ContainerFacts, obs: &ContainerObserved) -> bool {
-    matches!(obs.instance, Instance::Running { .. })
-        && post_start_done(spec, obs)
+    let runs = match obs.instance {
+        Instance::Running { .. } => true,
+        // Being replaced for a changed definition: the instance that ran is what is
+        // shown until its successor runs (see `ContainerObserved::replacing`).
+        Instance::Starting { .. } => obs.replacing.is_some(),
+        Instance::Exited { .. } => super::container::stopped_for_change(spec, obs),
+        Instance::None | Instance::Blocked(_) => false,
+    };
+    runs && post_start_done(spec, obs)
         && (spec.startup_probe.is_none() || obs.health.startup == ProbeResult::Success)
 }
 

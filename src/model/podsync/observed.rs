@@ -199,6 +199,12 @@ pub struct ContainerObserved {
     /// terminal phase is persisted and never goes back; after a power loss the exit
     /// might be gone and the container count as lost).
     pub exit_unrecorded: bool,
+    /// A start begun to replace an instance stopped because its image changed: how that
+    /// instance ended. Until its successor runs (or fails to), the status shows it
+    /// running, as the kubelet kills and starts such a container in one sync and
+    /// publishes no status in between (a Ready pod stays Ready through an image update);
+    /// then it becomes the last state.
+    pub replacing: Option<Termination>,
 }
 
 impl ContainerObserved {
@@ -220,10 +226,17 @@ impl ContainerObserved {
 
     /// The worker began performing [`Action::Start`](super::Action::Start) with `image`.
     pub fn on_start_begun(&mut self, now: DateTime<Utc>, backoff_after: Backoff, image: &str) {
+        let image_changed = self.started_image.as_deref() != Some(image);
         if let Instance::Exited { termination, .. } = std::mem::take(&mut self.instance) {
-            self.last_termination = Some(termination);
+            // Stopped by the node (not ended by itself) and started again with another
+            // image: the kubelet's kill-and-start of a changed definition.
+            if image_changed && self.stop.began_at.is_some() {
+                self.replacing = Some(termination);
+            } else {
+                self.last_termination = Some(termination);
+            }
         }
-        if self.started_image.as_deref() != Some(image) {
+        if image_changed {
             // Another image's pull or config failures say nothing of this one's
             // (the kubelet's image back-off is keyed by the image).
             self.block_streak = None;
@@ -246,6 +259,7 @@ impl ContainerObserved {
             _ => 1,
         };
         self.block_streak = Some((kind, failures));
+        self.end_replacement();
         self.instance = Instance::Blocked(StartBlock {
             kind,
             message,
@@ -262,6 +276,7 @@ impl ContainerObserved {
         self.next_attempt = attempt.saturating_add(1);
         self.block_streak = None;
         self.container_id = Some(container_id);
+        self.end_replacement();
         self.instance = Instance::Running { started_at };
         self.stop = StopProgress::default();
         self.post_start = HookProgress::NotRun;
@@ -312,11 +327,19 @@ impl ContainerObserved {
         {
             self.last_termination = Some(prev);
         }
+        self.end_replacement();
         self.instance = Instance::Exited {
             termination,
             released,
         };
         self.exit_unrecorded = false;
+    }
+
+    /// The replacing start has an outcome: the replaced instance is the last state.
+    fn end_replacement(&mut self) {
+        if let Some(replaced) = self.replacing.take() {
+            self.last_termination = Some(replaced);
+        }
     }
 
     /// The exit just reported by [`Self::on_exited`] is not yet durable on disk.

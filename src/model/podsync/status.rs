@@ -127,9 +127,14 @@ fn container_status(
             (running && started(spec, obs), running && ready(spec, obs))
         }
     };
-    // While an exited instance waits for its restart, its end is the last state.
+    // While an exited instance waits for its restart, its end is the last state (not
+    // while it is still shown running, being replaced for a changed definition).
     let last = match &obs.instance {
-        Instance::Exited { termination, .. } if state.terminated.is_none() => Some(termination),
+        Instance::Exited { termination, .. }
+            if state.terminated.is_none() && state.running.is_none() =>
+        {
+            Some(termination)
+        }
         _ => obs.last_termination.as_ref(),
     };
     ContainerStatus {

@@ -4,6 +4,8 @@
 //! container's hash); the next start of any container uses the new image.
 
 use super::*;
+use crate::model::k8s_time::to_k8s;
+use crate::model::phase::PodPhase;
 use RestartPolicy::{Always, Never};
 
 /// `pod` with container `name`'s image replaced.
@@ -76,12 +78,38 @@ fn a_running_container_whose_image_changed_is_killed_and_started_again_with_it()
             [("app".into(), "img-v2".into())],
             "{policy:?}"
         );
+        // Between the kill and the new start the status stays as it was (the kubelet
+        // publishes none inside the sync that kills and starts): running since 0 s,
+        // ready, the pod Ready.
+        shown_as_before_the_kill(&d, policy);
+        let d = step(&new, &mut obs, t(6.5));
+        assert!(matches!(
+            obs.containers[0].instance,
+            Instance::Starting { .. }
+        ));
+        shown_as_before_the_kill(&d, policy);
         obs.containers[0].on_started(1, t(6.0), "podhost://a1".into());
         let d = step(&new, &mut obs, t(7.0));
         assert_eq!(reason(&d, 0), "Running", "{policy:?}");
         assert_eq!(d.status.container_statuses[0].image, "img-v2");
         assert!(signals(&d).is_empty(), "{policy:?}: the new one stays");
     }
+}
+
+/// `d` shows `app` as it was before its kill: running since 0 s, ready, no last state.
+fn shown_as_before_the_kill(d: &Decision, policy: RestartPolicy) {
+    let status = &d.status.container_statuses[0];
+    let running = status.state.as_ref().and_then(|s| s.running.as_ref());
+    assert_eq!(
+        running.and_then(|r| r.started_at.clone()),
+        Some(to_k8s(t(0.0))),
+        "{policy:?}: {status:?}"
+    );
+    assert!(status.ready, "{policy:?}");
+    assert_eq!(status.last_state, None, "{policy:?}");
+    let ready = d.status.conditions.iter().find(|c| c.type_ == "Ready");
+    assert_eq!(ready.map(|c| c.status.as_str()), Some("True"), "{policy:?}");
+    assert_eq!(d.status.phase, PodPhase::Running, "{policy:?}");
 }
 
 #[test]
@@ -107,6 +135,10 @@ fn a_crash_looping_container_starts_at_once_with_a_new_image_and_its_back_off_st
     let new = with_image(&pod, "app", "img-v2");
     let d = step(&new, &mut obs, t(now + 1.0));
     assert_eq!(started_images(&d), [("app".into(), "img-v2".into())]);
+    // It was not running: its new start shows as one, not as the crashed instance.
+    let d = step(&new, &mut obs, t(now + 1.5));
+    assert_eq!(reason(&d, 0), "ContainerCreating");
+    assert!(!d.status.container_statuses[0].ready);
     // The next crash waits the first delay, 10 s, not 160 s.
     obs.containers[0].on_started(5, t(now + 1.0), "podhost://a5".into());
     obs.containers[0].on_exited(5, exit(1, now + 1.0, now + 2.0), true);
