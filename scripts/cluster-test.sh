@@ -4,7 +4,8 @@
 # The control plane is Kubernetes' own: kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubectl of the release pinned in tests/cluster/controlplane/go.mod,
 # and metrics-server, built from Go modules (or found cached) by
-# scripts/cluster/build-control-plane.sh; etcd is Debian's etcd-server. KUBE_APISERVER
+# scripts/cluster/build-control-plane.sh, with etcd of the version the release pins
+# (Debian's etcd-server when KUBE_APISERVER has none beside it). KUBE_APISERVER
 # (with KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBECTL, METRICS_SERVER) runs it against
 # binaries of your own instead; without
 # KUBE_CONTROLLER_MANAGER each node gets its own --pod-cidr and a late node waits for a

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # scripts/cluster/build-control-plane.sh — builds the Kubernetes control plane that the
 # cluster-mode tests run podhost against: kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubectl of one pinned release, from Go modules, and metrics-server
+# kube-scheduler and kubectl of one pinned release, from Go modules, metrics-server
 # (tests/cluster/metrics-server/go.mod, its own module: it builds on older k8s.io
-# libraries) for `kubectl top`.
+# libraries) for `kubectl top`, and etcd (tests/cluster/etcd: the server of the version
+# the release's etcd client pins; control-plane-up.sh runs it when it is beside
+# kube-apiserver, as Debian's 3.4.23 is too old for the API server's watch progress
+# requests).
 #
 # The pin is tests/cluster/controlplane/go.mod: it requires k8s.io/kubernetes and replaces
 # each of its staging modules (k8s.io/api, apimachinery, client-go, …) by the published
@@ -16,12 +19,13 @@
 #   FORCE=1 bash scripts/cluster/build-control-plane.sh  # rebuild even when cached
 #
 # Needs go (1.26, the machine's) and the Go module proxy. The last line of its output is
-# the directory holding the five binaries; everything else goes to stderr.
+# the directory holding the six binaries; everything else goes to stderr.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MODULE_DIR=$PWD/tests/cluster/controlplane
 METRICS_MODULE_DIR=$PWD/tests/cluster/metrics-server
-PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubectl metrics-server)
+ETCD_MODULE_DIR=$PWD/tests/cluster/etcd
+PROGRAMS=(kube-apiserver kube-controller-manager kube-scheduler kubectl metrics-server etcd)
 
 GO_PROGRAMS_WHO=build-control-plane
 # shellcheck source=go-programs.sh
@@ -31,7 +35,8 @@ log() { go_programs_log "$@"; }
 go_programs_need_go
 release=$(go_programs_release "$MODULE_DIR/go.mod")
 out=${PODHOST_CACHE_DIR:-$(go_programs_cache_dir control-plane "$release" "$MODULE_DIR/go.mod" \
-  "$MODULE_DIR/go.sum" "$METRICS_MODULE_DIR/go.mod" "$METRICS_MODULE_DIR/go.sum")}
+  "$MODULE_DIR/go.sum" "$METRICS_MODULE_DIR/go.mod" "$METRICS_MODULE_DIR/go.sum" \
+  "$ETCD_MODULE_DIR/go.mod" "$ETCD_MODULE_DIR/go.sum" "$ETCD_MODULE_DIR/main.go")}
 
 complete() {
   local p
@@ -68,6 +73,9 @@ for p in "${PROGRAMS[@]}"; do
     (cd "$METRICS_MODULE_DIR" && go mod download &&
       CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w" -o "$staging/$p" \
         sigs.k8s.io/metrics-server/cmd/metrics-server)
+  elif [ "$p" = etcd ]; then
+    (cd "$ETCD_MODULE_DIR" && go mod download &&
+      CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="-s -w" -o "$staging/$p" .)
   else
     CGO_ENABLED=0 go build -mod=readonly -trimpath -ldflags="$ldflags" -o "$staging/$p" "k8s.io/kubernetes/cmd/$p"
   fi

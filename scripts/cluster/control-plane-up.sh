@@ -2,7 +2,8 @@
 # scripts/cluster/control-plane-up.sh DIR NODE...
 #
 # Starts a loopback-only Kubernetes control plane for podhost's cluster-mode tests:
-# etcd (Debian's etcd-server) and the kube-apiserver binary $KUBE_APISERVER (built by
+# etcd ($ETCD, default the one build-control-plane.sh builds beside kube-apiserver, else
+# the machine's) and the kube-apiserver binary $KUBE_APISERVER (built by
 # scripts/cluster/build-control-plane.sh), with `Node,RBAC` authorization and the
 # NodeRestriction admission, kube-controller-manager when $KUBE_CONTROLLER_MANAGER names
 # one and kube-scheduler when $KUBE_SCHEDULER does.
@@ -59,7 +60,12 @@ if [ -n "$BOOTSTRAP_TOKEN" ]; then
   [[ "$BOOTSTRAP_TOKEN" =~ ^([a-z0-9]{6})\.([a-z0-9]{16})$ ]] || { echo "BOOTSTRAP_TOKEN must look like abcdef.0123456789abcdef" >&2; exit 2; }
   TOKEN_ID=${BASH_REMATCH[1]}; TOKEN_SECRET=${BASH_REMATCH[2]}
 fi
-ETCD=${ETCD:-$(command -v etcd || true)}
+# etcd: the one build-control-plane.sh builds beside kube-apiserver (the version the
+# release pins), else the machine's.
+if [ -z "${ETCD:-}" ]; then
+  ETCD=$(dirname "$KUBE_APISERVER")/etcd
+  [ -x "$ETCD" ] || ETCD=$(command -v etcd || true)
+fi
 NODE_IP=${NODE_IP:-127.0.0.1}
 API_ADDRESS=${API_ADDRESS:-127.0.0.1}
 NODE_IPS=${NODE_IPS:-}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/cluster/e2e-images.sh BIN_DIR OUT_DIR — the container images Kubernetes' node
+# [ETCD=PATH] scripts/cluster/e2e-images.sh BIN_DIR OUT_DIR — the container images Kubernetes' node
 # conformance tests run, built offline under the exact names the e2e framework uses
 # (k8s.io/kubernetes test/utils/image/manifest.go of the pinned release), so that their
 # IfNotPresent pulls find them in podhost's store:
@@ -34,9 +34,10 @@
 #   e2e-test-images/sample-apiserver:1.29.2
 #                                      busybox plus /sample-apiserver (build-conformance.sh),
 #                                        its entrypoint, as the upstream image
-#   etcd:3.6.8-0                       Debian's etcd-server (3.4 on bookworm) with
-#                                        /usr/local/bin/etcd, the path the Aggregator spec
-#                                        runs, beside the sample API server
+#   etcd:3.6.8-0                       busybox plus $ETCD (build-control-plane.sh's etcd,
+#                                        the version the release pins) as /usr/local/bin/etcd,
+#                                        the path the Aggregator spec runs beside the sample
+#                                        API server; without ETCD, Debian's etcd-server
 #
 # BIN_DIR holds agnhost, nnp, kube-proxy, coredns and sample-apiserver (build-conformance.sh's output). Each image is an OCI
 # layout in OUT_DIR/<name> (the Debian ones are rebuilt only when their inputs change);
@@ -164,5 +165,10 @@ done
 # The Aggregator spec's Deployment: the sample API server and its own etcd in one pod.
 busybox_image "$E2E/sample-apiserver:1.29.2" sample-apiserver --put "$BIN/sample-apiserver:/sample-apiserver" \
   --config "{$PATH_ENV,\"Entrypoint\":[\"/sample-apiserver\"],$(label 1.29.2)}"
-debian_image registry.k8s.io/etcd:3.6.8-0 etcd --link /usr/bin/etcd:/usr/local/bin/etcd \
-  "$OUT/etcd" etcd etcd-server
+if [ -n "${ETCD:-}" ]; then
+  busybox_image registry.k8s.io/etcd:3.6.8-0 etcd --put "$ETCD:/usr/local/bin/etcd" \
+    --config "{$PATH_ENV,$(label 3.6.8-0)}"
+else
+  debian_image registry.k8s.io/etcd:3.6.8-0 etcd --link /usr/bin/etcd:/usr/local/bin/etcd \
+    "$OUT/etcd" etcd etcd-server
+fi
