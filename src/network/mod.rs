@@ -297,6 +297,12 @@ impl NodeNetwork {
                          --cluster-cidr)"
                     );
                 }
+                // Cluster mode: Services (kube-proxy) between pods of this bridge.
+                if self.node_cidrs.is_some()
+                    && let Some(problem) = bridge::bridged_traffic_problem()
+                {
+                    tracing::warn!("{problem}");
+                }
                 PodNetwork::Bridge(Box::new(net))
             }
         })

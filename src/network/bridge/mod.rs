@@ -33,6 +33,7 @@ mod sysctl;
 pub use config::{BridgeConfig, DEFAULT_BRIDGE, DEFAULT_POD_CIDRS, host_veth_name};
 pub use error::BridgeError;
 pub use owner::OwnerId;
+pub use sysctl::bridged_traffic_problem;
 
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
