@@ -2,7 +2,7 @@
 //!
 //! # Layering
 //!
-//! Data flows one way (`../shared/design.md`, "Data flow"): `source` → `worker` →
+//! Data flows one way (`docs/architecture.md`, "Data flow"): `source` → `worker` →
 //! `runtime`, results into `status`, read by `api` and the CLI. A module uses only the
 //! modules below it here; `tests/layering.rs` fails on any other `crate::` path.
 //!

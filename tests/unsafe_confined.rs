@@ -1,8 +1,8 @@
-//! `unsafe` lives only in `src/runtime/` and `src/shim/` (design.md, Conventions): the
-//! kernel-facing code. Everywhere else calls a safe function of theirs. This scans the
-//! sources (no root needed) and fails naming each file and line that breaks the rule;
-//! comments, string and char literals and identifiers such as `unsafe_sysctls` do not
-//! count.
+//! `unsafe` lives only in `src/runtime/` and `src/shim/` (docs/architecture.md,
+//! "Modules and layering"): the kernel-facing code. Everywhere else calls a safe
+//! function of theirs. This scans the sources (no root needed) and fails naming each
+//! file and line that breaks the rule; comments, string and char literals and
+//! identifiers such as `unsafe_sysctls` do not count.
 
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

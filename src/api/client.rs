@@ -1,7 +1,8 @@
 //! A small blocking HTTP/1.1 client over the unix socket, for the CLI.
 //!
 //! Blocking and single-threaded on purpose: `podhost exec` calls libcontainer in the
-//! same process afterwards, which must not have other threads (see design.md).
+//! same process afterwards, which must not have other threads (see
+//! docs/architecture.md, "What runs").
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;

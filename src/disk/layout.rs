@@ -1,4 +1,5 @@
-//! The on-disk layout (design.md "On disk"): where every directory and file lives.
+//! The on-disk layout (docs/layout.md; docs/architecture.md, "On disk"): where every
+//! directory and file lives.
 
 use std::path::{Path, PathBuf};
 

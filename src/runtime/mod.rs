@@ -1,8 +1,9 @@
 //! The only code that touches the kernel: rootfs, OCI spec, pod namespaces, shims,
 //! exec into containers and signals.
 //!
-//! libcontainer is never called from the tokio daemon (it forks; see design.md): the
-//! daemon spawns `podhost shim` for a container and `podhost exec-helper` for an exec.
+//! libcontainer is never called from the tokio daemon (it forks; see
+//! docs/architecture.md, "What runs"): the daemon spawns `podhost shim` for a container
+//! and `podhost exec-helper` for an exec.
 
 pub mod apparmor;
 pub mod cgroup_attach_primer;
