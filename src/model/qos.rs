@@ -1,60 +1,32 @@
-//! QoS class and the oom_score_adj policy (kubelet-semantics §6).
+//! QoS class and the oom_score_adj policy (kubelet-semantics §6): the class and the
+//! scores are in `podhost_model_core::qos`, re-exported here; this adds what reads a
+//! pod's spec.
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 
+pub use podhost_model_core::qos::*;
+
 use super::quantity::{bytes, cpu_millis};
 
-/// `status.qosClass`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QosClass {
-    Guaranteed,
-    Burstable,
-    BestEffort,
-}
-
-impl QosClass {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Guaranteed => "Guaranteed",
-            Self::Burstable => "Burstable",
-            Self::BestEffort => "BestEffort",
-        }
-    }
-}
-
-/// The CPU and memory a container asks for, with requests defaulted to limits as the
-/// API server does.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ContainerResources {
-    pub cpu_request_milli: Option<i64>,
-    pub cpu_limit_milli: Option<i64>,
-    pub memory_request: Option<i64>,
-    pub memory_limit: Option<i64>,
-}
-
-impl ContainerResources {
-    pub fn of(c: &Container) -> Self {
-        let r = c.resources.clone().unwrap_or_default();
-        let get =
-            |map: &Option<
-                std::collections::BTreeMap<
-                    String,
-                    k8s_openapi::apimachinery::pkg::api::resource::Quantity,
-                >,
-            >,
-             key: &str| map.as_ref().and_then(|m| m.get(key)).map(|q| q.0.clone());
-        let cpu_limit_milli = get(&r.limits, "cpu").and_then(|q| cpu_millis(&q));
-        let memory_limit = get(&r.limits, "memory").and_then(|q| bytes(&q));
-        Self {
-            cpu_request_milli: get(&r.requests, "cpu")
-                .and_then(|q| cpu_millis(&q))
-                .or(cpu_limit_milli),
-            cpu_limit_milli,
-            memory_request: get(&r.requests, "memory")
-                .and_then(|q| bytes(&q))
-                .or(memory_limit),
-            memory_limit,
-        }
+/// The CPU and memory `c` asks for, with requests defaulted to limits as the API server
+/// does.
+pub fn container_resources(c: &Container) -> ContainerResources {
+    let r = c.resources.clone().unwrap_or_default();
+    let get = |map: &Option<
+        std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+    >,
+               key: &str| map.as_ref().and_then(|m| m.get(key)).map(|q| q.0.clone());
+    let cpu_limit_milli = get(&r.limits, "cpu").and_then(|q| cpu_millis(&q));
+    let memory_limit = get(&r.limits, "memory").and_then(|q| bytes(&q));
+    ContainerResources {
+        cpu_request_milli: get(&r.requests, "cpu")
+            .and_then(|q| cpu_millis(&q))
+            .or(cpu_limit_milli),
+        cpu_limit_milli,
+        memory_request: get(&r.requests, "memory")
+            .and_then(|q| bytes(&q))
+            .or(memory_limit),
+        memory_limit,
     }
 }
 
@@ -69,60 +41,8 @@ pub fn pod_resources(pod: &Pod) -> Vec<ContainerResources> {
         .iter()
         .flatten()
         .chain(spec.containers.iter())
-        .map(ContainerResources::of)
+        .map(container_resources)
         .collect()
-}
-
-/// The kubelet's `GetPodQOS`: no requests or limits → BestEffort; every container with
-/// equal non-zero cpu and memory requests and limits → Guaranteed; otherwise Burstable.
-pub fn qos_class(containers: &[ContainerResources]) -> QosClass {
-    let any = containers.iter().any(|c| {
-        c.cpu_request_milli.unwrap_or(0) > 0
-            || c.cpu_limit_milli.unwrap_or(0) > 0
-            || c.memory_request.unwrap_or(0) > 0
-            || c.memory_limit.unwrap_or(0) > 0
-    });
-    if !any {
-        return QosClass::BestEffort;
-    }
-    let guaranteed = containers.iter().all(|c| {
-        matches!((c.cpu_request_milli, c.cpu_limit_milli), (Some(r), Some(l)) if r == l && l > 0)
-            && matches!((c.memory_request, c.memory_limit), (Some(r), Some(l)) if r == l && l > 0)
-    });
-    if guaranteed {
-        QosClass::Guaranteed
-    } else {
-        QosClass::Burstable
-    }
-}
-
-pub const GUARANTEED_OOM_SCORE_ADJ: i32 = -997;
-pub const BEST_EFFORT_OOM_SCORE_ADJ: i32 = 1000;
-/// The daemon's own score, as the kubelet's.
-pub const DAEMON_OOM_SCORE_ADJ: i32 = -999;
-/// Every shim's score (as containerd's sandbox).
-pub const SHIM_OOM_SCORE_ADJ: i32 = -998;
-
-/// The kubelet's `GetContainerOOMScoreAdjust`.
-pub fn container_oom_score_adj(
-    qos: QosClass,
-    node_critical: bool,
-    memory_request: Option<i64>,
-    memory_capacity: i64,
-) -> i32 {
-    if node_critical || qos == QosClass::Guaranteed {
-        return GUARANTEED_OOM_SCORE_ADJ;
-    }
-    if qos == QosClass::BestEffort {
-        return BEST_EFFORT_OOM_SCORE_ADJ;
-    }
-    let request = i128::from(memory_request.unwrap_or(0).max(0));
-    let capacity = i128::from(memory_capacity.max(1));
-    let adj = 1000 - (1000 * request) / capacity;
-    super::convert::clamp_i32(adj.clamp(
-        i128::from(1000 + GUARANTEED_OOM_SCORE_ADJ),
-        i128::from(BEST_EFFORT_OOM_SCORE_ADJ - 1),
-    ))
 }
 
 /// `priorityClassName: system-node-critical` (static pods are always critical).
@@ -137,84 +57,15 @@ pub fn is_node_critical(pod: &Pod) -> bool {
 mod tests {
     use super::*;
 
-    fn res(
-        cr: Option<i64>,
-        cl: Option<i64>,
-        mr: Option<i64>,
-        ml: Option<i64>,
-    ) -> ContainerResources {
-        ContainerResources {
-            cpu_request_milli: cr,
-            cpu_limit_milli: cl,
-            memory_request: mr,
-            memory_limit: ml,
-        }
-    }
-
-    #[test]
-    fn classes() {
-        assert_eq!(
-            qos_class(&[res(None, None, None, None)]),
-            QosClass::BestEffort
-        );
-        let g = res(Some(500), Some(500), Some(64), Some(64));
-        assert_eq!(qos_class(&[g, g]), QosClass::Guaranteed);
-        assert_eq!(
-            qos_class(&[g, res(None, None, None, None)]),
-            QosClass::Burstable
-        );
-        assert_eq!(
-            qos_class(&[res(Some(100), None, None, None)]),
-            QosClass::Burstable
-        );
-        assert_eq!(
-            qos_class(&[res(Some(100), Some(200), Some(1), Some(1))]),
-            QosClass::Burstable
-        );
-    }
-
     #[test]
     fn requests_default_to_limits() {
         let c: Container = serde_json::from_value(serde_json::json!({
             "name": "c", "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}}
         }))
         .unwrap();
-        let r = ContainerResources::of(&c);
+        let r = container_resources(&c);
         assert_eq!(r.cpu_request_milli, Some(500));
         assert_eq!(r.memory_request, Some(64 << 20));
         assert_eq!(qos_class(&[r]), QosClass::Guaranteed);
-    }
-
-    #[test]
-    fn oom_score_adj_policy() {
-        let cap = 1000 << 20;
-        assert_eq!(
-            container_oom_score_adj(QosClass::Guaranteed, false, None, cap),
-            -997
-        );
-        assert_eq!(
-            container_oom_score_adj(QosClass::Burstable, true, None, cap),
-            -997
-        );
-        assert_eq!(
-            container_oom_score_adj(QosClass::BestEffort, false, None, cap),
-            1000
-        );
-        assert_eq!(
-            container_oom_score_adj(QosClass::Burstable, false, Some(250 << 20), cap),
-            750
-        );
-        assert_eq!(
-            container_oom_score_adj(QosClass::Burstable, false, Some(cap), cap),
-            3
-        );
-        assert_eq!(
-            container_oom_score_adj(QosClass::Burstable, false, Some(0), cap),
-            999
-        );
-        assert_eq!(
-            container_oom_score_adj(QosClass::Burstable, false, Some(1), cap),
-            999
-        );
     }
 }

@@ -65,7 +65,7 @@ impl Allocation {
             resources: Some(self.requirements()),
             ..Default::default()
         };
-        ContainerResources::of(&container)
+        crate::model::qos::container_resources(&container)
     }
 }
 
@@ -172,27 +172,7 @@ pub struct Wanted {
     pub restart_on: RestartOn,
 }
 
-/// One cgroup write of a resize, in order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResizeStep {
-    /// The pod cgroup's memory limit (`None` = unlimited).
-    PodMemory(Option<i64>),
-    /// The pod cgroup's CPU weight and quota.
-    PodCpu {
-        weight: u64,
-        cpu_max: Option<(i64, u64)>,
-        /// The pod's CPU requests (millicores), for its QoS class cgroup's weight.
-        requests_milli: i64,
-    },
-    /// A container's memory limit (`None` = unlimited).
-    ContainerMemory { name: String, limit: Option<i64> },
-    /// A container's CPU shares and quota.
-    ContainerCpu {
-        name: String,
-        shares: u64,
-        cpu_max: Option<(i64, u64)>,
-    },
-}
+pub use podhost_model_core::resize::ResizeStep;
 
 /// What to do about a pod whose containers' wanted resources are `wanted`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -47,7 +47,7 @@ pub fn kernel_settings(
     c: &Container,
 ) -> Result<KernelSettings, LimitsError> {
     let mut out = KernelSettings::default();
-    let res = ContainerResources::of(c);
+    let res = crate::model::qos::container_resources(c);
     out.oom_score_adj = container_oom_score_adj(
         pod.qos,
         is_node_critical(&pod.pod),
@@ -117,7 +117,7 @@ fn pod_traits(ctx: &Ctx, pod: &PodInfo) -> PodTraits {
     let containers: Vec<ContainerResources> = spec
         .into_iter()
         .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers))
-        .map(ContainerResources::of)
+        .map(crate::model::qos::container_resources)
         .collect();
     PodTraits {
         memory_limited: containers.iter().any(|r| r.memory_limit.unwrap_or(0) > 0),
