@@ -1,0 +1,44 @@
+//! Pure types and functions shared by every module: no I/O, no root, unit-tested.
+#![forbid(unsafe_code)]
+
+pub mod admission;
+pub mod backoff;
+pub use podhost_model_core::cgroup_enforcement;
+pub use podhost_model_core::cgroup_math;
+pub mod cni;
+pub mod command;
+pub mod config_refs;
+pub use podhost_model_core::convert;
+pub mod dns;
+pub mod downward;
+pub mod env;
+pub mod event_correlator;
+pub mod eviction;
+pub mod grace;
+pub mod host_ports;
+pub mod image_ref;
+pub mod k8s_time;
+pub mod kubelet_auth;
+pub mod log_target;
+pub mod net;
+pub mod node;
+pub mod phase;
+pub mod podsync;
+pub mod probe;
+pub mod pull_secrets;
+pub mod qos;
+pub use podhost_model_core::quantity;
+pub mod readiness_gates;
+pub mod resize;
+pub use podhost_model_core::resources;
+pub mod restart;
+pub mod review_cache;
+pub mod rlimits;
+pub mod security;
+pub mod service_env;
+pub mod stats;
+pub mod status_reconcile;
+pub use podhost_model_core::sysctl;
+pub mod terminal_status;
+pub mod token_bucket;
+pub mod volume_confinement;
