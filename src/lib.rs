@@ -34,26 +34,26 @@
 //!
 //! Where a lower module needs something of a higher one, it takes a parameter or a
 //! small trait instead (`api::GcTrigger`, `gc::runner::GcTargets`).
-pub mod api;
+pub use podhost_api as api;
 pub mod cli;
 pub use podhost_cluster as cluster;
-pub use podhost_source::configdir;
-pub mod daemon;
+pub use podhost_daemon::daemon;
+pub use podhost_daemon::eviction;
+pub use podhost_daemon::gc;
+pub use podhost_daemon::oom;
+pub use podhost_daemon::worker;
 pub use podhost_disk as disk;
-pub mod eviction;
-pub mod gc;
 pub use podhost_image as image;
 pub use podhost_logs as logs;
 pub use podhost_metrics as metrics;
 pub use podhost_model as model;
 pub use podhost_network as network;
-pub mod oom;
 pub use podhost_probe as probe;
 pub use podhost_rooted as rooted;
 pub use podhost_runtime as runtime;
 pub use podhost_shim as shim;
 pub use podhost_source as source;
+pub use podhost_source::configdir;
 pub use podhost_stats as stats;
 pub use podhost_status as status;
 pub use podhost_volume as volume;
-pub mod worker;

@@ -231,7 +231,9 @@ impl ImageError {
 impl From<podhost_disk::DiskError> for ImageError {
     fn from(e: podhost_disk::DiskError) -> Self {
         match e {
-            podhost_disk::DiskError::Io { what, path, source } => ImageError::io(what, path, source),
+            podhost_disk::DiskError::Io { what, path, source } => {
+                ImageError::io(what, path, source)
+            }
             podhost_disk::DiskError::Json { path, source } => ImageError::Corrupt {
                 path,
                 reason: source.to_string(),

@@ -5,7 +5,9 @@
 
 use super::field_report::FieldReport;
 use super::fields::FieldStatus;
-use podhost_model::cgroup_enforcement::{HostEnforcement, UNENFORCED_REASON, V1_CPU_REQUEST_REASON};
+use podhost_model::cgroup_enforcement::{
+    HostEnforcement, UNENFORCED_REASON, V1_CPU_REQUEST_REASON,
+};
 
 /// The container resource fields (after `resources.`) a host may not enforce, with the
 /// reason on a host of each kind (`None`: enforced there).

@@ -420,9 +420,9 @@ mod tests {
     use k8s_openapi::api::core::v1::{ContainerState, ContainerStateRunning, ContainerStatus};
 
     use super::*;
+    use crate::CgroupLayout;
     use podhost_runtime::cgroup_root::CgroupMode;
     use podhost_runtime::sys::LinuxKernel;
-    use crate::CgroupLayout;
 
     fn pod(uid: &str) -> Arc<k8s_openapi::api::core::v1::Pod> {
         Arc::new(

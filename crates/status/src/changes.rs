@@ -35,8 +35,8 @@ impl PodChanges {
 #[cfg(test)]
 mod tests {
     use super::super::tests::pod;
-    use podhost_disk::Layout;
     use crate::StatusStore;
+    use podhost_disk::Layout;
 
     #[test]
     fn first_take_and_each_change_are_seen_once() {

@@ -39,10 +39,10 @@ pub use error::PullError;
 pub use progress::{ProgressState, PullProgress, render_progress};
 
 use super::ImageStore;
-use podhost_model::pull_secrets::DockerKeyring;
 use error::Ctx;
 use fetch::Blob;
 use layers::{Plan, Snapshots};
+use podhost_model::pull_secrets::DockerKeyring;
 use progress::Reporter;
 use target::Target;
 

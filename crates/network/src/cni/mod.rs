@@ -21,13 +21,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{PodNetRequest, PodNetStatus};
+use exec::PodEnv;
+use ops::{Runner, netns_for_del};
 use podhost_model::cni::CniFormatError;
 use podhost_model::cni::config::{ConfigList, parse_config_file};
 use podhost_model::cni::input::{PodArgs, PortMapping, RuntimeArgs};
 use podhost_model::cni::result::CniResult;
 use podhost_model::cni::version::SpecVersion;
-use exec::PodEnv;
-use ops::{Runner, netns_for_del};
 use record::PodRecord;
 
 /// The pod's interface name (CNI_IFNAME).

@@ -5,8 +5,8 @@
 use k8s_openapi::api::core::v1::{ObjectFieldSelector, ResourceFieldSelector};
 
 use super::Errs;
-use podhost_model::quantity::Quantity;
 use crate::error::ValueError;
+use podhost_model::quantity::Quantity;
 
 /// Where a reference is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity as Written;
 use super::Errs;
 use super::container::Ctx;
 use super::names::qualified_name;
-use podhost_model::quantity::Quantity;
 use crate::error::ValueError;
+use podhost_model::quantity::Quantity;
 
 pub(super) fn validate(ctx: &Ctx<'_>, c: &Container, errs: &mut Errs) {
     let Some(r) = c.resources.as_ref() else {

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use k8s_openapi::api::core::v1::PodSpec;
 
 use super::Errs;
-use podhost_model::sysctl::{is_valid_name, is_valid_value, normalize};
 use crate::error::ValueError;
+use podhost_model::sysctl::{is_valid_name, is_valid_value, normalize};
 
 pub(super) fn validate(spec: &PodSpec, errs: &mut Errs) {
     let sysctls = spec

@@ -10,8 +10,8 @@ use super::Errs;
 use super::container::{Ctx, one_source, required_name};
 use super::downward::{self, Use};
 use super::names::{descending_path, dns1123_label};
-use podhost_model::quantity::Quantity;
 use crate::error::ValueError;
+use podhost_model::quantity::Quantity;
 
 const COMMON_SOURCES: &[&str] = &[
     "emptyDir",
