@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Line coverage of src/model/ (the pure core) from the library's unit tests
-# (`cargo test --lib`): per file, then the total. Uses rustc's own instrumentation
+# Line coverage of a workspace crate (default crates/model, the pure core) from its
+# unit tests (`cargo test -p podhost-CRATE --lib`): per file, then the total. Uses rustc's own instrumentation
 # (-Cinstrument-coverage) and the llvm-profdata/llvm-cov of rustup's llvm-tools
 # component, which match rustc's LLVM (Debian's llvm packages are older than rustc's
 # LLVM and cannot read its profiles). Installs the component when it is missing.
 #
-# usage: scripts/coverage.sh [DIR_UNDER_SRC] [-- TEST_ARGS...]
-#   scripts/coverage.sh                 # src/model/, every lib test
-#   scripts/coverage.sh model -- model::  # only the tests whose path starts with model::
+# usage: scripts/coverage.sh [CRATE] [-- TEST_ARGS...]    (CRATE: a directory under crates/)
+#   scripts/coverage.sh                       # crates/model/src/, every unit test of it
+#   scripts/coverage.sh model -- podsync::    # only the tests whose path starts with podsync::
 #
 # Builds into $CARGO_TARGET_DIR/coverage (default target/coverage), apart from normal
 # builds: instrumented artifacts never mix with them. The first run rebuilds the
@@ -21,10 +21,12 @@ shift || true
 [ "${1:-}" = "--" ] && shift
 test_args=("$@")
 
-if [ ! -d "src/$area" ]; then
-  echo "coverage.sh: src/$area is not a directory" >&2
+src="crates/$area/src"
+if [ ! -d "$src" ]; then
+  echo "coverage.sh: $src is not a directory (the crates are: $(ls crates | tr '\n' ' '))" >&2
   exit 2
 fi
+package=$(sed -n 's/^name = "\(.*\)"$/\1/p' "crates/$area/Cargo.toml" | head -n 1)
 
 sysroot="$(rustc --print sysroot)"
 host="$(rustc -vV | sed -n 's/^host: //p')"
@@ -49,7 +51,7 @@ export LLVM_PROFILE_FILE="$PWD/$profiles/%p-%m.profraw"
 case "$target" in /*) export LLVM_PROFILE_FILE="$profiles/%p-%m.profraw" ;; esac
 
 # The lib test binary's path, from cargo's own report of what it built.
-binary="$(CARGO_TARGET_DIR="$target" cargo test --lib --locked --no-run --message-format=json |
+binary="$(CARGO_TARGET_DIR="$target" cargo test -p "$package" --lib --locked --no-run --message-format=json |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
 if [ -z "$binary" ] || [ ! -x "$binary" ]; then
   echo "coverage.sh: cargo did not report the lib test binary" >&2
@@ -66,18 +68,18 @@ fi
 
 "$tools/llvm-profdata" merge -sparse "$profiles"/*.profraw -o "$target/lib.profdata"
 
-mapfile -t files < <(find "src/$area" -name '*.rs' | sort)
-echo "line coverage of src/$area/ from cargo test --lib (unit-test modules included):"
+mapfile -t files < <(find "$src" -name '*.rs' | sort)
+echo "line coverage of $src/ from cargo test -p $package --lib (unit-test modules included):"
 "$tools/llvm-cov" report "$binary" -instr-profile="$target/lib.profdata" \
   -show-region-summary=false -show-branch-summary=false -show-instantiation-summary=false \
   "${files[@]}" |
-  awk -v root="$PWD/" -v area="src/$area/" '
+  awk -v root="$PWD/" -v area="$src/" '
     /^Filename/ { printf "%-44s %7s %7s %8s\n", "file", "lines", "missed", "covered"; next }
     /^-+$/ { next }
     NF >= 7 {
       name = $1; sub(root, "", name)
-      # llvm-cov drops the common prefix of the names (src/AREA/): put it back.
-      if (name != "TOTAL" && index(name, "src/") != 1) name = area name
+      # llvm-cov drops the common prefix of the names (crates/CRATE/src/): put it back.
+      if (name != "TOTAL" && index(name, "crates/") != 1) name = area name
       # Columns: Functions Missed Executed  Lines Missed Cover
       printf "%-44s %7s %7s %8s\n", name, $(NF-2), $(NF-1), $NF
     }'

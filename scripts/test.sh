@@ -38,7 +38,7 @@ else
   echo "warning: rustfmt is not installed; skipping the format check" >&2
 fi
 if cargo clippy --version >/dev/null 2>&1; then
-  cargo clippy --all-targets --locked -- -D warnings
+  cargo clippy --workspace --all-targets --locked -- -D warnings
 else
   echo "warning: clippy is not installed; skipping lints" >&2
 fi
@@ -52,7 +52,7 @@ while read -r name packages; do
 done <oci/debian/images
 # Two threads: the integration tests each run a daemon with containers; timings in them
 # have generous margins, but a 2-core machine should not run more at once.
-cargo test --all-targets --locked -- --test-threads=2
+cargo test --workspace --all-targets --locked -- --test-threads=2
 # The suites below run the debug build `cargo test` just made, the same code as the
 # release build users run: a release build of podhost and its dependencies takes ~25
 # minutes on 2 cores, which would push this run past an hour (scripts/vm-test.sh and

@@ -135,7 +135,7 @@ SHARE=$VM_DIR/share
 rm -rf "$SHARE"
 mkdir -p "$SHARE/bin" "$SHARE/out"
 install -m 0755 "$PODHOST" "$SHARE/bin/podhost"
-# The per-container monitor the shim execs (src/shim/monitor.rs), next to podhost.
+# The per-container monitor the shim execs (crates/shim/src/monitor.rs), next to podhost.
 install -m 0755 "$(dirname "$PODHOST")/podhost-monitor" "$SHARE/bin/podhost-monitor"
 # The shim's own binary (src/shim_main.rs), which podhost execs per container.
 install -m 0755 "$(dirname "$PODHOST")/podhost-shim" "$SHARE/bin/podhost-shim"

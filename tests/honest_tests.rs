@@ -7,7 +7,7 @@
 
 use crate::source_scan;
 
-use source_scan::rust_files;
+use source_scan::{rust_files, workspace_sources};
 use std::path::Path;
 
 /// The lines of `text` that skip a test: a `SKIP` message, or a check of a precondition
@@ -44,7 +44,7 @@ fn skips(text: &str) -> Vec<(usize, String)> {
 fn no_test_skips_itself_and_passes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = rust_files(&root.join("tests"));
-    files.extend(rust_files(&root.join("src")));
+    files.extend(workspace_sources(root));
     let me = root.join("tests/honest_tests.rs");
     let mut offenders = Vec::new();
     for file in files.iter().filter(|f| **f != me) {

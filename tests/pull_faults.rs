@@ -1,4 +1,4 @@
-//! Root integration tests of the pull's retries (src/image/pull/retry.rs and
+//! Root integration tests of the pull's retries (crates/image/src/pull/retry.rs and
 //! fetch.rs) against the real distribution registry, reached through a small
 //! fault-injecting HTTP proxy on 127.0.0.1: it cuts blob bodies midway and
 //! answers 503 on cue, and records every request it sees.

@@ -11,17 +11,17 @@
 
 use std::path::Path;
 
-/// The modules (files or dirs under `src/`) that touch container-reachable places.
+/// The modules (files or dirs of the workspace) that touch container-reachable places.
 const SCOPE: &[&str] = &[
-    "src/volume/content",
-    "src/volume/ownership.rs",
-    "src/volume/setup.rs",
-    "src/volume/subpath.rs",
-    "src/volume/usage.rs",
-    "src/volume/teardown.rs",
-    "src/volume/hostpath.rs",
-    "src/worker/dns_files.rs",
-    "src/worker/termination_message.rs",
+    "crates/volume/src/content",
+    "crates/volume/src/ownership.rs",
+    "crates/volume/src/setup.rs",
+    "crates/volume/src/subpath.rs",
+    "crates/volume/src/usage.rs",
+    "crates/volume/src/teardown.rs",
+    "crates/volume/src/hostpath.rs",
+    "crates/daemon/src/worker/dns_files.rs",
+    "crates/daemon/src/worker/termination_message.rs",
 ];
 
 /// Path-based calls: std::fs and its unix extensions, and Path's own stat calls.

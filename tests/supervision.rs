@@ -14,7 +14,7 @@ use std::time::Duration;
 use common::{TestDaemon, busybox_pod, container_status, phase};
 use serde_json::Value;
 
-/// `EXIT_TASK_ENDED` of src/daemon/supervise.rs.
+/// `EXIT_TASK_ENDED` of crates/daemon/src/daemon/supervise.rs.
 const EXIT_TASK_ENDED: i32 = 70;
 
 fn init_pid(d: &TestDaemon, uid: &str) -> i32 {

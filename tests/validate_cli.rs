@@ -61,7 +61,7 @@ fn kubeadm_manifests_are_valid_and_every_field_is_accounted_for() {
         assert!(t.contains("  honoured  spec.priorityClassName\n"), "{t}");
         assert!(!t.contains("  error "), "{t}");
         // The summary counts the ignored lines (which ones depends on what this build
-        // honours: the table in src/source/fields.rs) and, on a host that does not
+        // honours: the table in crates/source/src/fields.rs) and, on a host that does not
         // enforce every resource field (cgroup v1), the fields not enforced here.
         let ignored = t.lines().filter(|l| l.starts_with("  ignored ")).count();
         let not_enforced = t

@@ -2,6 +2,26 @@
 
 use std::path::{Path, PathBuf};
 
+/// The workspace's own Rust sources: the root package's `src/` and every member crate's
+/// `src/` under `crates/`, in a stable order.
+pub fn workspace_sources(root: &Path) -> Vec<PathBuf> {
+    let mut out = rust_files(&root.join("src"));
+    let crates = root.join("crates");
+    let entries =
+        std::fs::read_dir(&crates).unwrap_or_else(|e| panic!("{}: {e}", crates.display()));
+    let mut members: Vec<PathBuf> = entries
+        .map(|e| {
+            e.unwrap_or_else(|e| panic!("{}: {e}", crates.display()))
+                .path()
+        })
+        .collect();
+    members.sort();
+    for member in members {
+        out.extend(rust_files(&member.join("src")));
+    }
+    out
+}
+
 /// Rust sources under `dir`, recursively, in a stable order.
 pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

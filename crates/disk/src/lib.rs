@@ -4,7 +4,6 @@
 //! all read and write the same directories and records, so their names, shapes and the
 //! one atomic-write helper live here instead of in any one of those modules. Nothing
 //! here touches the kernel beyond plain file I/O.
-#![forbid(unsafe_code)]
 
 pub mod atomic;
 pub mod daemon_lock;

@@ -5,7 +5,6 @@
 //! It owns no I/O, no clock, no `unsafe`, and no Kubernetes API types: the shim and the
 //! runtime link it without `k8s-openapi`. `podhost_model` re-exports each module under
 //! the same name and adds what reads a pod's spec.
-#![forbid(unsafe_code)]
 
 pub mod capabilities;
 pub mod cgroup_enforcement;

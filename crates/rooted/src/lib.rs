@@ -14,7 +14,6 @@
 //!
 //! It uses nothing of the crate: every layer that works in container-reachable places
 //! (volume, worker, runtime, shim) can use it.
-#![forbid(unsafe_code)]
 
 mod dir;
 pub mod sys;
