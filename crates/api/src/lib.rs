@@ -1,6 +1,10 @@
 //! The daemon's HTTP/JSON API on a unix socket only root (and `--socket-group`) may use
 //! (the CLI's only way in; `curl --unix-socket` works too), and the small blocking
 //! client the CLI uses.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model, disk, logs, metrics,
+//! runtime, image, status, stats. It may not: the daemon crate (it reaches the daemon
+//! through small traits such as `GcTrigger`), the cluster client, the shim.
 
 mod access;
 mod body;

@@ -6,6 +6,10 @@
 //! API pods name (`objects`) and their service account tokens (`tokens`), follows the
 //! cluster's Services for the containers' service variables (`services`), and posts
 //! the events (`events`); every exchange can be recorded (`--kube-record FILE`).
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model. It may not: anything
+//! that touches the host: it only talks to the API server; the daemon crate wires its
+//! results into the pods' workers.
 
 pub mod access_review;
 pub mod certs;

@@ -4,6 +4,9 @@
 //! all read and write the same directories and records, so their names, shapes and the
 //! one atomic-write helper live here instead of in any one of those modules. Nothing
 //! here touches the kernel beyond plain file I/O.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses no crate of the workspace. It
+//! may not: the kernel beyond plain file I/O; Kubernetes types.
 
 pub mod atomic;
 pub mod daemon_lock;

@@ -2,6 +2,9 @@
 //! verifies every blob against its digest, unpacks each layer once into a shared
 //! snapshot (`snapshots/<chainid>/`, an overlay lower dir) and resolves image
 //! references for the runtime. See [`ImageStore`].
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model, disk, metrics. It may
+//! not: the runtime, pods, or the network beyond its registries.
 
 mod blob_writer;
 mod blobs;

@@ -22,6 +22,9 @@
 //!   implements `--tail`, `--timestamps`, `--since`, `--limit-bytes` and stream
 //!   selection.
 //! - [`follow`](mod@follow): follows a growing (or rotated) log file from tokio.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model-core. It may not:
+//! Kubernetes API types (the single-threaded shim links it) or anything of the daemon.
 
 pub mod compress;
 pub mod drops;

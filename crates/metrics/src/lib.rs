@@ -7,6 +7,9 @@
 //! label sets live in [`registry`]; the gauges of pods and containers by state are
 //! computed from the pods at each scrape ([`pod_counts`]), so they can never drift from
 //! the status the API shows.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses no crate of the workspace. It
+//! may not: any I/O: the read-only server (api) renders the registry.
 
 pub mod health;
 mod labels;

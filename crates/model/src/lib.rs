@@ -1,4 +1,12 @@
-//! Pure types and functions shared by every module: no I/O, no root, unit-tested.
+//! `podhost_model`: the kubelet's semantics as pure functions over Kubernetes API types:
+//! the pod-sync core (`podsync`: observed state in, actions and status out), admission,
+//! probes' thresholds, restart back-off, grace periods, environment, downward API, DNS,
+//! security contexts, QoS, resize decisions, node status and the events' correlator.
+//!
+//! It owns no I/O, no clock, no threads and no `unsafe` (its dependencies are
+//! `k8s-openapi`, serde and `podhost-model-core`, whose modules it re-exports under the
+//! same names): every other crate of the workspace may use it, and everything here is
+//! unit-tested without root.
 
 pub mod admission;
 pub mod backoff;

@@ -13,6 +13,10 @@
 //! Every operation is idempotent and recoverable: a daemon killed during setup or
 //! teardown leaves records from which the next daemon finishes the job
 //! ([`PodNetwork::reconcile`] releases what belongs to pods that are gone).
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model, disk, runtime. It may
+//! not: pods' workers or their status: it takes a pod's identity and returns its
+//! addresses.
 
 pub mod bridge;
 pub mod cni;

@@ -6,6 +6,9 @@
 //! Sockets of pods without hostNetwork are made inside the pod's network namespace
 //! (`runtime::netns_connect`); exec goes through `podhost exec-helper`, never
 //! libcontainer in the daemon.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model, metrics, runtime. It
+//! may not: decide what a result means (model) or what it causes (the pod-sync core).
 
 mod error;
 mod exec;

@@ -14,6 +14,10 @@
 //!
 //! It uses nothing of the crate: every layer that works in container-reachable places
 //! (volume, worker, runtime, shim) can use it.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses no crate of the workspace. It
+//! may not: follow a symlink, or take a path below a container-writable directory from
+//! its caller as trusted.
 
 mod dir;
 pub mod sys;

@@ -4,6 +4,10 @@
 //! libcontainer is never called from the tokio daemon (it forks; see
 //! docs/architecture.md, "What runs"): the daemon spawns `podhost shim` for a container
 //! and `podhost exec-helper` for an exec.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model-core, disk, logs. It may
+//! not: Kubernetes API types (the shim links it: no k8s-openapi); libcontainer in the
+//! tokio daemon (it forks: the shim and `podhost exec-helper` call it).
 
 pub mod apparmor;
 pub mod cgroup_attach_primer;

@@ -12,6 +12,13 @@
 //!
 //! Identity is the UID: any edit of a manifest gives a new UID, so the consumer sees
 //! the old pod removed and a new one added.
+//!
+//! - [`configdir`]: the other file input, the ConfigMap and Secret objects of
+//!   `--config-dir` that static pods' volumes and environment name.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model, disk, metrics. It may
+//! not: the runtime or the pods' state: it turns inputs into validated pods and nothing
+//! else.
 
 pub mod configdir;
 mod decode;

@@ -7,6 +7,9 @@
 //! (disk usage walks, a setns per pod, a dozen files per cgroup) is read only when
 //! asked for, which was most of an idle daemon's work with many pods. The API serves
 //! the samples as the kubelet's Summary and as cadvisor Prometheus text.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model, disk, runtime, status,
+//! volume. It may not: change anything it samples.
 
 pub mod cgroup;
 pub mod cpu_readings;

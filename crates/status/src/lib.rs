@@ -3,6 +3,9 @@
 //! Workers publish what the pod-sync core computed (phase, conditions, container states);
 //! the API and the CLI only read. One writer thread rewrites
 //! `<root>/pods/<uid>/status.json` (temp, fsync, rename), batched, newest state wins.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses model, disk, metrics. It may
+//! not: decide a status (the pod-sync core does) or write another daemon's pods.
 
 mod changes;
 mod error;

@@ -10,6 +10,10 @@
 //!   binds, the mounts for the OCI spec.
 //! - [`teardown_pod_volumes`] when the pod is done, [`sweep_orphan_volumes`] at daemon
 //!   start; [`empty_dir_usage_exceeded`] for sizeLimit evictions.
+//!
+//! In the workspace (docs/architecture.md, "Crates"): uses rooted, model, disk, runtime.
+//! It may not: reach below a container-writable directory except through
+//! `podhost_rooted`.
 
 pub mod content;
 mod expand;
