@@ -1,7 +1,8 @@
 //! `podhost-shim`, the shim's own binary (the daemon execs it per container, see
 //! runtime/helper_exe.rs): it answers podhost's two shim commands, refuses anything
 //! else, and reports a start failure to the daemon as podhost's shim does. (Its size is
-//! measured by the benchmarks, not here: a debug build's sizes say nothing.)
+//! measured by the benchmarks, not here: a debug build's sizes say nothing.) It links
+//! only the shim's crates: no cluster, HTTP, TLS or registry code.
 
 // Test code: a failed unwrap/expect is the test failing, with its message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -117,4 +118,86 @@ fn the_shim_makes_nothing_before_the_daemon_says_its_config_is_durable() {
         "{report}"
     );
     assert!(!rootfs.exists() && !libcontainer_root.exists());
+}
+
+/// Crates of the cluster client, HTTP, TLS and the registry client: none is the shim's.
+const NOT_THE_SHIMS: [&str; 10] = [
+    "kube",
+    "kube-client",
+    "kube-core",
+    "k8s-openapi",
+    "hyper",
+    "h2",
+    "rustls",
+    "tokio-rustls",
+    "reqwest",
+    "oci-client",
+];
+
+#[test]
+fn the_shim_crate_depends_on_no_cluster_http_tls_or_registry_crate() {
+    // Cargo's own view of the crate graph: the dependencies of podhost-shim (the crate
+    // the shim and monitor binaries call), normal edges only.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "tree",
+            "-p",
+            "podhost-shim",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--offline",
+            "--locked",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let crates: std::collections::BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        crates.contains("podhost-runtime") && crates.contains("libcontainer"),
+        "not the shim's tree: {crates:?}"
+    );
+    let found: Vec<&str> = NOT_THE_SHIMS
+        .into_iter()
+        .filter(|c| crates.contains(c))
+        .collect();
+    assert!(found.is_empty(), "podhost-shim depends on {found:?}");
+}
+
+#[test]
+fn the_shim_and_monitor_binaries_link_no_cluster_http_tls_or_registry_code() {
+    for binary in [SHIM, env!("CARGO_BIN_EXE_podhost-monitor")] {
+        // The symbols the linker kept (it drops what the entry points never reach).
+        let out = std::process::Command::new("nm")
+            .args(["--demangle", "--defined-only", binary])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "nm {binary}");
+        let symbols = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            symbols.lines().any(|l| l.contains("podhost_shim::")),
+            "{binary}: no podhost_shim symbol; is it stripped?"
+        );
+        let found: Vec<&str> = symbols
+            .lines()
+            .filter(|l| {
+                NOT_THE_SHIMS
+                    .iter()
+                    .any(|c| l.contains(&format!("{}::", c.replace('-', "_"))))
+            })
+            .take(5)
+            .collect();
+        assert!(found.is_empty(), "{binary} links {found:?}");
+    }
 }
