@@ -14,6 +14,10 @@ usage: bench_peers.py WORKDIR LAYOUT RUNS PODS OUT.json
   and the RSS/PSS of every conmon (podman's per-container monitor). podman runs with
   its own storage under WORKDIR and a private containers.conf (runtime runc: crun
   refuses this host; nofile/nproc within this host's hard limits: no CAP_SYS_RESOURCE).
+
+PEERS (env, default "runc crun podman"): the peers to measure, space-separated
+(scripts/bench-vm.sh measures crun alone). A bundle already in WORKDIR/bundle is used as
+it is (then umoci is not needed).
 """
 import glob
 import json
@@ -28,6 +32,7 @@ from bench_common import pct, rss_pss_kib
 WORK, LAYOUT = sys.argv[1], sys.argv[2]
 RUNS, PODS = int(sys.argv[3]), int(sys.argv[4])
 OUT = sys.argv[5]
+PEERS = os.environ.get("PEERS", "runc crun podman").split()
 
 
 def run(cmd, **kw):
@@ -176,16 +181,19 @@ def main():
     b = bundle()
     results = {}
     for tool in ("runc", "crun"):
+        if tool not in PEERS:
+            continue
         try:
             results.update(time_runtime(tool, b))
         except subprocess.CalledProcessError as e:
             results[tool + "_error"] = (e.stderr or "")[-300:]
-    try:
-        results.update(time_podman())
-    except subprocess.CalledProcessError as e:
-        results["podman_error"] = str(e)
-    finally:
-        unmount_work()
+    if "podman" in PEERS:
+        try:
+            results.update(time_podman())
+        except subprocess.CalledProcessError as e:
+            results["podman_error"] = str(e)
+        finally:
+            unmount_work()
     with open(OUT, "w") as f:
         json.dump(results, f, indent=1)
     for k, v in results.items():

@@ -23,7 +23,8 @@ Measures, each on pods of the built-in busybox image:
   that one-off pass (a minute after the pods are gone, ~2 ms of CPU each) is the
   clean-up of the series, not the cost of running pods, and fell into the window.
 CHURN_PODS (default 300) and IDLE_SECONDS (default 30) shorten the series for
-scripts/text-order.sh, which runs the daemon under valgrind.
+scripts/text-order.sh, which runs the daemon under valgrind. CHURN_ONLY=1 runs the churn
+alone (scripts/bench-vm.sh; PODS is then unused).
 
 Until the burst, the script follows the daemon's watch (GET /pods?watch=true on its unix
 socket: the time a change's event arrived); then it polls /pods, every 0.5 s, and not
@@ -48,6 +49,7 @@ OUT = sys.argv[7]
 IDLE_PODS = int(os.environ.get("IDLE_PODS", "250"))
 CHURN_PODS = int(os.environ.get("CHURN_PODS", "300"))
 IDLE_SECONDS = float(os.environ.get("IDLE_SECONDS", "30"))
+CHURN_ONLY = os.environ.get("CHURN_ONLY") == "1"
 LOG_DIR = os.environ.get("LOG_DIR")
 
 
@@ -337,16 +339,22 @@ def main():
     # 2026-11-25 /pods was polled every 2 ms: with the start series' 100 pods running,
     # each poll cost 2.5 ms of CPU, about a core in all).
     WATCH = PodWatch(SOCK)
-    results.update(bench_start())
-    results.update(bench_exit())
-    results.update(bench_stop())
-    results.update(bench_churn())
-    burst_figures, burst = bench_burst()
-    results.update(burst_figures)
-    WATCH.close()
-    WATCH = None
-    results.update(bench_memory())
-    results.update(bench_idle(burst))
+    if CHURN_ONLY:
+        results["churn_pods"] = CHURN_PODS
+        results.update(bench_churn())
+        WATCH.close()
+        WATCH = None
+    else:
+        results.update(bench_start())
+        results.update(bench_exit())
+        results.update(bench_stop())
+        results.update(bench_churn())
+        burst_figures, burst = bench_burst()
+        results.update(burst_figures)
+        WATCH.close()
+        WATCH = None
+        results.update(bench_memory())
+        results.update(bench_idle(burst))
     with open(OUT, "w") as f:
         json.dump(results, f, indent=1)
     for k, v in results.items():

@@ -12,6 +12,13 @@
 #      DAEMON_CGROUP (where the guest starts the daemon: system.slice/podhost, or "/" for
 #      the root cgroup), SKIP_BUILD=1 (reuse target/release/podhost), PODHOST_BIN (test
 #      this binary instead of building one).
+#      For other guest-side runs (scripts/bench-vm.sh), all unset by default:
+#      VM_CHECKS (a directory, absolute or relative to the repository, whose *.sh the guest
+#      runs instead of tests/vm/checks/: it becomes the share's suite/checks/, with
+#      whatever else it holds; the lifecycle test binary is then not built),
+#      VM_SHARE_EXTRA (a directory copied into the share as extra/: /mnt/host/extra in the
+#      guest), VM_EXTRA_BINS (more host binaries for the initramfs, with their libraries:
+#      /usr/local/bin/NAME in the guest).
 # Exit: the suite's status (non-zero if any check failed); 124 when the VM run timed out;
 #       125 when the guest died without reporting a status (kernel panic, qemu error).
 # The last line is always `vm-suite: N passed, M failed`.
@@ -27,6 +34,15 @@ fi
 VM_DIR=${VM_DIR:-$REPO/target/vm}
 mkdir -p "$VM_DIR"
 VM_DIR=$(cd "$VM_DIR" && pwd)
+for v in VM_CHECKS VM_SHARE_EXTRA; do
+  if [ -n "${!v:-}" ] && [ ! -d "${!v}" ]; then
+    echo "vm-test: $v=${!v} is not a directory (absolute, or relative to $REPO)" >&2
+    exit 1
+  fi
+done
+for b in ${VM_EXTRA_BINS:-}; do
+  [ -x "$b" ] || { echo "vm-test: VM_EXTRA_BINS: $b is not an executable file" >&2; exit 1; }
+done
 export DEBIAN_FRONTEND=noninteractive
 APT_GET=(apt-get -o DPkg::Lock::Timeout=600)
 
@@ -121,7 +137,7 @@ fi
 # binary, found by cargo's artifact message. Where it was built tells the guest where
 # it expects podhost and the busybox layout (compiled-in paths).
 LIFECYCLE_TEST=
-if command -v cargo >/dev/null; then
+if [ -z "${VM_CHECKS:-}" ] && command -v cargo >/dev/null; then
   # The same profile as the podhost under test: release, or debug for a target/debug one.
   profile=(--release)
   [[ "$PODHOST" == */debug/podhost ]] && profile=()
@@ -156,6 +172,11 @@ bash oci/busybox/build.sh --ref localhost/seccomp-probe:latest --add "$VM_DIR/se
   exit 1
 }
 cp -r tests/vm "$SHARE/suite"
+if [ -n "${VM_CHECKS:-}" ]; then
+  rm -rf "$SHARE/suite/checks"
+  cp -r "$VM_CHECKS" "$SHARE/suite/checks"
+fi
+[ -z "${VM_SHARE_EXTRA:-}" ] || cp -a "$VM_SHARE_EXTRA" "$SHARE/extra"
 if [ -n "$LIFECYCLE_TEST" ]; then
   install -m 0755 "$LIFECYCLE_TEST" "$SHARE/bin/lifecycle-test"
   strip --strip-debug "$SHARE/bin/lifecycle-test"
@@ -176,7 +197,7 @@ cp oci/apparmor/podhost-default "$SHARE/apparmor-podhost-default"
 # apparmor_parser (libc only) makes the guest an AppArmor host that can load profiles;
 # nft and the nf_tables modules let the pod network publish hostPorts (85-pod-network).
 NFT_MODS="nf_tables nft_chain_nat nft_nat nft_masq nft_ct nft_fib_inet nft_fib_ipv4 nft_fib_ipv6"
-LIBS_FOR="$PODHOST ${LIFECYCLE_TEST:-}" EXTRA_BINS="/sbin/apparmor_parser /usr/sbin/nft" \
+LIBS_FOR="$PODHOST ${LIFECYCLE_TEST:-}" EXTRA_BINS="/sbin/apparmor_parser /usr/sbin/nft${VM_EXTRA_BINS:+ $VM_EXTRA_BINS}" \
   EXTRA_MODS="veth bridge br_netfilter dummy loop $NFT_MODS" \
   bash vm/build-initramfs.sh "$KROOT" "$VM_DIR"
 step "image, initramfs and share ready ($(since "$t"))"
