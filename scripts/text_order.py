@@ -10,6 +10,13 @@ usage:
       page fault (`perf record -e exceptions:page_fault_user`), in the order of the faults
   text_order.py report BINARY ORDER_FILE
       how many of ORDER_FILE's functions BINARY has, and the span of text they fill
+  text_order.py remap BINARY ORDER_FILE
+      ORDER_FILE's functions, each one BINARY lacks replaced by BINARY's functions of the
+      same demangled name once crate paths are read the same way: `podhost::<module>::`
+      of the single crate and `podhost_<module>::` of the workspace's crates (the hash
+      dropped). For a list made before code moved between crates: the fault passes of
+      scripts/text-order.sh then add what it misses (with `--remap`, in place of the
+      callgrind pass)
 
 Why: the kernel maps a file's text 64 KiB around each fault ("fault-around"), so the
 text a long-lived process keeps in its RSS is every 64 KiB window where any function it
@@ -160,6 +167,65 @@ def report(binary, order_file):
                                  total / 2**20))
 
 
+# The workspace crates whose modules were top-level modules of the single crate, read
+# back to those modules' paths (`podhost_daemon::worker::` is the old `podhost::worker::`).
+CRATE_PATHS = [
+    (re.compile(r"\bpodhost_model_core::"), "model::"),
+    (re.compile(r"\bpodhost_daemon::"), ""),
+    (re.compile(r"\bpodhost_source::configdir::"), "configdir::"),
+    (re.compile(r"\bpodhost_([a-z_]+)::"), r"\1::"),
+    (re.compile(r"\bpodhost::"), ""),
+]
+HASH = re.compile(r"::h[0-9a-f]{16}$")
+# A demangled name without its hash is shared by every instance of a generic function:
+# more candidates than this and the name is left to the fault passes, instead of
+# putting instances that never run among those that do.
+MAX_CANDIDATES = 4
+
+
+def demangled(names):
+    """`names` demangled by c++filt (Rust legacy and v0 names too), in order."""
+    out = subprocess.run(["c++filt"], input="\n".join(names) + "\n", capture_output=True,
+                         text=True, check=True).stdout
+    return out.splitlines()
+
+
+def path_key(name):
+    key = HASH.sub("", name)
+    for pattern, repl in CRATE_PATHS:
+        key = pattern.sub(repl, key)
+    return key
+
+
+def remap(binary, order_file):
+    have = [n for _, _, n in text_symbols(binary)]
+    present = set(have)
+    by_key = {}
+    for mangled, plain in zip(have, demangled(have)):
+        by_key.setdefault(path_key(plain), []).append(mangled)
+    order = read_order(order_file)
+    kept = moved = lost = 0
+    seen = set()
+    for mangled, plain in zip(order, demangled(order)):
+        if mangled in present:
+            names = [mangled]
+            kept += 1
+        else:
+            names = by_key.get(path_key(plain), [])
+            if len(names) > MAX_CANDIDATES:
+                names = []
+            if names:
+                moved += 1
+            else:
+                lost += 1
+        for n in names:
+            if n not in seen:
+                seen.add(n)
+                print(n)
+    print("remap: %d kept, %d found under their new crate, %d not found or generic" % (kept, moved, lost),
+          file=sys.stderr)
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "callgrind":
         callgrind(sys.argv[2], sys.argv[3])
@@ -167,6 +233,8 @@ def main():
         faults(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) == 4 and sys.argv[1] == "report":
         report(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "remap":
+        remap(sys.argv[2], sys.argv[3])
     else:
         raise SystemExit(__doc__)
 
