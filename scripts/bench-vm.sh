@@ -18,15 +18,17 @@
 #     p50 of one run, as bench.sh's table takes it (the mean is shown too).
 # Then it prints one table: ms per container of both, the ratio, the goal (podhost <= 1.5x
 # crun) and whether it is met, with the guest's kernel, cgroup mode, CPUs and qemu's
-# accelerator. Under TCG (no vmx/svm here) everything runs many times slower than on the
+# accelerator, and the host CPU that other processes used while each series ran (a
+# build next to the run skews the figures, one series more than the other: run it on an
+# idle host). Under TCG (no vmx/svm here) everything runs many times slower than on the
 # host: the ratio is the figure to compare, not the milliseconds.
 #
 # Env: CHURN_PODS (N, default 300), SMP (2) and MEM (1024 MiB) as vm-test.sh, PODHOST_BIN
 #      (the podhost binary to test, with podhost-shim and podhost-monitor next to it;
 #      default: `cargo build --release --locked`, then target/release/podhost), RESULTS
-#      (raw JSON, the table and the logs; default /tmp/bench-results/vm-<UTC stamp>),
-#      TIMEOUT (the whole VM run, s; default 900 + 10 s per pod), ACCEL and VM_DIR as
-#      vm-test.sh.
+#      (summary.json, the guest's guest/podhost/crun.json, host-cpu.json, the table and
+#      the logs; default /tmp/bench-results/vm-<UTC stamp>), TIMEOUT (the whole VM run, s;
+#      default 900 + 10 s per pod), ACCEL and VM_DIR as vm-test.sh.
 # The guest has no network and no package manager: crun and python3 are installed on the
 # host (scripts/install-deps.sh, as bench.sh does) and go into the initramfs with their
 # libraries (vm-test.sh's VM_EXTRA_BINS); the Python standard library, the bench scripts
@@ -74,8 +76,10 @@ done
 # ---- what the guest gets --------------------------------------------------------------
 stage=$(mktemp -d /tmp/podhost-bench-vm.XXXXXX)
 vm_pid=
+sampler=
 cleanup() {
   local rc=$?
+  if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null || true; fi
   # The VM run (vm-test.sh, qemu under run-vm.sh's timeout) is a process group of its own.
   if [ -n "$vm_pid" ] && kill -0 "$vm_pid" 2>/dev/null; then
     say "stopping the VM run (process group $vm_pid)"
@@ -124,8 +128,76 @@ CHECKS='*' VM_CHECKS=tests/vm/bench VM_SHARE_EXTRA=$extra \
   TIMEOUT=$TIMEOUT CHECK_TIMEOUT=$((TIMEOUT - 120)) \
   setsid bash scripts/vm-test.sh > >(tee "$RESULTS/vm-test.log") 2>&1 &
 vm_pid=$!
+# The host is shared, and anything else running on it slows the guest (under TCG, by a
+# lot). Every 2 s: the host CPU time that neither the VM run (its process group) nor this
+# sampler used, by phase of the guest's run (its progress lines in the log). Reported in
+# the table, not asserted.
+python3 - "$RESULTS/vm-test.log" "$vm_pid" "$RESULTS/host-cpu.json" <<'EOF' &
+import json, os, sys, time
+log, pgid, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+hz = os.sysconf("SC_CLK_TCK")
+MARKS = [("podhost: churn of", "podhost"), ("runs of /bin/true", "crun"), ("PASS churn", "after"), ("FAIL churn", "after")]
+
+
+def host_busy():
+    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7]  # user nice system irq softirq steal
+
+
+def stat(pid):
+    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[2]), int(f[11]) + int(f[12])  # process group, utime + stime
+
+
+def ours():
+    t = stat("self")[1]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                group, cpu = stat(d)
+            except (OSError, IndexError, ValueError):
+                continue
+            if group == pgid:
+                t += cpu
+    return t
+
+
+def phase():
+    try:
+        text = open(log, errors="replace").read()
+    except OSError:
+        return "setup"
+    at, name = -1, "setup"
+    for mark, n in MARKS:
+        i = text.rfind(mark)
+        if i > at:
+            at, name = i, n
+    return name
+
+
+phases = {}
+b0, o0, t0 = host_busy(), ours(), time.time()
+while True:
+    time.sleep(2)
+    b1, o1, t1 = host_busy(), ours(), time.time()
+    p = phases.setdefault(phase(), {"seconds": 0.0, "other_cpu_s": 0.0})
+    p["seconds"] += t1 - t0
+    # A process of the group that ended since the last sample counts as "other": only
+    # vm-test.sh's short set-up steps, none while the guest measures.
+    p["other_cpu_s"] += max(0, (b1 - b0) - (o1 - o0)) / hz
+    b0, o0, t0 = b1, o1, t1
+    for q in phases.values():
+        q["other_cpu_pct_of_a_core"] = round(100 * q["other_cpu_s"] / q["seconds"], 1)
+    with open(out + ".tmp", "w") as f:
+        json.dump(phases, f, indent=1)
+    os.replace(out + ".tmp", out)
+EOF
+sampler=$!
 wait "$vm_pid" || rc=$?
 vm_pid=
+kill "$sampler" 2>/dev/null || true
+wait "$sampler" 2>/dev/null || true
+sampler=
 vm_secs=$(((${EPOCHREALTIME/./} - t_vm) / 1000000))
 
 out=$VM_DIR/share/out
@@ -149,6 +221,10 @@ def load(name):
     with open(os.path.join(results, name + ".json")) as f:
         return json.load(f)
 guest, ph, cr = load("guest"), load("podhost"), load("crun")
+try:
+    host = load("host-cpu")
+except (OSError, ValueError):
+    host = {}
 GOAL = 1.5
 ours, peer = ph["churn_ms_per_pod"], cr["crun_run_p50_ms"]
 peer_mean = round(1000 / cr["crun_containers_per_s"], 1)
@@ -168,6 +244,7 @@ summary = {
     "accel": accel,
     "podhost_bin": podhost_bin,
     "repo_revision": rev,
+    "host_cpu_outside_vm": host,
     "vm_run_s": vm_secs,
     "wall_s": wall_secs,
 }
@@ -184,5 +261,12 @@ print("| container churn, ms per container (/bin/true: create → exit → remov
 print("| containers per second (podhost: 8 in flight; crun: one after the other) | %s | %s | – | – | – |" % (
     ph["churn_pods_per_s"], cr["crun_containers_per_s"]))
 print()
+busy = []
+for name, what in (("podhost", "podhost's series"), ("crun", "crun's")):
+    if name in host:
+        busy.append("%s %.1f %% of a core (%.0f s)" % (what, host[name]["other_cpu_pct_of_a_core"], host[name]["seconds"]))
+print("host CPU used outside the VM: %s" % ("; ".join(busy) or "not sampled"))
+if any(host.get(n, {}).get("other_cpu_pct_of_a_core", 0) > 10 for n in ("podhost", "crun")):
+    print("**the host was busy while the guest measured: the figures are skewed; run again on an idle host**")
 print("VM run %d s, whole script %d s; raw figures in %s" % (vm_secs, wall_secs, results))
 EOF

@@ -35,7 +35,7 @@ command -v crun >/dev/null || fail "crun is not in the initramfs (VM_EXTRA_BINS)
 out=$(python3 -c 'import json, http.client, statistics, subprocess, threading, glob' 2>&1) ||
   fail "python3 cannot import the bench's modules with PYTHONHOME=$PYTHONHOME: $out"
 out=$(crun --version 2>&1) || fail "crun --version failed: $out"
-info "crun: $(printf '%s\n' "$out" | head -1); $(podhost --version); python $(python3 -c 'import platform; print(platform.python_version())')"
+info "versions: $(printf '%s\n' "$out" | head -1); $(podhost --version); python $(python3 -c 'import platform; print(platform.python_version())')"
 
 # The guest as the benchmark sees it: kernel, cgroup hierarchy, CPUs, memory.
 python3 - "$CHECK_OUT/guest.json" <<'EOF' || fail "could not describe the guest"
