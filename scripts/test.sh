@@ -52,7 +52,16 @@ while read -r name packages; do
 done <oci/debian/images
 # Two threads: the integration tests each run a daemon with containers; timings in them
 # have generous margins, but a 2-core machine should not run more at once.
-cargo test --workspace --all-targets --locked -- --test-threads=2
+cargo_test_log=${CARGO_TARGET_DIR:-target}/cargo-test.log
+if ! cargo test --workspace --all-targets --locked -- --test-threads=2 2>&1 | tee "$cargo_test_log"; then
+  # Again at the very end, where a reader of only the run's last lines (CI) sees them:
+  # each failed test's panic, which cargo prints before the tests' captured logs.
+  echo "==== the failed tests' panics ($cargo_test_log) ====" >&2
+  grep -A6 "panicked at" "$cargo_test_log" | cut -c1-300 | tail -80 >&2 || true
+  grep -A20 "^failures:$" "$cargo_test_log" | grep -E "^    [A-Za-z0-9_:]+$" >&2 || true
+  echo "scripts/test.sh: cargo test failed (the panics above)" >&2
+  exit 1
+fi
 # The suites below run the debug build `cargo test` just made, the same code as the
 # release build users run: a release build of podhost and its dependencies takes ~25
 # minutes on 2 cores, which would push this run past an hour (scripts/vm-test.sh and

@@ -36,6 +36,22 @@ fn marked_pids(marker: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Waits for exactly `count` marked processes. "Running" is reported once the container's
+/// start is signalled (as runc's `start` returns once the exec fifo is opened); its
+/// process may still be on its way to execve, and `/proc/PID/environ` shows `MARK` only
+/// after that execve.
+fn wait_marked_pids(marker: &str, count: usize, what: &str) -> Vec<i32> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pids = marked_pids(marker);
+        if pids.len() == count {
+            return pids;
+        }
+        assert!(Instant::now() < until, "{what}: marked processes {pids:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn sigkill(pid: i32) {
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
@@ -83,11 +99,10 @@ fn empty_boot_scoped_records_after_a_power_loss_bring_the_pod_back() {
         serde_json::from_slice(&std::fs::read(attempt.join("started.json")).unwrap()).unwrap();
     let shim = i32::try_from(started["shim_pid"].as_i64().unwrap()).unwrap();
 
+    let mut victims = wait_marked_pids(&marker, 1, "the container runs");
     // The power goes: the daemon, the shim and the container die at once, and nothing
     // of the kernel's state (mounts, cgroups) is there when the host comes back.
     d.kill9();
-    let mut victims = marked_pids(&marker);
-    assert_eq!(victims.len(), 1, "the container runs: {victims:?}");
     victims.push(shim);
     victims.iter().copied().for_each(sigkill);
     wait_dead(&victims);
@@ -113,7 +128,7 @@ fn empty_boot_scoped_records_after_a_power_loss_bring_the_pod_back() {
     let last = &container_status(&pod, "main").unwrap()["lastState"]["terminated"];
     assert_eq!(last["reason"], "ContainerStatusUnknown", "{last}");
     assert_eq!(last["exitCode"], 137, "{last}");
-    assert_eq!(marked_pids(&marker).len(), 1, "one container runs again");
+    wait_marked_pids(&marker, 1, "one container runs again");
     for f in BOOT_SCOPED_POD_FILES {
         let content = std::fs::read_to_string(pod_dir.join(f)).unwrap();
         assert!(!content.trim().is_empty(), "{f} was written again");

@@ -38,11 +38,16 @@ fn daemon_kill9_and_restart_keeps_and_recovers_containers() {
     });
     let long_started =
         container_status(&long, "main").unwrap()["state"]["running"]["startedAt"].clone();
-    let before: Vec<i32> = TestDaemon::pids_with("sleep 1000");
-    let before: Vec<i32> = before
-        .into_iter()
-        .filter(|p| is_in_test(*p, &marker))
-        .collect();
+    // Running is shown once the container's `sh` runs; its `exec sleep` follows, later on
+    // a loaded machine.
+    let before = wait_until(Duration::from_secs(10), "long's sleep", || {
+        let pids: Vec<i32> = TestDaemon::pids_with("sleep 1000")
+            .into_iter()
+            .filter(|p| is_in_test(*p, &marker))
+            .collect();
+        (!pids.is_empty()).then_some(pids)
+    })
+    .unwrap_or_default();
 
     d.kill9();
     // While the daemon is down, `short` exits by itself.
