@@ -50,7 +50,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "scripts/bench-pull.sh must run as root (layers are unpacked with their owners and devices)" >&2
   exit 1
 fi
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 command -v podman >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman >/dev/null
 command -v python3 >/dev/null || bash scripts/install-deps.sh python3
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building, testing and packaging podhost needs on Debian 12 (as root, no
 # prompts, idempotent: a second run changes nothing).
-# Usage: scripts/install-deps.sh [extra apt packages...]
+# Usage: scripts/install-deps.sh [--package] [--test] [extra apt packages...]
+#   (nothing)  what building podhost and running it need (scripts/demo.sh);
+#   --package  also what scripts/package-deb.sh needs (dpkg-dev, binutils);
+#   --test     also what the test suites need (a registry, skopeo, umoci, lintian,
+#              mmdebstrap, ...; scripts/test.sh), --package included.
 #
 # A Rust toolchain at least as new as Cargo.toml's rust-version is installed when `cargo`
 # is missing or older (Debian 12's own cargo is 1.63):
@@ -18,9 +22,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 APT_GET=(apt-get -o DPkg::Lock::Timeout=600)
-packages=(busybox-static libseccomp-dev pkg-config gcc make libc6-dev docker-registry skopeo umoci
-  openssl python3-grpcio mmdebstrap nftables iproute2 iptables containernetworking-plugins
-  dpkg-dev binutils lintian "$@")
+# Building (gcc, make, pkg-config, libseccomp) and running (busybox-static for the
+# built-in image; nftables, iproute2 and iptables for the pod network; the CNI plugins
+# for --pod-network cni).
+packages=(busybox-static libseccomp-dev pkg-config gcc make libc6-dev nftables iproute2 iptables
+  containernetworking-plugins)
+package_tools=(dpkg-dev binutils)
+# The tests' own tools: a registry on 127.0.0.1, other tools' images (skopeo, umoci), a
+# gRPC probe server, the package's checks (lintian, a fresh Debian root by mmdebstrap),
+# certificates for the cluster tests.
+test_tools=(docker-registry skopeo umoci openssl python3-grpcio mmdebstrap lintian)
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --package) packages+=("${package_tools[@]}"); shift ;;
+    --test) packages+=("${package_tools[@]}" "${test_tools[@]}"); shift ;;
+    *) break ;;
+  esac
+done
+packages+=("$@")
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = 'install ok installed' ]; }
 apt_install() {
   local missing=() p

@@ -32,7 +32,7 @@ done
 log() { printf 'package-deb: %s\n' "$*" >&2; }
 for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
   command -v "$tool" >/dev/null || {
-    echo "package-deb: $tool is missing: apt-get install dpkg-dev binutils" >&2
+    echo "package-deb: $tool is missing: bash scripts/install-deps.sh --package" >&2
     exit 1
   }
 done

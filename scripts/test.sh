@@ -7,8 +7,8 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "scripts/test.sh must run as root (the integration tests create namespaces and mounts)" >&2
   exit 1
 fi
-# etcd-server: the cluster-mode tests' control plane stores in it.
-bash scripts/install-deps.sh etcd-server
+# --test: the tests' own tools; etcd-server: the cluster-mode tests' control plane stores in it.
+bash scripts/install-deps.sh --test etcd-server
 # A toolchain install-deps.sh installed with rustup lives here.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 # One build from scratch per run: cargo's incremental caches (about 1 GB for each of

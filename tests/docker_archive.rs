@@ -291,7 +291,7 @@ fn build_busybox(out: &Path) {
 fn skopeo_docker_archive_of_busybox_loads_like_the_oci_layout() {
     assert!(
         Command::new("skopeo").arg("--version").output().is_ok(),
-        "skopeo is not installed: run scripts/install-deps.sh (apt-get install skopeo)"
+        "skopeo is not installed: run scripts/install-deps.sh --test (apt-get install skopeo)"
     );
     let tmp = tempfile::tempdir().unwrap();
     let layout = tmp.path().join("layout");

@@ -1,6 +1,6 @@
 //! The Debian package installs, runs its example pod, removes and purges cleanly on a
 //! fresh Debian 12 root: tests/package/package-test.sh does the work (it needs dpkg,
-//! lintian and mmdebstrap, which scripts/install-deps.sh installs, and the Debian mirror
+//! lintian and mmdebstrap, which scripts/install-deps.sh --test installs, and the Debian mirror
 //! once, to build the cached root). The package holds this build's podhost binary, so
 //! `cargo test` needs no release build.
 

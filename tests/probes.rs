@@ -49,7 +49,7 @@ impl NetnsServers {
             .arg("-out")
             .arg(&cert)
             .output()
-            .expect("openssl (scripts/install-deps.sh installs it)");
+            .expect("openssl (scripts/install-deps.sh --test installs it)");
         assert!(
             out.status.success(),
             "openssl: {}",

@@ -22,7 +22,7 @@ fn run(tool: &str, args: &[&str]) -> Output {
     let out = Command::new(tool)
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("{tool}: {e} (scripts/install-deps.sh installs it)"));
+        .unwrap_or_else(|e| panic!("{tool}: {e} (scripts/install-deps.sh --test installs it)"));
     assert!(
         out.status.success(),
         "{tool} {args:?}: {}",

@@ -45,7 +45,7 @@ else
   deb=$(bash scripts/package-deb.sh --out "$cache/deb" | tail -1)
 fi
 [ -f "$deb" ] || fail "scripts/package-deb.sh printed no .deb"
-command -v lintian >/dev/null || fail "lintian is missing: bash scripts/install-deps.sh installs it"
+command -v lintian >/dev/null || fail "lintian is missing: bash scripts/install-deps.sh --test installs it"
 say "lintian $deb"
 status=0
 tags=$(lintian --fail-on error,warning "$deb" 2>&1) || status=$?
@@ -57,7 +57,7 @@ base_packages=systemd,systemd-sysv,apparmor,iproute2,nftables,busybox-static,lib
 key=$(printf '%s %s' bookworm-minbase "$base_packages" | sha256sum | cut -c1-16)
 base=$cache/debian12-$key.tar
 if [ ! -f "$base" ]; then
-  command -v mmdebstrap >/dev/null || fail "mmdebstrap is missing: bash scripts/install-deps.sh installs it"
+  command -v mmdebstrap >/dev/null || fail "mmdebstrap is missing: bash scripts/install-deps.sh --test installs it"
   say "building a fresh Debian 12 root with mmdebstrap (once; cached as $base)"
   mmdebstrap --mode=root --format=tar --variant=minbase --quiet --include="$base_packages" \
     bookworm "$base.tmp" </dev/null >&2 ||
