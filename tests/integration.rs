@@ -86,6 +86,7 @@ mod sandbox_thread;
 mod seccomp;
 mod security_context;
 mod shim_binary;
+mod start_checks;
 mod stats;
 mod supervision;
 mod systemd_notify;

@@ -12,6 +12,7 @@
 pub mod apparmor;
 pub mod cgroup_attach_primer;
 pub mod cgroup_memory;
+pub mod cgroup_mount;
 pub mod cgroup_root;
 pub mod cgroup_v2;
 pub mod devices;

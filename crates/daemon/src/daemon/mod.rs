@@ -118,6 +118,9 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+    /// No cgroup hierarchy is mounted: no container could be created.
+    #[error(transparent)]
+    NoCgroups(#[from] podhost_runtime::cgroup_mount::CgroupMountError),
     /// Cluster mode cannot start (the kubeconfig).
     #[error(transparent)]
     Cluster(#[from] podhost_cluster::ClusterError),
@@ -214,6 +217,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         .ok()
         .flatten()
         .map(Arc::new);
+    // Before anything is written: without a cgroup hierarchy every container would fail.
+    podhost_runtime::cgroup_mount::require_cgroup_mount(std::path::Path::new(
+        podhost_runtime::cgroup_mount::CGROUP_MOUNT_POINT,
+    ))?;
     for dir in [&cfg.root_dir, &cfg.log_dir] {
         std::fs::create_dir_all(dir).map_err(|source| DaemonError::Dir {
             path: dir.clone(),
