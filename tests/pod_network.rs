@@ -433,8 +433,16 @@ fn a_hundred_pods_get_a_hundred_addresses_and_release_them() {
 fn start_cni_daemon(
     conflist: impl Fn(&Path) -> Value,
 ) -> (TestDaemon, common::netns::Outside, PathBuf) {
+    start_daemon_with_cni_config("--pod-network=cni", conflist)
+}
+
+/// As [`start_cni_daemon`], with another `--pod-network` flag.
+fn start_daemon_with_cni_config(
+    network_flag: &str,
+    conflist: impl Fn(&Path) -> Value,
+) -> (TestDaemon, common::netns::Outside, PathBuf) {
     require_root();
-    let mut d = TestDaemon::prepare_with(&["--pod-network=cni"]);
+    let mut d = TestDaemon::prepare_with(&[network_flag]);
     let conf_dir = d.dir.path().join("cni/net.d");
     let ipam = d.dir.path().join("cni/ipam");
     std::fs::create_dir_all(&conf_dir).unwrap();
@@ -531,4 +539,33 @@ fn a_failing_cni_plugin_is_a_pod_event_with_the_plugins_message() {
         "{message}"
     );
     assert_ne!(phase(&d.pod("bad").unwrap()), "Running");
+}
+
+/// `--pod-network auto` with a CNI config in the directory (as after installing podman):
+/// the daemon says which file and network it chose, and the pods get that network.
+#[test]
+fn auto_mode_names_the_cni_config_it_chose() {
+    let (d, _outside, _ipam) = start_daemon_with_cni_config("--pod-network=auto", |ipam| {
+        common_cni::conflist("cni2", ipam, "10.202.0.0/24", "fd00:202::/64")
+    });
+    let message = wait_until(Duration::from_secs(30), "PodNetworkFromCniConfig", || {
+        d.node_events()
+            .iter()
+            .find(|e| e["reason"] == "PodNetworkFromCniConfig")
+            .and_then(|e| e["message"].as_str().map(str::to_string))
+    })
+    .unwrap_or_else(|| panic!("no event; daemon log:\n{}", d.daemon_log()));
+    assert!(message.contains("10-test.conflist"), "{message}");
+    assert!(message.contains("\"podhost-test\""), "{message}");
+    assert!(message.contains("--pod-network bridge"), "{message}");
+    assert!(
+        d.daemon_log()
+            .contains("--pod-network auto uses the CNI network"),
+        "said at start too"
+    );
+    d.write_manifest("a.yaml", &server_pod("a", "[]"));
+    let (a4, _) = pod_ips(&running(&d, "a"));
+    assert!(a4.to_string().starts_with("10.202.0."), "{a4}");
+    d.remove_manifest("a.yaml");
+    d.wait_gone("a", 60);
 }

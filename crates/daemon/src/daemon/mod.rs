@@ -22,6 +22,7 @@ pub mod kubelet_config;
 mod log_drops;
 mod log_drops_watch;
 mod manager;
+mod network_choice;
 mod node_facts;
 mod node_name;
 mod oom;
@@ -331,6 +332,9 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // The pod network starts now (and releases what a killed daemon left); if it
     // cannot, pods that need it retry, as the kubelet's "network not ready".
     let started = network.backend().await;
+    if let Ok(backend) = &started {
+        network_choice::report(cfg.network.mode, backend, &store);
+    }
     if let Ok(podhost_network::PodNetwork::Bridge(bridge)) = &started
         && let Some(problem) = bridge.nft_problem()
     {
