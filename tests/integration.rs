@@ -40,6 +40,7 @@ mod docker_archive;
 mod error_types;
 mod eviction;
 mod examples;
+mod exec_cli;
 mod exit_report;
 mod gc;
 mod honest_tests;

@@ -19,6 +19,7 @@ pub mod devices;
 pub mod error;
 pub mod exec;
 pub mod exec_deadline;
+pub mod exec_lookup;
 pub mod helper_exe;
 pub mod host_devices;
 pub mod log_owner;

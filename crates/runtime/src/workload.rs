@@ -69,6 +69,9 @@ pub struct ExecConfinement {
 #[derive(Debug, Clone, Default)]
 pub struct ContainerExecutor {
     exec_confinement: Option<ExecConfinement>,
+    /// An exec'd process: its program is looked up here, after the process started,
+    /// and a miss ends it with 127 or 126 (`exec_lookup`) instead of failing the exec.
+    exec_lookup: bool,
 }
 
 impl ContainerExecutor {
@@ -79,6 +82,7 @@ impl ContainerExecutor {
                 seccomp: FilterToLoad::Program(s.filter.clone()),
                 restore_capabilities: s.restore_capabilities.clone(),
             }),
+            exec_lookup: false,
         }
     }
 
@@ -86,6 +90,7 @@ impl ContainerExecutor {
     pub fn for_exec(confinement: Option<ExecConfinement>) -> Self {
         Self {
             exec_confinement: confinement,
+            exec_lookup: true,
         }
     }
 }
@@ -96,15 +101,41 @@ impl Executor for ContainerExecutor {
         if let Some(confinement) = &self.exec_confinement {
             confine(confinement).map_err(|e| ExecutorError::Execution(Box::new(e)))?;
         }
+        if self.exec_lookup {
+            exit_unless_program_runs(spec);
+        }
         DefaultExecutor {}.exec(spec)
     }
 
     fn validate(&self, spec: &Spec) -> Result<(), ExecutorValidationError> {
+        if self.exec_lookup {
+            // Checked in `exec`, once the process runs, so that a miss is its exit status.
+            return Ok(());
+        }
         DefaultExecutor {}.validate(spec)
     }
 
     fn setup_envs(&self, envs: HashMap<String, String>) -> Result<(), ExecutorSetEnvsError> {
         DefaultExecutor {}.setup_envs(envs)
+    }
+}
+
+/// Ends this (exec'd) process with 127 or 126 and runc's message on its stderr when its
+/// program is missing or cannot be executed, as `kubectl exec` and a shell report it.
+fn exit_unless_program_runs(spec: &Spec) {
+    let Some(process) = spec.process() else {
+        return;
+    };
+    let Some(program) = process.args().as_ref().and_then(|a| a.first()) else {
+        return;
+    };
+    let path_var = process
+        .env()
+        .as_ref()
+        .and_then(|env| env.iter().find_map(|kv| kv.strip_prefix("PATH=")));
+    if let Err(e) = super::exec_lookup::look_up(program, path_var) {
+        eprintln!("{e}");
+        std::process::exit(e.exit_code());
     }
 }
 

@@ -1,0 +1,54 @@
+//! `podhost exec`'s exit status, as a shell and `kubectl exec` give it: the command's
+//! own, 127 for a program that is not there, 126 for one that cannot be executed.
+
+use crate::common;
+
+use common::*;
+
+#[test]
+fn exec_ends_with_the_commands_status_or_127_and_126_as_a_shell_does() {
+    assert!(require_root());
+    let d = TestDaemon::start();
+    d.write_manifest(
+        "e.yaml",
+        &busybox_pod(
+            "e",
+            "  terminationGracePeriodSeconds: 2\n",
+            "",
+            "exec sleep 1000",
+        ),
+    );
+    d.wait_pod("e", "e Running", 30, |p| {
+        (phase(p) == "Running").then_some(())
+    });
+    let full = d.full_name("e");
+    let exec = |args: &[&str]| {
+        let mut all = vec!["exec", full.as_str(), "--"];
+        all.extend_from_slice(args);
+        let out = d.cli(&all);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    assert_eq!(exec(&["sh", "-c", "exit 3"]).0, Some(3));
+    let (code, stderr) = exec(&["nosuchcmd"]);
+    assert_eq!(code, Some(127), "{stderr}");
+    assert!(
+        stderr.contains("\"nosuchcmd\": executable file not found in $PATH"),
+        "{stderr}"
+    );
+    let (code, stderr) = exec(&["/no/such/file"]);
+    assert_eq!(code, Some(127), "{stderr}");
+    assert!(stderr.contains("no such file or directory"), "{stderr}");
+    let (code, stderr) = exec(&["/etc/passwd"]);
+    assert_eq!(code, Some(126), "{stderr}");
+    assert!(
+        stderr.contains("\"/etc/passwd\": permission denied"),
+        "{stderr}"
+    );
+    let (code, stderr) = exec(&["/etc"]);
+    assert_eq!(code, Some(126), "{stderr}");
+    d.remove_manifest("e.yaml");
+    d.wait_gone("e", 40);
+}
