@@ -35,7 +35,7 @@ fn main() {
     let code = match run(cli, daemon::flags_given(&matches)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", podhost::cli::error_text::error_text(&e));
             1
         }
     };

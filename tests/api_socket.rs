@@ -517,3 +517,26 @@ fn an_uppercase_host_name_is_lowercased() {
     assert_eq!(pod["metadata"]["name"], "web-node-upper.example");
     assert_eq!(pod["spec"]["nodeName"], "node-upper.example");
 }
+
+/// No daemon on the socket: one line that names the socket and the cause once.
+#[test]
+fn a_missing_socket_is_one_clear_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("podhost.sock");
+    let out = Command::new(BIN)
+        .arg("--socket")
+        .arg(&socket)
+        .args(["get", "pods"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&socket.display().to_string()), "{stderr}");
+    assert!(stderr.contains("--socket"), "{stderr}");
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "the cause once: {stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

@@ -390,8 +390,10 @@ fn localhost_images_are_local_only() {
 
     let (reason, message) = d.wait_pod("missing", "ErrImageNeverPull", 30, waiting_reason);
     assert_eq!(reason, "ErrImageNeverPull", "{message}");
+    // The hint names this daemon's socket: a plain `podhost load` would reach another.
+    let load = format!("podhost load --socket {}", d.socket.display());
     assert!(
-        message.contains("podhost load DIR --name localhost/missing:latest")
+        message.contains(&format!("{load} DIR --name localhost/missing:latest"))
             && message.contains("never pulled"),
         "{message}"
     );
@@ -408,7 +410,7 @@ fn localhost_images_are_local_only() {
     let out = d.cli(&["pull", "localhost/missing"]);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("never pulled") && stderr(&out).contains("podhost load"),
+        stderr(&out).contains("never pulled") && stderr(&out).contains(&load),
         "{}",
         stderr(&out)
     );

@@ -6,6 +6,7 @@ pub mod age;
 pub mod args;
 pub mod commands;
 pub mod describe;
+pub mod error_text;
 pub mod events;
 pub mod images;
 pub mod logs_query;

@@ -77,14 +77,16 @@ pub fn is_local_only(reference: &str) -> bool {
         .is_some_and(|(registry, _)| registry == "localhost")
 }
 
-/// What to tell a user whose local-only `reference` is not in the store.
-pub fn local_only_hint(reference: &str) -> String {
+/// What to tell a user whose local-only `reference` is not in the store. `load` is the
+/// command that loads into the store in question, with the `--socket` (or `--root-dir`)
+/// that reaches it: `podhost load --socket /run/x.sock`.
+pub fn local_only_hint(reference: &str, load: &str) -> String {
     let reference = normalize_reference(reference);
     format!(
         "\"{reference}\" names a local image (registry \"localhost\"), which is never pulled; \
-         load it with \"podhost load DIR --name {reference}\" (DIR an OCI layout, oci-archive \
+         load it with \"{load} DIR --name {reference}\" (DIR an OCI layout, oci-archive \
          or docker-archive), or build the built-in busybox with \"oci/busybox/build.sh DIR\" \
-         and \"podhost load DIR\" (it is localhost/busybox:latest)"
+         and \"{load} DIR\" (it is localhost/busybox:latest)"
     )
 }
 
@@ -192,9 +194,13 @@ mod tests {
         assert!(!is_local_only("localhost"));
         assert!(!is_local_only("docker.io/localhost/x"));
         assert!(!is_local_only("registry.local/x"));
-        let hint = local_only_hint("localhost/busybox");
+        let hint = local_only_hint("localhost/busybox", "podhost load --socket /s.sock");
         assert!(
-            hint.contains("podhost load DIR --name localhost/busybox:latest"),
+            hint.contains("\"podhost load --socket /s.sock DIR --name localhost/busybox:latest\""),
+            "{hint}"
+        );
+        assert!(
+            hint.contains("\"podhost load --socket /s.sock DIR\" (it is"),
             "{hint}"
         );
         assert!(hint.contains("oci/busybox/build.sh"), "{hint}");

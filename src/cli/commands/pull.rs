@@ -11,7 +11,11 @@ use crate::api::client::Client;
 /// `--root-dir` that is not the daemon's.
 pub fn run(client: &Client, reference: &str, root_dir: Option<&Path>) -> Result<i32> {
     if crate::image::is_local_only(reference) {
-        bail!("not pulling {}", crate::image::local_only_hint(reference));
+        let load = format!("podhost load --socket {}", client.socket().display());
+        bail!(
+            "not pulling {}",
+            crate::image::local_only_hint(reference, &load)
+        );
     }
     let target = super::store_target::through_daemon(client, root_dir)?;
     pull(client, reference)?;

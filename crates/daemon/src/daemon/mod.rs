@@ -296,6 +296,10 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
         store: store.clone(),
         images: images.clone(),
         exe,
+        load_command: match cfg.runonce {
+            None => format!("podhost load --socket {}", cfg.socket.display()),
+            Some(_) => format!("podhost load --root-dir {}", cfg.root_dir.display()),
+        },
         cgroups,
         backoff: cfg.backoff,
         default_rlimits,

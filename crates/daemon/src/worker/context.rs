@@ -24,6 +24,9 @@ pub struct Ctx {
     pub images: Arc<ImageStore>,
     /// The podhost binary, exec'd as shim and helpers.
     pub exe: PathBuf,
+    /// The command that loads an image into this daemon's store, for hints:
+    /// `podhost load --socket S` (`--root-dir R` for `--runonce`, which serves no API).
+    pub load_command: String,
     /// The node's cgroup tree (and how much it enforces: v2, v1 container limits, nothing).
     pub cgroups: Arc<NodeCgroups>,
     pub backoff: BackoffPolicy,

@@ -293,7 +293,7 @@ async fn ensure_image(
         PullDecision::NeverPullMissing { policy } => {
             return Err(match local_only {
                 true => WorkerError::LocalImageNotPresent {
-                    hint: podhost_image::local_only_hint(&image_ref),
+                    hint: podhost_image::local_only_hint(&image_ref, &ctx.load_command),
                 },
                 false => WorkerError::ImageNotPresent {
                     image: image_ref.clone(),

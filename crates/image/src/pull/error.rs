@@ -22,7 +22,10 @@ pub enum PullError {
     },
 
     /// The reference names a local image only (registry `localhost`, no port).
-    #[error("not pulling {}", super::super::reference::local_only_hint(reference))]
+    #[error(
+        "not pulling {}",
+        super::super::reference::local_only_hint(reference, "podhost load")
+    )]
     LocalOnly {
         /// The normalized reference.
         reference: String,
