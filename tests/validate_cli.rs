@@ -154,10 +154,17 @@ fn a_users_mistakes_are_each_named_with_their_field_and_fail_the_run() {
         "  error     spec.containers[0].volumeMounts[0].name: invalid value \"htmll\": no volume of this name in spec.volumes; declare the volume or fix the name".to_string(),
         "  error     spec.ephemeralContainers: is not supported by podhost: ephemeral containers are added to a running pod (podhost debug), not written in a manifest".to_string(),
         "  honoured  spec.containers[0].ports".to_string(),
-        "  rejected  spec.ephemeralContainers: ephemeral containers are added to a running pod (podhost debug), not written in a manifest".to_string(),
     ] {
         assert!(t.lines().any(|l| l == line), "no line {line:?} in:\n{t}");
     }
+    // One line per problem: the refused field is not listed again as "rejected".
+    assert_eq!(
+        t.lines()
+            .filter(|l| l.contains("spec.ephemeralContainers"))
+            .count(),
+        1,
+        "{t}"
+    );
     let (code, verdicts) = json(&[&fixture("web-typos.yaml")]);
     assert_eq!(code, 1);
     let errors = verdicts[0]["errors"].as_array().unwrap();
@@ -313,6 +320,48 @@ fn content_volumes_are_reported_read_only_and_every_memory_volume_with_its_size(
     assert!(
         t.lines().any(|l| l
             == "  note      spec.volumes[1].secret: a tmpfs of at most 192Mi (the pod's memory limit; the node's allocatable memory if that is smaller)"),
+        "{t}"
+    );
+}
+
+/// A typo'd field: one error line, with the field it was probably meant to be, and no
+/// "ignored" line for it besides.
+#[test]
+fn a_typo_is_one_error_line_with_the_field_it_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typos.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  lables: {app: t}\nspec:\n  restartpolicy: Never\n  containers:\n  - name: main\n    image: busybox\n    comand: [sh]\n    imagePullPolcy: Never\n    frobnicate: 1\n",
+    )
+    .unwrap();
+    let out = podhost(&[file.to_str().unwrap()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    for line in [
+        "  error     metadata.lables: unknown field; did you mean \"labels\"?",
+        "  error     spec.restartpolicy: unknown field; did you mean \"restartPolicy\"?",
+        "  error     spec.containers[0].comand: unknown field; did you mean \"command\"?",
+        "  error     spec.containers[0].imagePullPolcy: unknown field; did you mean \"imagePullPolicy\"?",
+        "  error     spec.containers[0].frobnicate: unknown field; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
+    ] {
+        assert!(t.lines().any(|l| l == line), "no line {line:?} in:\n{t}");
+    }
+    for field in [
+        "lables",
+        "restartpolicy",
+        "comand",
+        "imagePullPolcy",
+        "frobnicate",
+    ] {
+        assert_eq!(
+            t.lines().filter(|l| l.contains(field)).count(),
+            1,
+            "{field} once:\n{t}"
+        );
+    }
+    assert!(
+        t.ends_with("1 manifest, 1 with errors, 0 ignored fields\n"),
         "{t}"
     );
 }

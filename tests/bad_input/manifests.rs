@@ -168,7 +168,10 @@ fn cases() -> Vec<Case> {
             "unknown field (typo)",
             "unknown-field.yaml",
             Text(pod("typo", "  restartPolcy: Never\n", "")),
-            &["spec.restartPolcy: unknown field", "kubectl explain"],
+            &[
+                "spec.restartPolcy: unknown field (did you mean \"restartPolicy\"?)",
+                "kubectl explain",
+            ],
         ),
         c(
             "huge file (11 MiB)",

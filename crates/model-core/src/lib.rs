@@ -14,4 +14,5 @@ pub mod qos;
 pub mod quantity;
 pub mod resize;
 pub mod resources;
+pub mod spelling;
 pub mod sysctl;

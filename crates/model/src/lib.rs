@@ -38,6 +38,7 @@ pub use podhost_model_core::quantity;
 pub mod readiness_gates;
 pub mod resize;
 pub use podhost_model_core::resources;
+pub use podhost_model_core::spelling;
 pub mod restart;
 pub mod review_cache;
 pub mod rlimits;

@@ -360,8 +360,9 @@ mod tests {
             other => panic!("{other}"),
         }
         assert!(
-            e.to_string()
-                .starts_with("manifest /m/web.yaml: spec.containers[0].comand, spec.restartPolcy: unknown fields;"),
+            e.to_string().starts_with(
+                "manifest /m/web.yaml: spec.containers[0].comand: unknown field (did you mean \"command\"?), spec.restartPolcy: unknown field (did you mean \"restartPolicy\"?); check the spelling"
+            ),
             "{e}"
         );
     }

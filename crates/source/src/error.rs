@@ -145,8 +145,8 @@ pub enum ManifestError {
     /// Fields that are not part of the v1 Pod API (strict decoding, like
     /// `kubectl --validate=strict`). Usually a typo.
     #[error(
-        "manifest {}: {}: unknown field{}; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
-        path.display(), fields.join(", "), if fields.len() == 1 { "" } else { "s" }
+        "manifest {}: {}; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
+        path.display(), fields.iter().map(|f| unknown_field_text(f)).collect::<Vec<_>>().join(", ")
     )]
     UnknownFields {
         /// The manifest file.
@@ -279,10 +279,11 @@ impl ManifestError {
             Self::UnknownFields { fields, .. } => fields
                 .iter()
                 .map(|f| {
-                    (
-                        f.clone(),
-                        "unknown field; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)".to_string(),
-                    )
+                    let message = match super::spelling::did_you_mean(f) {
+                        Some(meant) => format!("unknown field; did you mean \"{meant}\"?"),
+                        None => "unknown field; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)".to_string(),
+                    };
+                    (f.clone(), message)
                 })
                 .collect(),
             Self::Decode { field, .. } => vec![led_by(field)],
@@ -604,4 +605,12 @@ pub enum ValueError {
         /// The smallest valid number (1 for containerPort, 0 for hostPort).
         min: u16,
     },
+}
+
+/// `spec.containers[0].comand: unknown field (did you mean "command"?)`.
+fn unknown_field_text(path: &str) -> String {
+    match super::spelling::did_you_mean(path) {
+        Some(meant) => format!("{path}: unknown field (did you mean \"{meant}\"?)"),
+        None => format!("{path}: unknown field"),
+    }
 }

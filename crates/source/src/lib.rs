@@ -34,6 +34,7 @@ mod manifest_url;
 mod merge;
 mod read_only_mounts;
 mod scan;
+mod spelling;
 mod validate;
 mod watch;
 

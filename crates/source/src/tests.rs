@@ -223,7 +223,7 @@ fn unknown_field_typo_in_container() {
     let (e, file) = err_of(&WEB.replace("command:", "comand:"));
     assert!(
         e.starts_with(&format!(
-            "manifest {file}: spec.containers[1].comand: unknown field;"
+            "manifest {file}: spec.containers[1].comand: unknown field (did you mean \"command\"?);"
         )),
         "{e}"
     );

@@ -134,6 +134,10 @@ fn verdict(file: &Path, check: &ManifestCheck) -> Verdict {
             .map(|(field, message)| Finding { field, message })
             .collect(),
     };
+    // One line per problem: a field with an error line gets no field line besides it
+    // (an unknown field would also be listed as "ignored: not honoured yet").
+    let with_error: std::collections::HashSet<String> =
+        errors.iter().map(|e| e.field.clone()).collect();
     Verdict {
         file: file.display().to_string(),
         pod: check.name.clone(),
@@ -146,6 +150,7 @@ fn verdict(file: &Path, check: &ManifestCheck) -> Verdict {
         fields: check
             .fields
             .iter()
+            .filter(|f| !with_error.contains(&f.path))
             .map(|f| FieldLine {
                 path: f.path.clone(),
                 status: f.status.as_str(),

@@ -357,32 +357,5 @@ pub fn lookup(table: &[(&'static str, Support)], name: &str) -> Option<Support> 
 /// The field of `table` whose name is nearest to `typo` (a likely misspelling), if one
 /// is within a third of its length in edits.
 pub fn nearest(table: &[(&'static str, Support)], typo: &str) -> Option<&'static str> {
-    table
-        .iter()
-        .map(|(name, _)| {
-            (
-                edit_distance(&typo.to_lowercase(), &name.to_lowercase()),
-                *name,
-            )
-        })
-        .filter(|(d, name)| *d <= name.len().div_ceil(3))
-        .min()
-        .map(|(_, name)| name)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(above + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
+    podhost_model::spelling::nearest(table.iter().map(|(name, _)| *name), typo)
 }
