@@ -1,6 +1,6 @@
 //! The pure policy the kernel side applies: resource quantities, QoS classes and
-//! oom_score_adj, cgroup arithmetic, which sysctls a pod may set, capability names, and
-//! the cgroup writes of a resize.
+//! oom_score_adj, cgroup arithmetic, which sysctls a pod may set, capability names, the
+//! cgroup writes of a resize, and the nearest known name to a misspelt one.
 //!
 //! It owns no I/O, no clock, no `unsafe`, and no Kubernetes API types: the shim and the
 //! runtime link it without `k8s-openapi`. `podhost_model` re-exports each module under
