@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 /// The per-container shim's own binary (`src/shim_main.rs`): it links only what the
-/// shim runs (libcontainer, the overlay, the device rules, the log writer): 14 MB
-/// instead of podhost's 38, and no command-line parser, so each container's start and
+/// shim runs (libcontainer, the overlay, the device rules, the log writer): 12 MB
+/// instead of podhost's 52, and no command-line parser, so each container's start and
 /// clean-up (two execs) fault in half the pages (241 instead of 457 for an exec that
 /// only exits). It answers `shim CONFIG` and `shim-cleanup CONFIG` as podhost does.
 pub const SHIM_EXE: &str = "podhost-shim";
