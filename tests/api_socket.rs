@@ -405,6 +405,27 @@ fn an_unknown_socket_group_is_refused() {
     assert!(!d.socket.exists());
 }
 
+/// `ip netns exec` mounts a fresh sysfs over /sys, so /sys/fs/cgroup is an empty
+/// directory of it: the daemon refuses to start, says why, and writes nothing first.
+#[test]
+fn a_daemon_under_ip_netns_exec_without_cgroups_is_refused_and_says_why() {
+    let d = SocketDaemon::new();
+    let netns = common::netns::TestNetns::new();
+    let out = d.run_refused("root", &[], &["ip", "netns", "exec", &netns.name]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("no cgroup hierarchy is mounted at /sys/fs/cgroup"),
+        "{err}"
+    );
+    assert!(err.contains("ip netns exec"), "{err}");
+    assert!(
+        !d.dir.path().join("root").exists(),
+        "nothing is written first"
+    );
+    assert!(!d.socket.exists());
+}
+
 #[test]
 fn a_second_daemon_on_the_same_socket_is_refused_and_the_first_keeps_serving() {
     let mut d = SocketDaemon::new();

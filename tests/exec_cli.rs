@@ -31,24 +31,27 @@ fn exec_ends_with_the_commands_status_or_127_and_126_as_a_shell_does() {
             String::from_utf8_lossy(&out.stderr).to_string(),
         )
     };
-    assert_eq!(exec(&["sh", "-c", "exit 3"]).0, Some(3));
-    let (code, stderr) = exec(&["nosuchcmd"]);
-    assert_eq!(code, Some(127), "{stderr}");
-    assert!(
-        stderr.contains("\"nosuchcmd\": executable file not found in $PATH"),
-        "{stderr}"
-    );
-    let (code, stderr) = exec(&["/no/such/file"]);
-    assert_eq!(code, Some(127), "{stderr}");
-    assert!(stderr.contains("no such file or directory"), "{stderr}");
-    let (code, stderr) = exec(&["/etc/passwd"]);
-    assert_eq!(code, Some(126), "{stderr}");
-    assert!(
-        stderr.contains("\"/etc/passwd\": permission denied"),
-        "{stderr}"
-    );
-    let (code, stderr) = exec(&["/etc"]);
-    assert_eq!(code, Some(126), "{stderr}");
+    // (command, status, what stderr says)
+    let cases: [(&[&str], i32, &str); 5] = [
+        (&["sh", "-c", "exit 3"], 3, ""),
+        (
+            &["nosuchcmd"],
+            127,
+            "\"nosuchcmd\": executable file not found in $PATH",
+        ),
+        (
+            &["/no/such/file"],
+            127,
+            "\"/no/such/file\": no such file or directory",
+        ),
+        (&["/etc/passwd"], 126, "\"/etc/passwd\": permission denied"),
+        (&["/etc"], 126, "\"/etc\": permission denied"),
+    ];
+    for (command, want_code, want_stderr) in cases {
+        let (code, stderr) = exec(command);
+        assert_eq!(code, Some(want_code), "{command:?}: {stderr}");
+        assert!(stderr.contains(want_stderr), "{command:?}: {stderr}");
+    }
     d.remove_manifest("e.yaml");
     d.wait_gone("e", 40);
 }

@@ -87,7 +87,6 @@ mod sandbox_thread;
 mod seccomp;
 mod security_context;
 mod shim_binary;
-mod start_checks;
 mod stats;
 mod supervision;
 mod systemd_notify;

@@ -41,15 +41,11 @@ fn marked_pids(marker: &str) -> Vec<i32> {
 /// process may still be on its way to execve, and `/proc/PID/environ` shows `MARK` only
 /// after that execve.
 fn wait_marked_pids(marker: &str, count: usize, what: &str) -> Vec<i32> {
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
+    wait_until(Duration::from_secs(10), what, || {
         let pids = marked_pids(marker);
-        if pids.len() == count {
-            return pids;
-        }
-        assert!(Instant::now() < until, "{what}: marked processes {pids:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        (pids.len() == count).then_some(pids)
+    })
+    .unwrap_or_else(|| panic!("{what}: marked processes {:?}", marked_pids(marker)))
 }
 
 fn sigkill(pid: i32) {

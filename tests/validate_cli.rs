@@ -339,10 +339,10 @@ fn a_typo_is_one_error_line_with_the_field_it_meant() {
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     for line in [
-        "  error     metadata.lables: unknown field; did you mean \"labels\"?",
-        "  error     spec.restartpolicy: unknown field; did you mean \"restartPolicy\"?",
-        "  error     spec.containers[0].comand: unknown field; did you mean \"command\"?",
-        "  error     spec.containers[0].imagePullPolcy: unknown field; did you mean \"imagePullPolicy\"?",
+        "  error     metadata.lables: unknown field (did you mean \"labels\"?); check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
+        "  error     spec.restartpolicy: unknown field (did you mean \"restartPolicy\"?); check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
+        "  error     spec.containers[0].comand: unknown field (did you mean \"command\"?); check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
+        "  error     spec.containers[0].imagePullPolcy: unknown field (did you mean \"imagePullPolicy\"?); check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
         "  error     spec.containers[0].frobnicate: unknown field; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
     ] {
         assert!(t.lines().any(|l| l == line), "no line {line:?} in:\n{t}");

@@ -146,7 +146,7 @@ pub enum ManifestError {
     /// `kubectl --validate=strict`). Usually a typo.
     #[error(
         "manifest {}: {}; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
-        path.display(), fields.iter().map(|f| unknown_field_text(f)).collect::<Vec<_>>().join(", ")
+        path.display(), fields.iter().map(|f| format!("{f}: {}", unknown_field_message(f))).collect::<Vec<_>>().join(", ")
     )]
     UnknownFields {
         /// The manifest file.
@@ -279,10 +279,10 @@ impl ManifestError {
             Self::UnknownFields { fields, .. } => fields
                 .iter()
                 .map(|f| {
-                    let message = match super::spelling::did_you_mean(f) {
-                        Some(meant) => format!("unknown field; did you mean \"{meant}\"?"),
-                        None => "unknown field; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)".to_string(),
-                    };
+                    let message = format!(
+                        "{}; check the spelling against the v1 Pod API (`kubectl explain pod.spec`)",
+                        unknown_field_message(f)
+                    );
                     (f.clone(), message)
                 })
                 .collect(),
@@ -607,10 +607,10 @@ pub enum ValueError {
     },
 }
 
-/// `spec.containers[0].comand: unknown field (did you mean "command"?)`.
-fn unknown_field_text(path: &str) -> String {
+/// `unknown field (did you mean "command"?)` for `spec.containers[0].comand`.
+fn unknown_field_message(path: &str) -> String {
     match super::spelling::did_you_mean(path) {
-        Some(meant) => format!("{path}: unknown field (did you mean \"{meant}\"?)"),
-        None => format!("{path}: unknown field"),
+        Some(meant) => format!("unknown field (did you mean \"{meant}\"?)"),
+        None => "unknown field".to_string(),
     }
 }
