@@ -52,20 +52,26 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
     let client = || Client::new(&socket);
     match cli.command {
         Command::Daemon(flags) => daemon::run(*flags, socket.clone(), daemon_flags_given),
-        Command::Get {
+        Command::Get(args) => get::run(&client(), &args),
+        Command::Describe {
             resource,
-            output,
-            watch,
-        } => get::run(&client(), &resource, output.as_deref(), watch),
-        Command::Describe { resource, name } => describe::run(&client(), &resource, &name),
-        Command::Logs { pod, flags } => logs::run(&client(), &pod, &flags),
+            name,
+            namespace,
+        } => describe::run(&client(), &resource, &name, &namespace),
+        Command::Logs {
+            pod,
+            flags,
+            namespace,
+        } => logs::run(&client(), &pod, &flags, &namespace),
         Command::Exec {
             pod,
+            namespace,
             container,
             command,
-        } => exec::run(&client(), &pod, container, command),
+        } => exec::run(&client(), &pod, &namespace, container, command),
         Command::Debug {
             pod,
+            namespace,
             image,
             target,
             name,
@@ -75,6 +81,7 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
             &client(),
             debug::DebugRequest {
                 pod,
+                namespace,
                 image,
                 target,
                 name,
@@ -84,12 +91,14 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
         ),
         Command::PortForward {
             pod,
+            namespace,
             ports,
             addresses,
         } => port_forward::run(
             &socket,
             port_forward::PortForwardRequest {
                 pod,
+                namespace,
                 ports,
                 addresses,
             },

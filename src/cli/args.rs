@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::cli::logs_query::LogsFlags;
+use crate::cli::pod_ref::NamespaceFlag;
 use crate::daemon::flags::DaemonFlags;
 
 /// The API socket when `--socket` is not given.
@@ -28,33 +29,32 @@ pub struct Cli {
 pub enum Command {
     /// Run the node agent: watch the manifest dir and run its pods.
     Daemon(Box<DaemonFlags>),
-    /// List pods.
-    Get {
-        /// `pods` (or `pod`, `po`), or `events` (or `ev`): the node's and the pods'.
-        resource: String,
-        /// Output format: wide, json or yaml.
-        #[arg(short = 'o', long = "output")]
-        output: Option<String>,
-        /// Pods: after the list, a line per change as it happens (with `-o json`, one
-        /// watch event per line: `{"type": ADDED|MODIFIED|DELETED, "object": pod}`).
-        #[arg(short = 'w', long = "watch")]
-        watch: bool,
-    },
+    /// List pods (or events), as `kubectl get`.
+    Get(GetArgs),
     /// Show a pod's status and events.
     Describe {
         /// Only `pod` (or `pods`, `po`).
         resource: String,
+        /// NAME, NAMESPACE/NAME or pod/NAME.
         name: String,
+        #[command(flatten)]
+        namespace: NamespaceFlag,
     },
     /// Print a container's logs.
     Logs {
+        /// NAME, NAMESPACE/NAME or pod/NAME.
         pod: String,
         #[command(flatten)]
         flags: LogsFlags,
+        #[command(flatten)]
+        namespace: NamespaceFlag,
     },
     /// Run a command in a running container.
     Exec {
+        /// NAME, NAMESPACE/NAME or pod/NAME.
         pod: String,
+        #[command(flatten)]
+        namespace: NamespaceFlag,
         #[arg(short = 'c', long)]
         container: Option<String>,
         #[arg(last = true, required = true)]
@@ -64,7 +64,10 @@ pub enum Command {
     /// --target that container's pid namespace), print its output until it exits, and
     /// exit with its exit code, as `kubectl debug` does.
     Debug {
+        /// NAME, NAMESPACE/NAME or pod/NAME.
         pod: String,
+        #[command(flatten)]
+        namespace: NamespaceFlag,
         #[arg(long)]
         image: String,
         /// The container whose pid namespace to join (its processes are visible).
@@ -81,8 +84,10 @@ pub enum Command {
     /// Forward local ports to a pod's ports, as `kubectl port-forward` does: until
     /// interrupted, or until the pod goes (exit 1).
     PortForward {
-        /// NAME or pod/NAME.
+        /// NAME, NAMESPACE/NAME or pod/NAME.
         pod: String,
+        #[command(flatten)]
+        namespace: NamespaceFlag,
         /// LOCAL:REMOTE, REMOTE (the same local port) or :REMOTE (a free local port);
         /// REMOTE may name a container port.
         #[arg(required = true, value_name = "[LOCAL_PORT:]REMOTE_PORT")]
@@ -207,6 +212,38 @@ pub enum Command {
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+}
+
+/// `get`'s arguments and flags, kubectl's.
+#[derive(Debug, clap::Args)]
+pub struct GetArgs {
+    /// `pods` (or `pod`, `po`) and optionally pod names (NAME or NAMESPACE/NAME), or
+    /// `pod/NAME`…; or `events` (or `ev`): the node's and the pods'.
+    #[arg(required = true, value_name = "RESOURCE [NAME…]")]
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub namespace: NamespaceFlag,
+    /// Every namespace, with a NAMESPACE column.
+    #[arg(short = 'A', long = "all-namespaces")]
+    pub all_namespaces: bool,
+    /// Only pods whose labels match (k=v, k!=v, 'k in (a,b)', 'k notin (a,b)', k, !k;
+    /// comma separated, all required).
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// A LABELS column.
+    #[arg(long)]
+    pub show_labels: bool,
+    /// Tables without their header row.
+    #[arg(long)]
+    pub no_headers: bool,
+    /// Output format: wide, name, json, yaml, jsonpath=TEMPLATE or custom-columns=SPEC
+    /// (kubectl's).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// Pods: after the list, a line per change as it happens (with `-o json`, one
+    /// watch event per line: `{"type": ADDED|MODIFIED|DELETED, "object": pod}`).
+    #[arg(short = 'w', long = "watch")]
+    pub watch: bool,
 }
 
 impl Command {

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::api::percent_encode;
+use crate::cli::pod_ref::PodRef;
 
 /// The flags of `podhost logs` (parsed by clap straight into this struct).
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
@@ -30,6 +31,13 @@ pub struct LogsFlags {
     /// Stop after this many bytes of output.
     #[arg(long)]
     pub limit_bytes: Option<u64>,
+    /// Every container's logs: init containers', then the containers', then ephemeral
+    /// ones' (with -f, all at once).
+    #[arg(long, conflicts_with = "container")]
+    pub all_containers: bool,
+    /// Begin each line with `[pod/NAME/CONTAINER] `.
+    #[arg(long)]
+    pub prefix: bool,
 }
 
 /// A flag kubectl would refuse too.
@@ -81,10 +89,10 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
 }
 
 /// The API path for `pod`'s log with these flags.
-pub fn log_query_path(pod: &str, flags: &LogsFlags) -> Result<String, LogsFlagError> {
+pub fn log_query_path(pod: &PodRef, flags: &LogsFlags) -> Result<String, LogsFlagError> {
     let mut path = format!(
-        "/pods/{}/log?follow={}&previous={}&timestamps={}",
-        percent_encode(pod),
+        "{}/log?follow={}&previous={}&timestamps={}",
+        pod.path(),
         flags.follow,
         flags.previous,
         flags.timestamps
@@ -126,6 +134,13 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn any_pod() -> PodRef {
+        PodRef {
+            namespace: None,
+            name: "p".into(),
+        }
+    }
+
     #[test]
     fn go_durations() {
         assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
@@ -147,16 +162,20 @@ mod tests {
             limit_bytes: Some(100),
             ..Default::default()
         };
-        let p = log_query_path("my-pod", &flags).unwrap();
+        let pod = PodRef {
+            namespace: Some("team-a".into()),
+            name: "my-pod".into(),
+        };
+        let p = log_query_path(&pod, &flags).unwrap();
         assert_eq!(
             p,
-            "/pods/my-pod/log?follow=false&previous=false&timestamps=false&container=web%20app&tail=5&sinceSeconds=2&limitBytes=100"
+            "/namespaces/team-a/pods/my-pod/log?follow=false&previous=false&timestamps=false&container=web%20app&tail=5&sinceSeconds=2&limitBytes=100"
         );
         let flags = LogsFlags {
             since_time: Some("2024-05-01T12:00:00+02:00".into()),
             ..Default::default()
         };
-        let p = log_query_path("p", &flags).unwrap();
+        let p = log_query_path(&any_pod(), &flags).unwrap();
         assert!(
             p.ends_with("&sinceTime=2024-05-01T10%3A00%3A00.000000000Z"),
             "{p}"
@@ -170,13 +189,16 @@ mod tests {
             since_time: Some("2024-05-01T10:00:00Z".into()),
             ..Default::default()
         };
-        assert_eq!(log_query_path("p", &both), Err(LogsFlagError::BothSince));
+        assert_eq!(
+            log_query_path(&any_pod(), &both),
+            Err(LogsFlagError::BothSince)
+        );
         let bad = LogsFlags {
             since: Some("yesterday".into()),
             ..Default::default()
         };
         assert!(
-            log_query_path("p", &bad)
+            log_query_path(&any_pod(), &bad)
                 .unwrap_err()
                 .to_string()
                 .contains("--since \"yesterday\"")
@@ -185,6 +207,9 @@ mod tests {
             limit_bytes: Some(0),
             ..Default::default()
         };
-        assert_eq!(log_query_path("p", &zero), Err(LogsFlagError::LimitBytes));
+        assert_eq!(
+            log_query_path(&any_pod(), &zero),
+            Err(LogsFlagError::LimitBytes)
+        );
     }
 }

@@ -10,8 +10,6 @@ use k8s_openapi::api::core::v1::Pod;
 /// What is wrong with an argument; each names it and what to give instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PortSpecError {
-    #[error("port-forward works on pods: {0:?} is not a pod (give NAME or pod/NAME)")]
-    NotAPod(String),
     #[error("Error parsing local port '{port}': give a number 0-65535 (0 or empty: any free port)")]
     BadLocalPort { port: String },
     #[error("Error parsing remote port '{port}': give a number 1-65535 or a named container port")]
@@ -45,19 +43,6 @@ pub enum FailureMode {
 pub struct ListenAddress {
     pub ip: IpAddr,
     pub mode: FailureMode,
-}
-
-/// The pod's name from `NAME` or `pod/NAME` (`pods/`, `po/`); `NAMESPACE/NAME` is
-/// passed on as the other commands pass it (the daemon resolves both forms).
-pub fn pod_name(arg: &str) -> Result<String, PortSpecError> {
-    let name = ["pod/", "pods/", "po/"]
-        .iter()
-        .find_map(|prefix| arg.strip_prefix(prefix))
-        .unwrap_or(arg);
-    if name.is_empty() || name.split('/').count() > 2 {
-        return Err(PortSpecError::NotAPod(arg.to_string()));
-    }
-    Ok(name.to_string())
 }
 
 /// `[LOCAL_PORT:]REMOTE_PORT` → a pair; a remote port that is not a number is looked up
@@ -273,18 +258,6 @@ mod tests {
             parse_pair("metrics", &pod).unwrap_err().to_string(),
             "Pod 'web' does not have a named port 'metrics'"
         );
-    }
-
-    #[test]
-    fn pod_arguments_are_name_or_pod_slash_name() {
-        assert_eq!(pod_name("web"), Ok("web".into()));
-        assert_eq!(pod_name("pod/web"), Ok("web".into()));
-        assert_eq!(pod_name("pods/web"), Ok("web".into()));
-        assert_eq!(pod_name("po/web"), Ok("web".into()));
-        assert_eq!(pod_name("default/web"), Ok("default/web".into()));
-        assert!(pod_name("pod/").is_err());
-        assert!(pod_name("").is_err());
-        assert!(pod_name("a/b/c").is_err());
     }
 
     #[test]

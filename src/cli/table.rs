@@ -156,40 +156,128 @@ fn ready_text(pod: &Pod) -> String {
     format!("{ready}/{total}")
 }
 
-/// Renders the table; `wide` adds IP and NODE.
-pub fn render_pods(pods: &[Pod], wide: bool, now: DateTime<Utc>) -> String {
-    let mut rows: Vec<Vec<String>> = vec![{
-        let mut h = vec!["NAME", "READY", "STATUS", "RESTARTS", "AGE"];
-        if wide {
-            h.extend(["IP", "NODE"]);
-        }
-        h.into_iter().map(String::from).collect()
-    }];
-    for p in pods {
-        let mut row = vec![
-            p.metadata.name.clone().unwrap_or_default(),
-            ready_text(p),
-            pod_status_text(p),
-            restarts_text(p, now),
-            age_of(p.metadata.creation_timestamp.as_ref(), now),
-        ];
-        if wide {
-            row.push(
-                p.status
-                    .as_ref()
-                    .and_then(|s| s.pod_ip.clone())
-                    .unwrap_or_else(|| "<none>".into()),
-            );
-            row.push(
-                p.spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.clone())
-                    .unwrap_or_else(|| "<none>".into()),
-            );
-        }
-        rows.push(row);
+/// kubectl's tabwriter's least column width, its three spaces of padding included.
+pub const KUBECTL_MIN_WIDTH: usize = 6;
+
+/// The columns of `get pods` besides the five every table has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PodColumns {
+    /// `-o wide`: IP, NODE, NOMINATED NODE, READINESS GATES.
+    pub wide: bool,
+    /// `-A`: NAMESPACE first.
+    pub namespace: bool,
+    /// `--show-labels`: LABELS last.
+    pub labels: bool,
+    /// `--no-headers`.
+    pub no_headers: bool,
+}
+
+/// The header row of the table with these columns.
+pub fn pod_header(columns: PodColumns) -> Vec<String> {
+    let mut h = Vec::new();
+    if columns.namespace {
+        h.push("NAMESPACE");
     }
-    align(&rows)
+    h.extend(["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+    if columns.wide {
+        h.extend(["IP", "NODE", "NOMINATED NODE", "READINESS GATES"]);
+    }
+    if columns.labels {
+        h.push("LABELS");
+    }
+    h.into_iter().map(String::from).collect()
+}
+
+/// One pod's row.
+pub fn pod_row(p: &Pod, columns: PodColumns, now: DateTime<Utc>) -> Vec<String> {
+    let none = || "<none>".to_string();
+    let mut row = Vec::new();
+    if columns.namespace {
+        row.push(
+            p.metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+        );
+    }
+    row.extend([
+        p.metadata.name.clone().unwrap_or_default(),
+        ready_text(p),
+        pod_status_text(p),
+        restarts_text(p, now),
+        age_of(p.metadata.creation_timestamp.as_ref(), now),
+    ]);
+    if columns.wide {
+        let status = p.status.as_ref();
+        let spec = p.spec.as_ref();
+        row.push(status.and_then(|s| s.pod_ip.clone()).unwrap_or_else(none));
+        row.push(spec.and_then(|s| s.node_name.clone()).unwrap_or_else(none));
+        row.push(
+            status
+                .and_then(|s| s.nominated_node_name.clone())
+                .unwrap_or_else(none),
+        );
+        row.push(readiness_gates_text(p).unwrap_or_else(none));
+    }
+    if columns.labels {
+        row.push(labels_text(p).unwrap_or_else(|| "<none>".into()));
+    }
+    row
+}
+
+/// READINESS GATES: how many of the pod's gates' conditions are True, of how many.
+fn readiness_gates_text(p: &Pod) -> Option<String> {
+    let gates = p
+        .spec
+        .as_ref()?
+        .readiness_gates
+        .as_ref()
+        .filter(|g| !g.is_empty())?;
+    let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let met = gates
+        .iter()
+        .filter(|g| {
+            conditions
+                .into_iter()
+                .flatten()
+                .any(|c| c.type_ == g.condition_type && c.status == "True")
+        })
+        .count();
+    Some(format!("{met}/{}", gates.len()))
+}
+
+/// LABELS: `k=v` pairs by key, comma separated.
+fn labels_text(p: &Pod) -> Option<String> {
+    let labels = p.metadata.labels.as_ref().filter(|l| !l.is_empty())?;
+    Some(
+        labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
+/// The table of `pods` with these columns.
+pub fn render_pod_table(pods: &[Pod], columns: PodColumns, now: DateTime<Utc>) -> String {
+    let mut rows = Vec::new();
+    if !columns.no_headers {
+        rows.push(pod_header(columns));
+    }
+    rows.extend(pods.iter().map(|p| pod_row(p, columns, now)));
+    align_min(&rows, KUBECTL_MIN_WIDTH)
+}
+
+/// Renders the table; `wide` adds IP, NODE, NOMINATED NODE and READINESS GATES.
+pub fn render_pods(pods: &[Pod], wide: bool, now: DateTime<Utc>) -> String {
+    render_pod_table(
+        pods,
+        PodColumns {
+            wide,
+            ..PodColumns::default()
+        },
+        now,
+    )
 }
 
 /// Left-aligned columns separated by three spaces, as kubectl's tabwriter.

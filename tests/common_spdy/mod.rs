@@ -463,17 +463,19 @@ pub async fn serve_kubelet_api(d: TestDaemon, name: &str) -> Setup {
     let name = pod["metadata"]["name"].as_str().unwrap().to_string();
     // The daemon's records on disk, as its kubelet API would read them in memory.
     let layout = Layout::new(d.root.clone(), d.logs.clone());
-    let full = format!("{namespace}/{name}");
     let store = wait_until(Duration::from_secs(10), "the pod's record on disk", || {
         let store = StatusStore::load(layout.clone(), &d.node);
-        let running = store.find_by_name(&full).is_some_and(|rec| {
-            rec.status
-                .container_statuses
-                .as_ref()
-                .into_iter()
-                .flatten()
-                .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
-        });
+        let running = store
+            .find_pod(Some(&namespace), &name)
+            .ok()
+            .is_some_and(|rec| {
+                rec.status
+                    .container_statuses
+                    .as_ref()
+                    .into_iter()
+                    .flatten()
+                    .any(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
+            });
         running.then_some(store)
     })
     .expect("the daemon wrote the running pod's record");

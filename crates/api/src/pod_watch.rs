@@ -20,14 +20,18 @@ pub fn wants_watch(query: &HashMap<String, String>) -> bool {
     matches!(query.get("watch").map(String::as_str), Some("true" | "1"))
 }
 
-/// The streaming response; the watch ends when the client goes.
-pub fn watch_pods(state: &ApiState) -> Response {
+/// The streaming response, of every pod or of `namespace`'s; the watch ends when the
+/// client goes.
+pub fn watch_pods(state: &ApiState, namespace: Option<String>) -> Response {
     let store = state.store.clone();
     let (tx, rx) = mpsc::channel::<Vec<u8>>(QUEUED_LINES);
     tokio::spawn(async move {
         // Subscribed before the first look: no change falls between the two.
         let mut changes = store.subscribe();
-        let mut seen = Seen::default();
+        let mut seen = Seen {
+            namespace,
+            pods: HashMap::new(),
+        };
         loop {
             changes.borrow_and_update();
             for line in seen.catch_up(&store) {
@@ -48,8 +52,9 @@ type Response = hyper::Response<Body>;
 
 /// What this watcher has sent: each pod's record version and its last state (a DELETED
 /// event carries the pod as it was last seen).
-#[derive(Default)]
 struct Seen {
+    /// Only this namespace's pods, when set.
+    namespace: Option<String>,
     pods: HashMap<String, (u64, Pod)>,
 }
 
@@ -61,6 +66,13 @@ impl Seen {
         let mut present: HashSet<String> = HashSet::new();
         // Only the pods that changed are copied out of the store.
         store.visit(|rec| {
+            if self
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| rec.namespace() != ns)
+            {
+                return;
+            }
             let uid = rec.uid().to_string();
             let version = rec.version();
             if self.pods.get(&uid).is_none_or(|(v, _)| *v != version) {

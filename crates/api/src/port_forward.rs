@@ -24,16 +24,13 @@ pub const PORT_FORWARD_UPGRADE: &str = "tcp";
 /// (`scripts/bench-port-forward.sh`).
 pub const PORT_FORWARD_BUFFER: usize = 256 << 10;
 
-/// Handles one port-forward request for the pod named `name`.
+/// Handles one port-forward request for the pod `rec`.
 pub async fn port_forward(
     state: &ApiState,
-    name: &str,
+    rec: PodRecord,
     query: &HashMap<String, String>,
     mut req: Request<Incoming>,
 ) -> Response<Body> {
-    let Some(rec) = state.store.find_by_name(name) else {
-        return error(404, format!("pod \"{name}\" not found"));
-    };
     let checked = check_request(&rec, query, &req).and_then(|()| parse_port(query.get("port")));
     let port = match checked {
         Ok(p) => p,

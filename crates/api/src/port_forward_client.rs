@@ -19,12 +19,12 @@ use super::types::ApiStatus;
 /// its write side is a half-close the pod's side sees as end of input.
 pub type PodStream = TokioIo<Upgraded>;
 
-/// Connects through the daemon at `socket` to `port` of the pod `pod` (only while its
-/// UID is `uid`, when given). A refusal is [`ClientError::Status`] with the daemon's
+/// Connects through the daemon at `socket` to `port` of the pod at `pod_path` (its API
+/// path, `/namespaces/NS/pods/NAME`; only while its UID is `uid`, when given). A refusal is [`ClientError::Status`] with the daemon's
 /// message (it names the pod, the port and why).
 pub async fn open_port_forward(
     socket: &Path,
-    pod: &str,
+    pod_path: &str,
     uid: Option<&str>,
     port: u16,
 ) -> Result<PodStream, ClientError> {
@@ -47,10 +47,7 @@ pub async fn open_port_forward(
             tracing::debug!(error = %e, "port-forward API connection ended");
         }
     });
-    let mut path = format!(
-        "/pods/{}/portforward?port={port}",
-        super::percent_encode(pod)
-    );
+    let mut path = format!("{pod_path}/portforward?port={port}");
     if let Some(uid) = uid {
         path.push_str(&format!("&uid={}", super::percent_encode(uid)));
     }

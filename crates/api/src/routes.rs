@@ -24,21 +24,33 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
         (Method::GET, ["healthz"]) => respond(200, "text/plain", b"ok".to_vec()),
         (Method::GET, ["info"]) => ok_json(&daemon_info(&state)),
         (Method::GET, ["pods"]) if super::pod_watch::wants_watch(&query) => {
-            super::pod_watch::watch_pods(&state)
+            super::pod_watch::watch_pods(&state, query.get("namespace").cloned())
         }
-        (Method::GET, ["pods"]) => ok_json(&pod_list(&state)),
-        (Method::GET, ["pods", name]) => with_pod(&state, name, |r| ok_json(&r.to_pod())),
-        (Method::GET, ["pods", name, "events"]) => with_pod(&state, name, |r| ok_json(&r.events)),
-        (Method::GET, ["pods", name, "exec"]) => with_pod(&state, name, |r| {
-            exec_target(&state, r, query.get("container"))
-        }),
-        (Method::GET, ["pods", name, "log"]) => match state.store.find_by_name(name) {
-            Some(r) => logs(&state, r, &query).await,
-            None => not_found(name),
-        },
-        (Method::POST, ["pods", name, "ephemeral"]) => add_ephemeral(&state, name, req).await,
-        (Method::POST, ["pods", name, "portforward"]) => {
-            super::port_forward::port_forward(&state, name, &query, req).await
+        (Method::GET, ["pods"]) => ok_json(&pod_list(&state, query.get("namespace"))),
+        (Method::GET, ["namespaces", namespace, "pods"])
+            if super::pod_watch::wants_watch(&query) =>
+        {
+            super::pod_watch::watch_pods(&state, Some(namespace.to_string()))
+        }
+        (Method::GET, ["namespaces", namespace, "pods"]) => {
+            ok_json(&pod_list(&state, Some(&namespace.to_string())))
+        }
+        (method, ["pods", name, rest @ ..]) => {
+            let namespace = query.get("namespace").cloned();
+            let at = PodAt {
+                namespace: namespace.as_deref(),
+                name,
+                rest,
+            };
+            pod_route(&state, method, at, &query, req).await
+        }
+        (method, ["namespaces", namespace, "pods", name, rest @ ..]) => {
+            let at = PodAt {
+                namespace: Some(namespace),
+                name,
+                rest,
+            };
+            pod_route(&state, method, at, &query, req).await
         }
         (Method::GET, ["events"]) => ok_json(&all_events(&state)),
         (Method::GET, ["node", "conditions"]) => ok_json(&state.store.node_conditions()),
@@ -68,22 +80,44 @@ fn daemon_info(state: &ApiState) -> DaemonInfo {
     }
 }
 
-fn not_found(name: &str) -> Response<Body> {
-    error(404, format!("pod \"{name}\" not found"))
+/// A pod's path: `/pods/NAME/REST…` (`?namespace=NS`, or any one namespace) or
+/// `/namespaces/NS/pods/NAME/REST…`, as the API server's.
+struct PodAt<'a> {
+    namespace: Option<&'a str>,
+    name: &'a str,
+    rest: &'a [&'a str],
 }
 
-fn with_pod(
+/// The requests about one pod; an ambiguous name is refused (409) with its candidates.
+async fn pod_route(
     state: &ApiState,
-    name: &str,
-    f: impl FnOnce(PodRecord) -> Response<Body>,
+    method: Method,
+    at: PodAt<'_>,
+    query: &std::collections::HashMap<String, String>,
+    req: Request<Incoming>,
 ) -> Response<Body> {
-    match state.store.find_by_name(name) {
-        Some(r) => f(r),
-        None => not_found(name),
+    let known = matches!(
+        (&method, at.rest),
+        (&Method::GET, [] | ["events" | "exec" | "log"])
+            | (&Method::POST, ["ephemeral" | "portforward"])
+    );
+    if !known {
+        return error(404, format!("no such API path: {}", req.uri().path()));
+    }
+    let rec = match state.store.find_pod(at.namespace, at.name) {
+        Ok(rec) => rec,
+        Err(e) => return error(e.status(), e.to_string()),
+    };
+    match at.rest {
+        [] => ok_json(&rec.to_pod()),
+        ["events"] => ok_json(&rec.events),
+        ["exec"] => exec_target(state, rec, query.get("container")),
+        ["log"] => logs(state, rec, query).await,
+        ["ephemeral"] => add_ephemeral(state, rec, req).await,
+        _ => super::port_forward::port_forward(state, rec, query, req).await,
     }
 }
 
-/// A `v1.PodList` (apiVersion/kind set by the List type).
 /// Node events and every pod's events, oldest first.
 fn all_events(state: &ApiState) -> Vec<podhost_status::Event> {
     let mut all = state.store.node_events();
@@ -94,8 +128,15 @@ fn all_events(state: &ApiState) -> Vec<podhost_status::Event> {
     all
 }
 
-fn pod_list(state: &ApiState) -> List<Pod> {
-    state.store.pod_list()
+/// A `v1.PodList` (apiVersion/kind set by the List type) of every pod, or of the pods
+/// of `namespace`.
+fn pod_list(state: &ApiState, namespace: Option<&String>) -> List<Pod> {
+    let mut list = state.store.pod_list();
+    if let Some(ns) = namespace {
+        list.items
+            .retain(|p| p.metadata.namespace.as_deref().unwrap_or("default") == ns);
+    }
+    list
 }
 
 /// The container to use: the named one (a container, init container or ephemeral
@@ -231,10 +272,7 @@ async fn pull(state: &ApiState, req: Request<Incoming>) -> Response<Body> {
 }
 
 /// `podhost debug`: adds the body's ephemeral container to the named running pod.
-async fn add_ephemeral(state: &ApiState, name: &str, req: Request<Incoming>) -> Response<Body> {
-    let Some(rec) = state.store.find_by_name(name) else {
-        return not_found(name);
-    };
+async fn add_ephemeral(state: &ApiState, rec: PodRecord, req: Request<Incoming>) -> Response<Body> {
     let container: EphemeralContainer =
         match super::body::read_json(req, "ephemeral container").await {
             Ok(c) => c,

@@ -10,6 +10,7 @@
 mod changes;
 mod error;
 mod events;
+mod pod_lookup;
 mod store;
 mod writer;
 
@@ -19,5 +20,6 @@ pub(crate) mod tests;
 pub use changes::PodChanges;
 pub use error::StatusError;
 pub use events::{Event, EventKind};
+pub use pod_lookup::PodLookupError;
 pub use store::{PodRecord, StatusStore, k8s_time};
 pub use writer::WriterStats;

@@ -424,24 +424,6 @@ impl StatusStore {
         self.lock().pods.get(uid).cloned()
     }
 
-    /// Finds a pod by name (`name` or `namespace/name`).
-    pub fn find_by_name(&self, name: &str) -> Option<PodRecord> {
-        let (ns, name) = name.split_once('/').unwrap_or(("", name));
-        self.lock()
-            .pods
-            .values()
-            .filter(|r| r.name() == name)
-            .filter(|r| ns.is_empty() || r.admitted.metadata.namespace.as_deref() == Some(ns))
-            .max_by_key(|r| {
-                r.admitted
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get("kubernetes.io/config.seen").cloned())
-            })
-            .cloned()
-    }
-
     pub fn pods(&self) -> Vec<PodRecord> {
         self.lock().pods.values().cloned().collect()
     }

@@ -10,13 +10,14 @@ use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::{ContainerStatus, EphemeralContainer, Pod};
 
 use crate::api::client::Client;
-use crate::api::percent_encode;
 use crate::cli::logs_query::LogsFlags;
+use crate::cli::pod_ref::{NamespaceFlag, PodRef};
 
 /// What `podhost debug` asks for.
 #[derive(Debug, Clone)]
 pub struct DebugRequest {
     pub pod: String,
+    pub namespace: NamespaceFlag,
     pub image: String,
     pub target: Option<String>,
     pub name: Option<String>,
@@ -28,6 +29,8 @@ pub struct DebugRequest {
 const START_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub fn run(client: &Client, req: DebugRequest) -> Result<i32> {
+    let found: Pod = client.get_json(&PodRef::parse(&req.pod, &req.namespace)?.path())?;
+    let at = PodRef::of(&found);
     let name = req.name.clone().unwrap_or_else(default_name);
     let container = EphemeralContainer {
         name: name.clone(),
@@ -38,17 +41,17 @@ pub fn run(client: &Client, req: DebugRequest) -> Result<i32> {
         ..Default::default()
     };
     let body = serde_json::to_vec(&container)?;
-    let path = format!("/pods/{}/ephemeral", percent_encode(&req.pod));
+    let path = format!("{}/ephemeral", at.path());
     client.request("POST", &path, Some(&body))?;
     eprintln!("Defaulting debug container name to {name}.");
-    wait_started(client, &req.pod, &name)?;
+    wait_started(client, &at, &name)?;
     let flags = LogsFlags {
         container: Some(name.clone()),
         follow: true,
         ..Default::default()
     };
-    super::logs::run(client, &req.pod, &flags)?;
-    let status = wait_status(client, &req.pod, &name, |s| {
+    super::logs::run(client, &at.display(), &flags, &NamespaceFlag::default())?;
+    let status = wait_status(client, &at, &name, |s| {
         s.state.as_ref()?.terminated.as_ref().map(|t| t.exit_code)
     })?;
     Ok(status)
@@ -74,7 +77,7 @@ fn default_name() -> String {
 }
 
 /// Waits until the container runs or has ended; a start error stops the wait.
-fn wait_started(client: &Client, pod: &str, name: &str) -> Result<()> {
+fn wait_started(client: &Client, pod: &PodRef, name: &str) -> Result<()> {
     wait_status(client, pod, name, |s| {
         let state = s.state.as_ref()?;
         if state.running.is_some() || state.terminated.is_some() {
@@ -95,13 +98,13 @@ fn wait_started(client: &Client, pod: &str, name: &str) -> Result<()> {
 /// Polls the pod until `f` finds what it wants in the container's status.
 fn wait_status<T>(
     client: &Client,
-    pod: &str,
+    pod: &PodRef,
     name: &str,
     f: impl Fn(&ContainerStatus) -> Option<T>,
 ) -> Result<T> {
     let start = std::time::Instant::now();
     loop {
-        let p: Pod = client.get_json(&format!("/pods/{}", percent_encode(pod)))?;
+        let p: Pod = client.get_json(&pod.path())?;
         let status = p
             .status
             .and_then(|s| s.ephemeral_container_statuses)
@@ -110,7 +113,10 @@ fn wait_status<T>(
             return Ok(found);
         }
         if start.elapsed() > START_TIMEOUT {
-            bail!("debug container {name} of pod {pod}: no progress in {START_TIMEOUT:?}");
+            bail!(
+                "debug container {name} of pod {}: no progress in {START_TIMEOUT:?}",
+                pod.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -1,61 +1,169 @@
-//! `podhost get pods|events [-o wide|json|yaml] [--watch]`.
+//! `podhost get pods [NAME…] [-n NS | -A] [-l SEL] [-o FORMAT] [-w]` and `get events`,
+//! as kubectl's `get`.
 
 use anyhow::{Result, bail};
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::api::client::Client;
+use crate::cli::args::GetArgs;
 use crate::cli::events::render_events;
-use crate::cli::table::render_pods;
+use crate::cli::pod_output::{OutputFormat, PodPrint, render};
+use crate::cli::pod_ref::{DEFAULT_NAMESPACE, PodRef, pods_path};
+use crate::cli::selector::Selector;
+use crate::cli::table::PodColumns;
 
-/// `get RESOURCE`: pods (`pod`, `po`) or events (`event`, `ev`); `watch` follows the
-/// pods' changes.
-pub fn run(client: &Client, resource: &str, output: Option<&str>, watch: bool) -> Result<i32> {
-    match resource {
-        "events" | "event" | "ev" if watch => bail!("--watch follows pods only"),
-        "events" | "event" | "ev" => get_events(client, output),
-        _ => {
-            pods_resource(resource)?;
-            if watch {
-                super::get_watch::watch_pods(client, output)
-            } else {
-                get_pods(client, output)
+/// What `get`'s arguments ask for.
+enum Wanted {
+    Events,
+    /// Pods, all of the namespace(s) or these names.
+    Pods(Vec<String>),
+}
+
+pub fn run(client: &Client, args: &GetArgs) -> Result<i32> {
+    match wanted(&args.targets)? {
+        Wanted::Events if args.watch => bail!("--watch follows pods only"),
+        Wanted::Events => get_events(client, args),
+        Wanted::Pods(names) => {
+            let format = OutputFormat::parse(args.output.as_deref())?;
+            let selector = Selector::parse(args.selector.as_deref().unwrap_or_default())?;
+            if !names.is_empty() && args.selector.is_some() {
+                bail!("a label selector (-l) cannot be used with pod names: give one or the other");
             }
+            let print = PodPrint {
+                columns: PodColumns {
+                    wide: false,
+                    namespace: args.all_namespaces,
+                    labels: args.show_labels,
+                    no_headers: args.no_headers,
+                },
+                single: names.len() == 1,
+            };
+            if args.watch {
+                return super::get_watch::watch_pods(
+                    client, args, &names, &selector, &format, &print,
+                );
+            }
+            get_pods(client, args, &names, &selector, &format, &print)
         }
     }
+}
+
+/// `pods`, `pods NAME…`, `pod/NAME…` or `events`.
+fn wanted(targets: &[String]) -> Result<Wanted> {
+    let (first, rest) = targets.split_first().expect("clap requires one target");
+    if first.contains('/') {
+        let mut names = Vec::new();
+        for t in targets {
+            match t.split_once('/') {
+                Some((kind, name)) if is_pods(kind) => names.push(name.to_string()),
+                _ => bail!(
+                    "{t:?}: with TYPE/NAME arguments each must be pod/NAME (or give `pods NAME…`)"
+                ),
+            }
+        }
+        return Ok(Wanted::Pods(names));
+    }
+    match first.as_str() {
+        "events" | "event" | "ev" if rest.is_empty() => Ok(Wanted::Events),
+        "events" | "event" | "ev" => {
+            bail!("get events takes no names: use get events -n NAMESPACE")
+        }
+        kind => {
+            pods_resource(kind)?;
+            Ok(Wanted::Pods(rest.to_vec()))
+        }
+    }
+}
+
+fn is_pods(kind: &str) -> bool {
+    matches!(kind, "pods" | "pod" | "po")
 }
 
 /// Only pods (`pods`, `pod`, `po`) are a resource besides events.
 pub fn pods_resource(resource: &str) -> Result<()> {
-    match resource {
-        "pods" | "pod" | "po" => Ok(()),
-        other => bail!("unknown resource type {other:?}: podhost knows pods and events"),
+    if is_pods(resource) {
+        Ok(())
+    } else {
+        bail!("unknown resource type {resource:?}: podhost knows pods and events")
     }
 }
 
-fn get_pods(client: &Client, output: Option<&str>) -> Result<i32> {
-    let list: serde_json::Value = client.get_json("/pods")?;
-    match output {
-        Some("json") => println!("{}", serde_json::to_string_pretty(&list)?),
-        Some("yaml") => print!("{}", serde_yaml_ng::to_string(&list)?),
-        None | Some("wide") => {
-            let pods: Vec<k8s_openapi::api::core::v1::Pod> =
-                serde_json::from_value(list.get("items").cloned().unwrap_or_default())?;
-            if pods.is_empty() {
-                eprintln!("No resources found.");
-            } else {
-                print!(
-                    "{}",
-                    render_pods(&pods, output == Some("wide"), chrono::Utc::now())
-                );
+fn get_pods(
+    client: &Client,
+    args: &GetArgs,
+    names: &[String],
+    selector: &Selector,
+    format: &OutputFormat,
+    print: &PodPrint,
+) -> Result<i32> {
+    let mut code = 0;
+    let pods: Vec<Pod> = if names.is_empty() {
+        let list: k8s_openapi::List<Pod> =
+            client.get_json(&pods_path(&args.namespace, args.all_namespaces))?;
+        list.items
+            .into_iter()
+            .filter(|p| selector.matches(p.metadata.labels.as_ref()))
+            .collect()
+    } else {
+        let mut found = Vec::new();
+        for name in names {
+            // Each name on its own, as kubectl: the others still print.
+            match PodRef::parse(name, &args.namespace)
+                .map_err(anyhow::Error::from)
+                .and_then(|r| Ok(client.get_json::<Pod>(&r.path())?))
+            {
+                Ok(pod) => found.push(pod),
+                Err(e) => {
+                    eprintln!("error: {}", crate::cli::error_text::error_text(&e));
+                    code = 1;
+                }
             }
         }
-        Some(other) => bail!("unknown output format {other:?}: use wide, json or yaml"),
+        found
+    };
+    if pods.is_empty() && names.is_empty() {
+        no_pods_found(client, args)?;
+        return Ok(0);
     }
-    Ok(0)
+    print!("{}", render(&pods, format, print, chrono::Utc::now())?);
+    Ok(code)
 }
 
-fn get_events(client: &Client, output: Option<&str>) -> Result<i32> {
+/// kubectl's "No resources found in NS namespace.", and where the pods are when other
+/// namespaces have some (a static pod's manifest often names kube-system).
+fn no_pods_found(client: &Client, args: &GetArgs) -> Result<()> {
+    if args.all_namespaces {
+        eprintln!("No resources found");
+        return Ok(());
+    }
+    let namespace = args
+        .namespace
+        .namespace
+        .as_deref()
+        .unwrap_or(DEFAULT_NAMESPACE);
+    eprintln!("No resources found in {namespace} namespace.");
+    let all: k8s_openapi::List<Pod> = client.get_json("/pods")?;
+    let mut elsewhere: Vec<String> = all
+        .items
+        .iter()
+        .map(|p| p.metadata.namespace.clone().unwrap_or_default())
+        .filter(|ns| ns != namespace)
+        .collect();
+    let count = elsewhere.len();
+    elsewhere.sort();
+    elsewhere.dedup();
+    if args.selector.is_none() && count > 0 {
+        eprintln!(
+            "({count} pods in other namespaces: {}; add -A, or -n NAMESPACE)",
+            elsewhere.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn get_events(client: &Client, args: &GetArgs) -> Result<i32> {
     let events: Vec<crate::status::Event> = client.get_json("/events")?;
-    match output {
+    match args.output.as_deref() {
         Some("json") => println!("{}", serde_json::to_string_pretty(&events)?),
         Some("yaml") => print!("{}", serde_yaml_ng::to_string(&events)?),
         None | Some("wide") => {

@@ -1,6 +1,7 @@
 //! `podhost get pods --watch`: the daemon's watch of its pods (`GET /pods?watch=true`),
 //! as kubectl's `get -w` shows it: the table's header once, then a row per change;
-//! with `-o json` the watch events themselves, one JSON line each.
+//! with `-o json` the watch events themselves, one JSON line each. Names, `-l` and the
+//! namespace filter the pods as they do the list.
 
 use std::io::Write;
 
@@ -8,30 +9,73 @@ use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::api::client::Client;
-use crate::cli::table::render_pods;
+use crate::cli::args::GetArgs;
+use crate::cli::pod_output::{OutputFormat, PodPrint};
+use crate::cli::pod_ref::{PodRef, pods_path};
+use crate::cli::selector::Selector;
+use crate::cli::table::{pod_header, pod_row};
 
-pub fn watch_pods(client: &Client, output: Option<&str>) -> Result<i32> {
-    let wide = match output {
-        None => false,
-        Some("wide") => true,
-        Some("json") => return follow(client, &mut |line| print_line(line)),
-        Some(other) => bail!("unknown output format {other:?} with --watch: use wide or json"),
+pub fn watch_pods(
+    client: &Client,
+    args: &GetArgs,
+    names: &[String],
+    selector: &Selector,
+    format: &OutputFormat,
+    print: &PodPrint,
+) -> Result<i32> {
+    let refs = names
+        .iter()
+        .map(|n| PodRef::parse(n, &args.namespace))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Named pods without -n may be in any namespace.
+    let all = args.all_namespaces || (!refs.is_empty() && args.namespace.namespace.is_none());
+    let path = format!("{}?watch=true", pods_path(&args.namespace, all));
+    let wanted = |pod: &Pod| {
+        let this = PodRef::of(pod);
+        let named = refs.is_empty()
+            || refs.iter().any(|r| {
+                r.name == this.name
+                    && r.namespace
+                        .as_ref()
+                        .is_none_or(|ns| Some(ns) == this.namespace.as_ref())
+            });
+        named && selector.matches(pod.metadata.labels.as_ref())
     };
-    let mut header_shown = false;
-    follow(client, &mut |line| {
+    let columns = match format {
+        OutputFormat::Table { wide } => crate::cli::table::PodColumns {
+            wide: *wide,
+            ..print.columns
+        },
+        OutputFormat::Json => {
+            return follow(client, &path, &mut |line| {
+                let event: serde_json::Value = serde_json::from_slice(line)?;
+                let pod: Pod = serde_json::from_value(event["object"].clone())?;
+                if wanted(&pod) {
+                    print_line(line)
+                } else {
+                    Ok(())
+                }
+            });
+        }
+        _ => bail!("with --watch, -o may be wide or json"),
+    };
+    let mut header_shown = columns.no_headers;
+    follow(client, &path, &mut |line| {
         let event: serde_json::Value = serde_json::from_slice(line)?;
         let pod: Pod = serde_json::from_value(event["object"].clone())?;
-        let table = render_pods(&[pod], wide, chrono::Utc::now());
-        let mut lines = table.lines();
-        let header = lines.next().unwrap_or_default();
-        let mut out = std::io::stdout().lock();
+        if !wanted(&pod) {
+            return Ok(());
+        }
+        let mut rows = Vec::new();
         if !header_shown {
-            writeln!(out, "{header}")?;
+            rows.push(pod_header(columns));
             header_shown = true;
         }
-        for row in lines {
-            writeln!(out, "{row}")?;
-        }
+        rows.push(pod_row(&pod, columns, chrono::Utc::now()));
+        let mut out = std::io::stdout().lock();
+        out.write_all(
+            crate::cli::table::align_min(&rows, crate::cli::table::KUBECTL_MIN_WIDTH).as_bytes(),
+        )?;
         out.flush()?;
         Ok(())
     })
@@ -46,10 +90,10 @@ fn print_line(line: &[u8]) -> Result<()> {
 }
 
 /// Calls `each` with every complete line of the watch, until the daemon ends it.
-fn follow(client: &Client, each: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<i32> {
+fn follow(client: &Client, path: &str, each: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<i32> {
     let mut pending: Vec<u8> = Vec::new();
     let mut failed: Option<anyhow::Error> = None;
-    let streamed = client.request_streaming("GET", "/pods?watch=true", None, &mut |chunk| {
+    let streamed = client.request_streaming("GET", path, None, &mut |chunk| {
         pending.extend_from_slice(chunk);
         while let Some(end) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();

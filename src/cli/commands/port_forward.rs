@@ -16,19 +16,21 @@ use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::api::PORT_FORWARD_BUFFER;
 use crate::api::client::{Client, ClientError};
 use crate::api::port_forward_client::open_port_forward;
-use crate::api::{PORT_FORWARD_BUFFER, percent_encode};
+use crate::cli::pod_ref::{NamespaceFlag, PodRef};
 use crate::cli::port_forward_spec::{
-    ListenAddress, PortPair, listeners_suffice, parse_addresses, parse_pair, pod_lost, pod_name,
-    show,
+    ListenAddress, PortPair, listeners_suffice, parse_addresses, parse_pair, pod_lost, show,
 };
 
 /// What `podhost port-forward` is asked to do (its arguments).
 #[derive(Debug, Clone)]
 pub struct PortForwardRequest {
-    /// `NAME` or `pod/NAME`.
+    /// `NAME`, `NAMESPACE/NAME` or `pod/NAME`.
     pub pod: String,
+    /// `-n`.
+    pub namespace: NamespaceFlag,
     /// `[LOCAL_PORT:]REMOTE_PORT` each.
     pub ports: Vec<String>,
     /// `--address` values (each may be a comma list).
@@ -38,18 +40,20 @@ pub struct PortForwardRequest {
 /// How often the pod is looked at, to end the command when it goes.
 const POD_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// The pod every connection goes to: its name as given and the UID it had at start.
+/// The pod every connection goes to: its API path and the UID it had at start.
 #[derive(Debug)]
 struct Target {
     socket: PathBuf,
+    /// `NAMESPACE/NAME`, for messages.
     pod: String,
+    path: String,
     uid: Option<String>,
 }
 
 pub fn run(socket: &Path, req: PortForwardRequest) -> Result<i32> {
     let client = Client::new(socket);
-    let name = pod_name(&req.pod)?;
-    let pod: Pod = client.get_json(&format!("/pods/{}", percent_encode(&name)))?;
+    let pod: Pod = client.get_json(&PodRef::parse(&req.pod, &req.namespace)?.path())?;
+    let at = PodRef::of(&pod);
     let phase = pod
         .status
         .as_ref()
@@ -66,7 +70,8 @@ pub fn run(socket: &Path, req: PortForwardRequest) -> Result<i32> {
     let addresses = parse_addresses(&req.addresses)?;
     let target = Arc::new(Target {
         socket: socket.to_path_buf(),
-        pod: name,
+        pod: at.display(),
+        path: at.path(),
         uid: pod.metadata.uid.clone(),
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -186,7 +191,7 @@ async fn forward_connection(mut conn: TcpStream, pair: PortPair, target: Arc<Tar
     let _ = conn.set_nodelay(true);
     let opened = open_port_forward(
         &target.socket,
-        &target.pod,
+        &target.path,
         target.uid.as_deref(),
         pair.remote,
     )
@@ -222,10 +227,7 @@ async fn watch_pod(target: Arc<Target>) -> String {
     let mut warned = false;
     loop {
         tokio::time::sleep(POD_CHECK_INTERVAL).await;
-        let (socket, path) = (
-            target.socket.clone(),
-            format!("/pods/{}", percent_encode(&target.pod)),
-        );
+        let (socket, path) = (target.socket.clone(), target.path.clone());
         let looked =
             tokio::task::spawn_blocking(move || Client::new(&socket).get_json::<Pod>(&path)).await;
         match looked {

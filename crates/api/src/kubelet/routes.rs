@@ -77,7 +77,7 @@ pub async fn handle(
         }
         // The API server may add the pod's UID; the name already picks the pod.
         (&Method::GET | &Method::POST, ["portForward", namespace, pod, ..]) => {
-            match state.store.find_by_name(&format!("{namespace}/{pod}")) {
+            match state.store.find_pod(Some(namespace), pod).ok() {
                 Some(rec) => {
                     super::port_forward::port_forward(rec, state.port_forward.clone(), req)
                 }
@@ -127,7 +127,7 @@ pub(super) fn find_container(
     pod: &str,
     container: &str,
 ) -> Result<(PodRecord, i32), KubeletRequestError> {
-    let Some(rec) = state.store.find_by_name(&format!("{namespace}/{pod}")) else {
+    let Some(rec) = state.store.find_pod(Some(namespace), pod).ok() else {
         return Err(KubeletRequestError::NoSuchPod {
             namespace: namespace.to_string(),
             pod: pod.to_string(),
