@@ -65,7 +65,7 @@ EOF
 }
 wait_phase() { # NAME PHASE SECONDS
   for _ in $(seq $(($3 * 10))); do
-    cli get pods -o json | python3 -c "import json,sys; p=[i for i in json.load(sys.stdin)['items'] if i['metadata']['name']=='$1-bench']; sys.exit(0 if p and p[0]['status'].get('phase')=='$2' else 1)" && return 0
+    cli get pods -A -o json | python3 -c "import json,sys; p=[i for i in json.load(sys.stdin)['items'] if i['metadata']['name']=='$1-bench']; sys.exit(0 if p and p[0]['status'].get('phase')=='$2' else 1)" && return 0
     sleep 0.1
   done
   echo "pod $1 did not reach $2; daemon log:" >&2; tail -20 "$WORK/daemon.log" >&2; exit 1

@@ -89,7 +89,7 @@ iperf_pod server
 iperf_pod client
 ip_of() {
   for _ in $(seq 200); do
-    ip=$("$podhost" --socket "$work/bridge/sock" get pods -o json | python3 -c "
+    ip=$("$podhost" --socket "$work/bridge/sock" get pods -A -o json | python3 -c "
 import json, sys
 for p in json.load(sys.stdin)['items']:
     if p['metadata']['name'] == '$1-bench$$' and p.get('status', {}).get('phase') == 'Running':

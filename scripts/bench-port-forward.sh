@@ -70,7 +70,7 @@ for _ in $(seq "$conns"); do
   curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$port/index.html"
 done | sort -n | awk '{t[NR]=$1} END {printf "connection + small GET through the forward: median %.2f ms, p90 %.2f ms (%d sequential)\n", t[int(NR/2)+1]*1000, t[int(NR*0.9)]*1000, NR}'
 
-uid=$("$podhost" --socket "$work/sock" get pods -o json | sed -n 's/.*"uid": "\([0-9a-f]*\)".*/\1/p' | head -1)
+uid=$("$podhost" --socket "$work/sock" get pods -A -o json | sed -n 's/.*"uid": "\([0-9a-f]*\)".*/\1/p' | head -1)
 ns=$work/root/pods/$uid/ns/net
 fwd_s=$(curl -s -o /dev/null -w '%{time_total}' "http://127.0.0.1:$port/big")
 direct_s=$(nsenter --net="$ns" curl -s -o /dev/null -w '%{time_total}' "http://127.0.0.1:80/big")

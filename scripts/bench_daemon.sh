@@ -30,7 +30,7 @@ bench_daemon_stop() {
   if [ -n "${pid:-}" ]; then
     rm -f "$bench_work"/manifests/*.yaml
     for _ in $(seq 600); do
-      "$bench_podhost" --socket "$bench_work/sock" get pods -o json 2>/dev/null \
+      "$bench_podhost" --socket "$bench_work/sock" get pods -A -o json 2>/dev/null \
         | grep -q '"items": \[\]' && break
       sleep 0.2
     done

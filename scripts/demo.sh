@@ -46,7 +46,7 @@ echo $! >"$pidfile"
 want=$(ls "$manifests" | grep -vc '^\.')
 echo "== waiting for $want pods to be Running"
 for i in $(seq 120); do
-  running=$("$podhost" --socket "$socket" get pods -o json 2>/dev/null \
+  running=$("$podhost" --socket "$socket" get pods -A -o json 2>/dev/null \
     | grep -c '"phase": "Running"' || true)
   [ "$running" -ge "$want" ] && break
   [ "$i" -eq 120 ] && { echo "pods did not start; daemon log:" >&2; cat "$daemon_log" >&2; exit 1; }

@@ -17,6 +17,7 @@ mod common_hostile;
 mod common_manifest_url;
 mod common_registry;
 mod common_spdy;
+mod kubectl_habits;
 mod source_scan;
 
 // The suites.

@@ -148,7 +148,7 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     assert!(!pod_cgroup_dirs().is_empty());
 
     // -o json is a v1.PodList; -o yaml the same in YAML.
-    let out = d.cli(&["get", "pods", "-o", "json"]);
+    let out = d.cli(&["get", "pods", "-A", "-o", "json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (list["apiVersion"].as_str(), list["kind"].as_str()),

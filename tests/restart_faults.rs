@@ -188,7 +188,7 @@ fn restart_with_fault(d: &mut TestDaemon, fault: &str) {
         Duration::from_secs(20),
         "the restarted daemon's API",
         || {
-            d.cli(&["get", "pods", "-o", "json"])
+            d.cli(&["get", "pods", "-A", "-o", "json"])
                 .status
                 .success()
                 .then_some(())
@@ -322,7 +322,7 @@ fn a_fresh_pod_waits_for_the_pod_network_and_a_host_network_pod_never_does() {
     let mut d = TestDaemon::prepare_with(&[]);
     d.spawn_daemon_with_env(&[("PODHOST_TEST_SANDBOX_FAULT", "network-pending:3")]);
     wait_until(Duration::from_secs(20), "the daemon's API", || {
-        d.cli(&["get", "pods", "-o", "json"])
+        d.cli(&["get", "pods", "-A", "-o", "json"])
             .status
             .success()
             .then_some(())

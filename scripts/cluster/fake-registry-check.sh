@@ -58,7 +58,7 @@ fail() {
 }
 # The phase of the static pod NAME (named NAME-fake-registry), empty when there is none.
 pod_phase() { # NAME
-  podhost get pods -o json 2>/dev/null | python3 -c '
+  podhost get pods -A -o json 2>/dev/null | python3 -c '
 import json, sys
 for pod in json.load(sys.stdin).get("items", []):
     if pod["metadata"]["name"] == sys.argv[1] + "-fake-registry":
@@ -70,7 +70,7 @@ wait_running() { # NAME
     [ "$(pod_phase "$1")" = Running ] && return 0
     sleep 0.2
   done
-  podhost get pods -o json >&2 || true
+  podhost get pods -A -o json >&2 || true
   fail "pod $1: not Running within 60 s"
 }
 
@@ -82,7 +82,7 @@ RUST_LOG=info "$PODHOST" --socket "$W/podhost.sock" daemon --node-name fake-regi
   --pod-network none --cni-conf-dir "$W/no-cni" --eviction-hard= --cgroup-root "$CGROUP_ROOT" \
   --rescan-interval 1 --image-credentials "$W/config.json" >"$W/daemon.log" 2>&1 &
 DAEMON_PID=$!
-for _ in $(seq 1 150); do podhost get pods >/dev/null 2>&1 && break; sleep 0.2; done
+for _ in $(seq 1 150); do podhost get pods -A >/dev/null 2>&1 && break; sleep 0.2; done
 
 cat >"$W/manifests/registry.yaml" <<EOF
 apiVersion: v1

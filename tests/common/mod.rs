@@ -264,7 +264,7 @@ impl TestDaemon {
                     self.daemon_log()
                 );
             }
-            self.cli(&["get", "pods", "-o", "json"])
+            self.cli(&["get", "pods", "-A", "-o", "json"])
                 .status
                 .success()
                 .then_some(())
@@ -395,7 +395,7 @@ impl TestDaemon {
     }
 
     pub fn pods(&self) -> Vec<Value> {
-        let out = self.cli(&["get", "pods", "-o", "json"]);
+        let out = self.cli(&["get", "pods", "-A", "-o", "json"]);
         assert!(
             out.status.success(),
             "get pods: {}",

@@ -50,7 +50,9 @@ pub fn run(client: &Client, args: &GetArgs) -> Result<i32> {
 
 /// `pods`, `pods NAME…`, `pod/NAME…` or `events`.
 fn wanted(targets: &[String]) -> Result<Wanted> {
-    let (first, rest) = targets.split_first().expect("clap requires one target");
+    let Some((first, rest)) = targets.split_first() else {
+        bail!("get needs a resource type: pods or events");
+    };
     if first.contains('/') {
         let mut names = Vec::new();
         for t in targets {
@@ -121,7 +123,9 @@ fn get_pods(
         }
         found
     };
-    if pods.is_empty() && names.is_empty() {
+    // kubectl's "No resources found" stands for an empty table; json, yaml and the
+    // templates print the empty list.
+    if pods.is_empty() && names.is_empty() && format.is_table() {
         no_pods_found(client, args)?;
         return Ok(0);
     }
