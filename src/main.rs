@@ -57,7 +57,7 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
             resource,
             name,
             namespace,
-        } => describe::run(&client(), &resource, &name, &namespace),
+        } => describe::run(&client(), &resource, name.as_deref(), &namespace),
         Command::Logs {
             pod,
             flags,

@@ -207,5 +207,38 @@ fn namespaces_selectors_and_output_formats_as_kubectl() {
     }
     wait_until(std::time::Duration::from_secs(40), "pods gone", || {
         d.pods().is_empty().then_some(())
-    });
+    })
+    .expect("the pods go with their manifests");
+
+    // Their events outlive them (an hour), by namespace and by object.
+    let (code, out, _) = text(&d.cli(&[
+        "get",
+        "events",
+        "-n",
+        "team-a",
+        "--for",
+        &format!("pod/{dup}"),
+    ]));
+    assert_eq!(code, Some(0));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("LAST SEEN   TYPE"), "{out}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&format!("pod/{dup}/main")) && l.contains("Started")),
+        "{out}"
+    );
+    assert!(lines.iter().any(|l| l.contains("Killing")), "{out}");
+    let (_, all, _) = text(&d.cli(&["get", "events", "-A", "--for", &format!("pod/{dup}")]));
+    assert!(all.starts_with("NAMESPACE   LAST SEEN"), "{all}");
+    for ns in ["team-a", "team-b"] {
+        assert!(
+            all.lines()
+                .any(|l| l.starts_with(ns) && l.contains("Started")),
+            "{all}"
+        );
+    }
+    let (_, defaults, _) = text(&d.cli(&["get", "events"]));
+    assert!(!defaults.contains(&format!("pod/{dup}")), "{defaults}");
+    assert!(defaults.contains(&format!("pod/{web}/side")), "{defaults}");
 }

@@ -31,12 +31,13 @@ pub enum Command {
     Daemon(Box<DaemonFlags>),
     /// List pods (or events), as `kubectl get`.
     Get(GetArgs),
-    /// Show a pod's status and events.
+    /// Show a pod's (or the node's) details and events, as `kubectl describe`.
     Describe {
-        /// Only `pod` (or `pods`, `po`).
+        /// `pod` (or `pods`, `po`), `node` (or `nodes`, `no`), or TYPE/NAME.
         resource: String,
-        /// NAME, NAMESPACE/NAME or pod/NAME.
-        name: String,
+        /// The pod: NAME or NAMESPACE/NAME (without it, every pod of the namespace);
+        /// the node's name (optional: the daemon has one).
+        name: Option<String>,
         #[command(flatten)]
         namespace: NamespaceFlag,
     },
@@ -240,6 +241,10 @@ pub struct GetArgs {
     /// (kubectl's).
     #[arg(short = 'o', long = "output")]
     pub output: Option<String>,
+    /// Events: only those about this object (`pod/NAME`, `node/NAME`); without -n, a
+    /// pod's in whichever namespace it is.
+    #[arg(long = "for", value_name = "TYPE/NAME")]
+    pub for_object: Option<String>,
     /// Pods: after the list, a line per change as it happens (with `-o json`, one
     /// watch event per line: `{"type": ADDED|MODIFIED|DELETED, "object": pod}`).
     #[arg(short = 'w', long = "watch")]

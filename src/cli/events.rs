@@ -1,27 +1,33 @@
-//! `podhost get events`: LAST SEEN TYPE REASON OBJECT MESSAGE, as kubectl.
+//! `podhost get events`: [NAMESPACE] LAST SEEN TYPE REASON OBJECT MESSAGE, as kubectl.
 
 use chrono::{DateTime, Utc};
 
 use super::age::human_duration;
-use super::table::align;
+use super::table::{KUBECTL_MIN_WIDTH, align_min};
 use crate::status::Event;
 
-pub fn render_events(events: &[Event], now: DateTime<Utc>) -> String {
-    let mut rows = vec![
-        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
-            .map(String::from)
-            .to_vec(),
-    ];
+/// The table; `namespace_column` (`-A`) adds NAMESPACE first.
+pub fn render_events(events: &[Event], namespace_column: bool, now: DateTime<Utc>) -> String {
+    let mut header = vec!["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"];
+    if namespace_column {
+        header.insert(0, "NAMESPACE");
+    }
+    let mut rows = vec![header.into_iter().map(String::from).collect::<Vec<_>>()];
     for e in events {
-        rows.push(vec![
+        let mut row = Vec::new();
+        if namespace_column {
+            row.push(e.listed_namespace().to_string());
+        }
+        row.extend([
             human_duration((now - e.time).to_std().unwrap_or_default()),
             format!("{:?}", e.kind),
             e.reason.clone(),
             e.object.clone(),
             e.message.clone(),
         ]);
+        rows.push(row);
     }
-    align(&rows)
+    align_min(&rows, KUBECTL_MIN_WIDTH)
 }
 
 #[cfg(test)]
@@ -38,8 +44,9 @@ mod tests {
             reason: "SystemOOM".into(),
             object: "node/n1".into(),
             message: "System OOM encountered, victim process: tail, pid: 7".into(),
+            namespace: None,
         };
-        let out = render_events(&[e], now);
+        let out = render_events(&[e], false, now);
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("LAST SEEN   TYPE"));
         assert!(

@@ -52,7 +52,17 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
             };
             pod_route(&state, method, at, &query, req).await
         }
-        (Method::GET, ["events"]) => ok_json(&all_events(&state)),
+        (Method::GET, ["events"]) => ok_json(&all_events(
+            &state,
+            query.get("namespace").map(String::as_str),
+            query.get("for").map(String::as_str),
+        )),
+        (Method::GET, ["namespaces", namespace, "events"]) => ok_json(&all_events(
+            &state,
+            Some(namespace),
+            query.get("for").map(String::as_str),
+        )),
+        (Method::GET, ["node"]) => ok_json(&node(&state)),
         (Method::GET, ["node", "conditions"]) => ok_json(&state.store.node_conditions()),
         (Method::GET, ["images"]) => match state.images.list() {
             Ok(list) => ok_json(&list),
@@ -70,6 +80,16 @@ pub async fn handle(state: Arc<ApiState>, req: Request<Incoming>) -> Response<Bo
         }
         (_, _) => error(404, format!("no such API path: {path}")),
     }
+}
+
+/// The node with its current conditions.
+fn node(state: &ApiState) -> k8s_openapi::api::core::v1::Node {
+    let mut node = (*state.node).clone();
+    let conditions = state.store.node_conditions();
+    if !conditions.is_empty() {
+        node.status.get_or_insert_default().conditions = Some(conditions);
+    }
+    node
 }
 
 /// Which root dir and image store this daemon serves.
@@ -110,7 +130,7 @@ async fn pod_route(
     };
     match at.rest {
         [] => ok_json(&rec.to_pod()),
-        ["events"] => ok_json(&rec.events),
+        ["events"] => ok_json(&rec.events_with_namespace()),
         ["exec"] => exec_target(state, rec, query.get("container")),
         ["log"] => logs(state, rec, query).await,
         ["ephemeral"] => add_ephemeral(state, rec, req).await,
@@ -118,12 +138,21 @@ async fn pod_route(
     }
 }
 
-/// Node events and every pod's events, oldest first.
-fn all_events(state: &ApiState) -> Vec<podhost_status::Event> {
+/// Node events and every pod's events — those of pods that went in the last hour
+/// too — oldest first; only `namespace`'s (the node's count as `default`'s, as the API
+/// server keeps them), only those `about` an object (`pod/NAME`, `node/NAME`).
+fn all_events(
+    state: &ApiState,
+    namespace: Option<&str>,
+    about: Option<&str>,
+) -> Vec<podhost_status::Event> {
     let mut all = state.store.node_events();
+    all.extend(state.store.departed_events());
     for rec in state.store.pods() {
-        all.extend(rec.events);
+        all.extend(rec.events_with_namespace());
     }
+    all.retain(|e| namespace.is_none_or(|ns| e.listed_namespace() == ns));
+    all.retain(|e| about.is_none_or(|object| e.is_about(object)));
     all.sort_by_key(|e| e.time);
     all
 }

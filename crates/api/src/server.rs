@@ -24,6 +24,8 @@ use podhost_status::StatusStore;
 #[derive(Debug)]
 pub struct ApiState {
     pub store: Arc<StatusStore>,
+    /// The node as it would register (`/node`), without its conditions (the store's).
+    pub node: Arc<k8s_openapi::api::core::v1::Node>,
     pub images: Arc<ImageStore>,
     pub layout: Layout,
     pub images_changed: tokio::sync::watch::Sender<u64>,

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 
-use super::events::{Event, EventKind, push_capped};
+use super::events::{Departed, Event, EventKind, push_capped};
 use super::writer::{Job, STATUS_FILE, Shared, WriterStats};
 use podhost_disk::Layout;
 use podhost_disk::read_json;
@@ -120,6 +120,19 @@ impl PodRecord {
         self.admitted.metadata.name.as_deref().unwrap_or_default()
     }
 
+    /// The pod's events, each with the pod's namespace (a record written before events
+    /// carried one has none).
+    pub fn events_with_namespace(&self) -> Vec<Event> {
+        let namespace = self.namespace();
+        self.events
+            .iter()
+            .map(|e| Event {
+                namespace: Some(namespace.to_string()),
+                ..e.clone()
+            })
+            .collect()
+    }
+
     /// The pod's phase, if one was published yet.
     pub fn phase(&self) -> Option<&str> {
         self.status.phase.as_deref()
@@ -154,6 +167,8 @@ pub struct StatusStore {
 pub(super) struct Inner {
     pub(super) pods: BTreeMap<String, PodRecord>,
     node_events: Vec<Event>,
+    /// The events of pods removed in the last hour.
+    departed: Departed,
     /// The node's conditions (the eviction manager's pressure conditions).
     node_conditions: Vec<NodeCondition>,
     last_version: u64,
@@ -361,6 +376,7 @@ impl StatusStore {
             reason: reason.to_string(),
             object: object.to_string(),
             message,
+            namespace: None,
         };
         match kind {
             EventKind::Normal => tracing::info!(object, reason, message = %e.message, "event"),
@@ -369,6 +385,10 @@ impl StatusStore {
         let mut inner = self.lock();
         let Some(rec) = inner.changing(uid) else {
             return;
+        };
+        let e = Event {
+            namespace: Some(rec.namespace().to_string()),
+            ..e
         };
         push_capped(&mut rec.events, e);
         drop(inner);
@@ -388,6 +408,7 @@ impl StatusStore {
             reason: reason.to_string(),
             object,
             message,
+            namespace: None,
         };
         push_capped(&mut self.lock().node_events, e);
     }
@@ -413,11 +434,23 @@ impl StatusStore {
         self.shared.stop_persisting(uid);
     }
 
-    /// Forgets a pod once it is fully terminated; returns its last record.
+    /// Forgets a pod once it is fully terminated; returns its last record. Its events
+    /// stay listed for an hour ([`departed_events`](Self::departed_events)).
     pub fn remove(&self, uid: &str) -> Option<PodRecord> {
-        let removed = self.lock().pods.remove(uid);
+        let mut inner = self.lock();
+        let removed = inner.pods.remove(uid);
+        if let Some(rec) = &removed {
+            let events = rec.events_with_namespace();
+            inner.departed.keep(Utc::now(), events);
+        }
+        drop(inner);
         self.changed();
         removed
+    }
+
+    /// The events of the pods removed in the last hour, oldest pod first.
+    pub fn departed_events(&self) -> Vec<Event> {
+        self.lock().departed.current(Utc::now())
     }
 
     pub fn get(&self, uid: &str) -> Option<PodRecord> {

@@ -233,3 +233,53 @@ fn the_record_on_disk_is_the_pod_with_its_status_as_the_api_writes_it() {
         on_disk["pod"]
     );
 }
+
+#[test]
+fn a_removed_pods_events_stay_listed_for_an_hour_with_its_namespace() {
+    let (_dir, _layout, store) = store();
+    store.admit(&pod("gone"));
+    store.pod_event(
+        "gone",
+        super::EventKind::Normal,
+        "Started",
+        "pod/p-gone/main",
+        "started".into(),
+    );
+    store.remove("gone");
+    let kept = store.departed_events();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].reason, "Started");
+    assert_eq!(kept[0].namespace.as_deref(), Some("default"));
+    assert!(kept[0].is_about("pod/p-gone"));
+    assert!(!kept[0].is_about("pod/p-go"));
+}
+
+#[test]
+fn departed_events_expire_an_hour_after_their_pod_went_and_are_capped() {
+    use super::events::{DEPARTED_EVENTS_TTL, Departed, MAX_DEPARTED_EVENTS};
+    let event = |n: usize| super::Event {
+        time: chrono::Utc::now(),
+        kind: super::EventKind::Normal,
+        reason: format!("r{n}"),
+        object: "pod/p".into(),
+        message: String::new(),
+        namespace: None,
+    };
+    let now = chrono::Utc::now();
+    let mut departed = Departed::default();
+    departed.keep(
+        now - DEPARTED_EVENTS_TTL - chrono::TimeDelta::seconds(1),
+        vec![event(0)],
+    );
+    departed.keep(now - chrono::TimeDelta::minutes(59), vec![event(1)]);
+    let kept: Vec<String> = departed
+        .current(now)
+        .into_iter()
+        .map(|e| e.reason)
+        .collect();
+    assert_eq!(kept, ["r1"]);
+    departed.keep(now, (0..MAX_DEPARTED_EVENTS + 5).map(event).collect());
+    let kept = departed.current(now);
+    assert_eq!(kept.len(), MAX_DEPARTED_EVENTS);
+    assert_eq!(kept[0].reason, "r5");
+}

@@ -5,6 +5,7 @@ use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::api::client::Client;
+use crate::api::percent_encode;
 use crate::cli::args::GetArgs;
 use crate::cli::events::render_events;
 use crate::cli::pod_output::{OutputFormat, PodPrint, render};
@@ -23,6 +24,7 @@ pub fn run(client: &Client, args: &GetArgs) -> Result<i32> {
     match wanted(&args.targets)? {
         Wanted::Events if args.watch => bail!("--watch follows pods only"),
         Wanted::Events => get_events(client, args),
+        Wanted::Pods(_) if args.for_object.is_some() => bail!("--for applies to events only"),
         Wanted::Pods(names) => {
             let format = OutputFormat::parse(args.output.as_deref())?;
             let selector = Selector::parse(args.selector.as_deref().unwrap_or_default())?;
@@ -74,6 +76,16 @@ fn wanted(targets: &[String]) -> Result<Wanted> {
             pods_resource(kind)?;
             Ok(Wanted::Pods(rest.to_vec()))
         }
+    }
+}
+
+/// `--for`'s object in the events' form: `pod/NAME` (`pods/`, `po/` too) or
+/// `node/NAME` (`nodes/`, `no/`).
+fn event_object(object: &str) -> Result<String> {
+    match object.split_once('/') {
+        Some((kind, name)) if is_pods(kind) && !name.is_empty() => Ok(format!("pod/{name}")),
+        Some(("node" | "nodes" | "no", name)) if !name.is_empty() => Ok(format!("node/{name}")),
+        _ => bail!("--for {object:?}: give pod/NAME or node/NAME"),
     }
 }
 
@@ -165,16 +177,32 @@ fn no_pods_found(client: &Client, args: &GetArgs) -> Result<()> {
     Ok(())
 }
 
+/// `get events [-n NS | -A] [--for TYPE/NAME]`: the default namespace's without -n
+/// (the node's events count as its), except that `--for` alone finds a pod in any.
 fn get_events(client: &Client, args: &GetArgs) -> Result<i32> {
-    let events: Vec<crate::status::Event> = client.get_json("/events")?;
+    let namespace = args.namespace.namespace.as_deref();
+    // Every namespace's events: with -A, or a pod's found in any namespace.
+    let all = args.all_namespaces || (namespace.is_none() && args.for_object.is_some());
+    let mut path = match namespace {
+        _ if all => "/events".to_string(),
+        Some(ns) => format!("/namespaces/{}/events", percent_encode(ns)),
+        None => format!("/namespaces/{DEFAULT_NAMESPACE}/events"),
+    };
+    if let Some(object) = &args.for_object {
+        path.push_str(&format!("?for={}", percent_encode(&event_object(object)?)));
+    }
+    let events: Vec<crate::status::Event> = client.get_json(&path)?;
     match args.output.as_deref() {
         Some("json") => println!("{}", serde_json::to_string_pretty(&events)?),
         Some("yaml") => print!("{}", serde_yaml_ng::to_string(&events)?),
         None | Some("wide") => {
-            if events.is_empty() {
-                eprintln!("No events found.");
+            if events.is_empty() && all {
+                eprintln!("No resources found");
+            } else if events.is_empty() {
+                let ns = namespace.unwrap_or(DEFAULT_NAMESPACE);
+                eprintln!("No resources found in {ns} namespace.");
             } else {
-                print!("{}", render_events(&events, chrono::Utc::now()));
+                print!("{}", render_events(&events, all, chrono::Utc::now()));
             }
         }
         Some(other) => bail!("unknown output format {other:?}: use wide, json or yaml"),

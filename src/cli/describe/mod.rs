@@ -2,10 +2,12 @@
 //! out as its tabwriter lays them out — from the pod and its events.
 
 mod containers;
+mod node;
 mod pod;
 mod tabbed;
 mod volumes;
 
+pub use node::render_node;
 pub use pod::render_describe;
 pub use tabbed::layout;
 

@@ -194,7 +194,7 @@ fn qos_class(pod: &Pod, published: Option<&str>) -> String {
 }
 
 /// `Title:\tk=v` and further pairs on lines of their own, sorted; `<none>` when empty.
-fn key_values(w: &mut Tabbed, title: &str, map: Option<&BTreeMap<String, String>>) {
+pub(super) fn key_values(w: &mut Tabbed, title: &str, map: Option<&BTreeMap<String, String>>) {
     let Some(map) = map.filter(|m| !m.is_empty()) else {
         w.write(0, &format!("{title}:\t<none>\n"));
         return;
@@ -209,7 +209,7 @@ fn key_values(w: &mut Tabbed, title: &str, map: Option<&BTreeMap<String, String>
     }
 }
 
-fn annotations(w: &mut Tabbed, map: Option<&BTreeMap<String, String>>) {
+pub(super) fn annotations(w: &mut Tabbed, map: Option<&BTreeMap<String, String>>) {
     let shown: Vec<(&String, &String)> = map
         .into_iter()
         .flatten()
@@ -285,7 +285,7 @@ fn tolerations(w: &mut Tabbed, list: &[Toleration]) {
     }
 }
 
-fn describe_events(w: &mut Tabbed, events: &[Event], now: DateTime<Utc>) {
+pub(super) fn describe_events(w: &mut Tabbed, events: &[Event], now: DateTime<Utc>) {
     if events.is_empty() {
         w.write(0, "Events:\t<none>\n");
         return;

@@ -74,6 +74,7 @@ fn describe_pod_prints_kubectls_sections_in_its_layout() {
         reason: "Started".into(),
         object: "pod/web-n1/nginx".into(),
         message: "Started container nginx".into(),
+        namespace: Some("team-a".into()),
     }];
     let text = render_describe(&pod(), &events, at("2026-11-30T10:05:03Z"));
     let golden = include_str!("../golden/describe-pod.txt");
@@ -114,4 +115,79 @@ fn a_pod_without_status_volumes_or_events_says_none_where_kubectl_does() {
          Tolerations:      <none>\n\
          Events:           <none>\n"
     );
+}
+
+#[test]
+fn describe_node_prints_kubectls_sections_pods_and_totals_in_its_layout() {
+    let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": "n1", "creationTimestamp": "2026-11-30T09:00:00Z",
+            "labels": {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": "n1"},
+            "annotations": {"podhost.io/pod-network": "bridge"}
+        },
+        "spec": {},
+        "status": {
+            "conditions": [{
+                "type": "MemoryPressure", "status": "False",
+                "lastHeartbeatTime": "2026-11-30T10:04:00Z", "lastTransitionTime": "2026-11-30T09:00:00Z",
+                "reason": "KubeletHasSufficientMemory", "message": "kubelet has sufficient memory available"
+            }],
+            "addresses": [{"type": "InternalIP", "address": "192.168.1.10"}, {"type": "Hostname", "address": "n1"}],
+            "capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+            "allocatable": {"cpu": "2", "memory": "3840Mi", "pods": "110"},
+            "nodeInfo": {
+                "machineID": "m", "systemUUID": "u", "bootID": "b", "kernelVersion": "6.1.0",
+                "osImage": "Debian GNU/Linux 12 (bookworm)", "operatingSystem": "linux",
+                "architecture": "amd64", "containerRuntimeVersion": "podhost://0.1.0",
+                "kubeletVersion": "v1.33.0", "kubeProxyVersion": ""
+            }
+        }
+    }))
+    .unwrap();
+    let pod =
+        |ns: &str, name: &str, created: &str, phase: &str, resources: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": ns, "creationTimestamp": created},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "resources": resources}]},
+                "status": {"phase": phase}
+            }))
+            .unwrap()
+        };
+    let pods = [
+        pod(
+            "default",
+            "web",
+            "2026-11-30T10:00:00Z",
+            "Running",
+            serde_json::json!({"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "500m", "memory": "128Mi"}}),
+        ),
+        pod(
+            "default",
+            "done",
+            "2026-11-30T08:00:00Z",
+            "Succeeded",
+            serde_json::json!({"requests": {"cpu": "1"}}),
+        ),
+        pod(
+            "kube-system",
+            "etcd",
+            "2026-11-30T09:00:00Z",
+            "Running",
+            serde_json::json!({}),
+        ),
+    ];
+    let events = [Event {
+        time: at("2026-11-30T09:00:00Z"),
+        kind: EventKind::Normal,
+        reason: "Starting".into(),
+        object: "node/n1".into(),
+        message: "Starting podhost".into(),
+        namespace: None,
+    }];
+    let text = super::render_node(&node, &pods, &events, at("2026-11-30T10:05:00Z"));
+    let golden = include_str!("../golden/describe-node.txt");
+    for (i, (got, want)) in text.lines().zip(golden.lines()).enumerate() {
+        assert_eq!(got, want, "line {}", i + 1);
+    }
+    assert_eq!(text, golden);
 }

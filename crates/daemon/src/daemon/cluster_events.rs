@@ -204,6 +204,7 @@ mod tests {
             reason: reason.into(),
             object: object.into(),
             message: format!("{reason} it"),
+            namespace: None,
         };
         serde_json::from_value(serde_json::json!({
             "pod": pod,
@@ -263,6 +264,7 @@ mod tests {
             reason: "NetworkNotReady".into(),
             object: "node/node-1".into(),
             message: "m".into(),
+            namespace: None,
         };
         let posted = node_event("node-1", &e);
         let o = &posted.involved_object;

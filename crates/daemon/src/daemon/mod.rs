@@ -339,6 +339,12 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     if let Ok(backend) = &started {
         network_choice::report(cfg.network.mode, backend, &store);
     }
+    let pod_network = network_choice::summary(
+        started
+            .as_ref()
+            .map(|backend| *backend)
+            .map_err(|e| e as &dyn std::fmt::Display),
+    );
     if let Ok(podhost_network::PodNetwork::Bridge(bridge)) = &started
         && let Some(problem) = bridge.nft_problem()
     {
@@ -416,7 +422,16 @@ pub async fn run(cfg: DaemonConfig) -> Result<(), DaemonError> {
     // One way into pods for both port-forwards: the local API's and the kubelet API's.
     let port_forwarder: Arc<dyn podhost_api::PortForwardTarget> =
         Arc::new(port_forward::PodPortForwarder::new(layout.clone()));
+    // The Node this daemon would register, for `podhost describe node`: created now,
+    // annotated with the pod network in use.
+    let mut node = podhost_model::node::node_object(&node_facts.host, &node_facts.settings);
+    node.metadata.creation_timestamp = Some(podhost_status::k8s_time(chrono::Utc::now()));
+    node.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert(network_choice::ANNOTATION.to_string(), pod_network);
     let api = Arc::new(ApiState {
+        node: Arc::new(node),
         stats: stats.clone(),
         ephemeral: Arc::new(ephemeral),
         port_forward: port_forwarder.clone(),
