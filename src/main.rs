@@ -67,8 +67,20 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
             pod,
             namespace,
             container,
+            stdin,
+            tty,
             command,
-        } => exec::run(&client(), &pod, &namespace, container, command),
+        } => exec::run(
+            &client(),
+            exec::ExecRequest {
+                pod,
+                namespace,
+                container,
+                stdin,
+                tty,
+                command,
+            },
+        ),
         Command::Debug {
             pod,
             namespace,

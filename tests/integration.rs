@@ -42,6 +42,7 @@ mod error_types;
 mod eviction;
 mod examples;
 mod exec_cli;
+mod exec_tty;
 mod exit_report;
 mod gc;
 mod honest_tests;

@@ -191,6 +191,25 @@ fn namespaces_selectors_and_output_formats_as_kubectl() {
         .unwrap();
     assert_eq!(pod["metadata"]["labels"]["team"], "a");
 
+    // describe node: the pods of every namespace, the pod network named.
+    let (code, node, _) = text(&d.cli(&["describe", "node"]));
+    assert_eq!(code, Some(0));
+    assert!(
+        node.starts_with("Name:") && node.lines().next().unwrap().ends_with(&d.node),
+        "{node}"
+    );
+    assert!(node.contains("podhost.io/pod-network: "), "{node}");
+    assert!(node.contains("(3 in total)"), "{node}");
+    for ns in ["team-a", "team-b", "default"] {
+        assert!(
+            node.lines().any(|l| l.trim_start().starts_with(ns)),
+            "{node}"
+        );
+    }
+    let (code, _, err) = text(&d.cli(&["describe", "node", "elsewhere"]));
+    assert_eq!(code, Some(1));
+    assert!(err.contains("node \"elsewhere\" not found"), "{err}");
+
     // logs: the first container, said on stderr; every container with --prefix.
     let (code, out, err) = text(&d.cli(&["logs", &web]));
     assert_eq!((code, out.as_str()), (Some(0), "main-says\n"));

@@ -563,6 +563,17 @@ fn auto_mode_names_the_cni_config_it_chose() {
             .contains("--pod-network auto uses the CNI network"),
         "said at start too"
     );
+    // And in `describe node`: the annotation and the event.
+    let described = String::from_utf8_lossy(&d.cli(&["describe", "node"]).stdout).into_owned();
+    let annotation = described
+        .lines()
+        .find(|l| l.contains("podhost.io/pod-network: "))
+        .unwrap_or_else(|| panic!("{described}"));
+    assert!(
+        annotation.contains("cni podhost-test (") && annotation.contains("10-test.conflist)"),
+        "{described}"
+    );
+    assert!(described.contains("PodNetworkFromCniConfig"), "{described}");
     d.write_manifest("a.yaml", &server_pod("a", "[]"));
     let (a4, _) = pod_ips(&running(&d, "a"));
     assert!(a4.to_string().starts_with("10.202.0."), "{a4}");

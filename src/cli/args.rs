@@ -50,7 +50,7 @@ pub enum Command {
         #[command(flatten)]
         namespace: NamespaceFlag,
     },
-    /// Run a command in a running container.
+    /// Run a command in a running container, as `kubectl exec`.
     Exec {
         /// NAME, NAMESPACE/NAME or pod/NAME.
         pod: String,
@@ -58,6 +58,14 @@ pub enum Command {
         namespace: NamespaceFlag,
         #[arg(short = 'c', long)]
         container: Option<String>,
+        /// Pass this terminal's (or pipe's) input to the command; without it the
+        /// command reads nothing.
+        #[arg(short = 'i', long)]
+        stdin: bool,
+        /// With -i and a terminal: run the command on a terminal of its own (raw
+        /// keys, Ctrl-C as SIGINT, window size kept in step).
+        #[arg(short = 't', long)]
+        tty: bool,
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },

@@ -20,8 +20,10 @@ pub struct NamespaceFlag {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PodRefError {
-    #[error("{arg:?} names no pod: use NAME, NAMESPACE/NAME or pod/NAME")]
+    #[error("{arg:?} is not a pod name: use NAME, NAMESPACE/NAME or pod/NAME")]
     Malformed { arg: String },
+    #[error("{arg:?} is not a pod: podhost runs pods only (give NAME, NAMESPACE/NAME or pod/NAME)")]
+    NotAPod { arg: String },
     #[error("{arg:?} is in namespace {named:?} but -n says {flag:?}: give one of them")]
     NamespaceConflict {
         arg: String,
@@ -29,6 +31,41 @@ pub enum PodRefError {
         flag: String,
     },
 }
+
+/// kubectl's names of the other kinds a TYPE/NAME argument may give: refused as not
+/// pods rather than taken for a namespace.
+const OTHER_KINDS: [&str; 30] = [
+    "deployment",
+    "deployments",
+    "deploy",
+    "service",
+    "services",
+    "svc",
+    "replicaset",
+    "replicasets",
+    "rs",
+    "statefulset",
+    "statefulsets",
+    "sts",
+    "daemonset",
+    "daemonsets",
+    "ds",
+    "job",
+    "jobs",
+    "cronjob",
+    "cronjobs",
+    "cj",
+    "node",
+    "nodes",
+    "no",
+    "configmap",
+    "configmaps",
+    "cm",
+    "secret",
+    "secrets",
+    "replicationcontroller",
+    "rc",
+];
 
 /// A pod named on the command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +82,11 @@ impl PodRef {
         };
         let (named_namespace, name) = match arg.split_once('/') {
             Some(("pod" | "pods" | "po", name)) => (None, name),
+            Some((kind, _)) if OTHER_KINDS.contains(&kind) => {
+                return Err(PodRefError::NotAPod {
+                    arg: arg.to_string(),
+                });
+            }
             Some((namespace, name)) => (Some(namespace), name),
             None => (None, arg),
         };
@@ -165,6 +207,10 @@ mod tests {
                 .to_string(),
             "\"team-a/web\" is in namespace \"team-a\" but -n says \"team-b\": give one of them"
         );
+        assert!(matches!(
+            PodRef::parse("deployment/web", &ns(None)),
+            Err(PodRefError::NotAPod { .. })
+        ));
         for bad in ["", "a/", "/web", "a/b/c", "pod/"] {
             assert!(
                 matches!(

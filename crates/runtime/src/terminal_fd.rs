@@ -1,6 +1,7 @@
-//! The two raw calls a terminal handed over a console socket needs (the kubelet API's
-//! `exec -t`): taking the master out of an SCM_RIGHTS message, and setting its window
-//! size. Kept here, where `unsafe` is allowed, behind safe functions.
+//! The raw calls a terminal handed over a console socket needs (`exec -t`, the kubelet
+//! API's and the CLI's): taking the master out of an SCM_RIGHTS message, and reading
+//! and setting a window size. Kept here, where `unsafe` is allowed, behind safe
+//! functions.
 
 use std::io::IoSliceMut;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -47,6 +48,24 @@ pub fn set_window_size(fd: BorrowedFd<'_>, rows: u16, cols: u16) -> std::io::Res
     let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ, &winsize) };
     if rc == 0 {
         Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// TIOCGWINSZ on the terminal `fd`: its rows and columns.
+pub fn window_size(fd: BorrowedFd<'_>) -> std::io::Result<(u16, u16)> {
+    let mut winsize = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one winsize through the pointer, which outlives the
+    // call; `fd` is an open descriptor borrowed for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut winsize) };
+    if rc == 0 {
+        Ok((winsize.ws_row, winsize.ws_col))
     } else {
         Err(std::io::Error::last_os_error())
     }

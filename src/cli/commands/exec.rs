@@ -1,9 +1,12 @@
-//! `podhost exec POD [-c C] -- CMD…`: asks the daemon which container, then execs into
-//! it from this (single-threaded) process.
+//! `podhost exec [-i] [-t] POD [-c C] -- CMD…`: asks the daemon which container, then
+//! execs into it from this (single-threaded) process; with `-i -t` on a terminal of its
+//! own (`exec_tty`). As kubectl: without `-i` the command reads no input, and `-t`
+//! needs `-i` and a terminal to read from.
 
+use std::io::IsTerminal;
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::api::client::Client;
 use crate::api::percent_encode;
@@ -11,16 +14,22 @@ use crate::api::types::ExecTarget;
 use crate::cli::pod_containers::default_container;
 use crate::cli::pod_ref::{NamespaceFlag, PodRef};
 
-pub fn run(
-    client: &Client,
-    pod: &str,
-    namespace: &NamespaceFlag,
-    container: Option<String>,
-    command: Vec<String>,
-) -> Result<i32> {
+/// What `podhost exec` is asked to run, and where.
+pub struct ExecRequest {
+    pub pod: String,
+    pub namespace: NamespaceFlag,
+    pub container: Option<String>,
+    /// `-i`: pass this process's input on.
+    pub stdin: bool,
+    /// `-t`: a terminal (with `-i`, when the input is one).
+    pub tty: bool,
+    pub command: Vec<String>,
+}
+
+pub fn run(client: &Client, req: ExecRequest) -> Result<i32> {
     let pod: k8s_openapi::api::core::v1::Pod =
-        client.get_json(&PodRef::parse(pod, namespace)?.path())?;
-    let container = match container {
+        client.get_json(&PodRef::parse(&req.pod, &req.namespace)?.path())?;
+    let container = match req.container {
         Some(c) => c,
         None => {
             let (picked, notice) = default_container(&pod);
@@ -43,11 +52,24 @@ pub fn run(
             target.pod
         );
     }
+    // kubectl's rule: a terminal only for -i -t with a terminal to read from.
+    let tty = req.tty && req.stdin && std::io::stdin().is_terminal();
+    if req.tty && req.stdin && !tty {
+        eprintln!("Unable to use a TTY - input is not a terminal or the right kind of file");
+    }
+    if tty {
+        return super::exec_tty::exec_on_terminal(&target, req.command, true);
+    }
+    if !req.stdin {
+        // The command reads nothing, as kubectl's without -i.
+        let null = std::fs::File::open("/dev/null").context("opening /dev/null")?;
+        nix::unistd::dup2_stdin(null).context("replacing stdin with /dev/null")?;
+    }
     // This process has a single thread (no runtime was started), so libcontainer may fork here.
     let code = crate::runtime::exec::exec_in_container(
         Path::new(&target.libcontainer_root),
         &target.container_id,
-        command,
+        req.command,
         None,
     )?;
     Ok(code)

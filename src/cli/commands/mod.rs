@@ -6,6 +6,7 @@ pub mod daemon;
 pub mod debug;
 pub mod describe;
 pub mod exec;
+mod exec_tty;
 pub mod get;
 mod get_watch;
 pub mod helpers;
