@@ -132,18 +132,21 @@ fn run(cli: Cli, daemon_flags_given: std::collections::BTreeSet<String>) -> Resu
         Command::Gc { root_dir } => images::gc(&client(), root_dir.as_deref()),
         Command::Top {
             resource,
+            namespace,
+            all_namespaces,
             containers,
             sort_by,
             psi,
             output,
         } => {
             let opts = podhost::cli::top::TopOptions {
+                namespace_column: all_namespaces,
                 containers,
                 sort_by: sort_by.map(|s| s.parse()).transpose()?,
                 psi,
             };
             match output.as_deref() {
-                None => podhost::cli::commands::top::run(&client(), &resource, &opts),
+                None => podhost::cli::commands::top::run(&client(), &resource, &namespace, &opts),
                 Some(format) => podhost::cli::commands::top::raw(&client(), format),
             }
         }

@@ -148,6 +148,11 @@ pub enum Command {
     Top {
         /// `pods` (or `pod`, `po`) or `node` (or `nodes`, `no`).
         resource: String,
+        #[command(flatten)]
+        namespace: NamespaceFlag,
+        /// Every namespace's pods, with a NAMESPACE column.
+        #[arg(short = 'A', long = "all-namespaces")]
+        all_namespaces: bool,
         /// One row per container.
         #[arg(long)]
         containers: bool,

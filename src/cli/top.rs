@@ -17,6 +17,8 @@ pub enum TopError {
 /// How `top` sorts and what it shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopOptions {
+    /// `-A`: every namespace's pods, with a NAMESPACE column first.
+    pub namespace_column: bool,
     pub containers: bool,
     pub sort_by: Option<SortBy>,
     pub psi: bool,
@@ -106,7 +108,9 @@ fn sort<T>(rows: &mut [(T, Usage)], by: Option<SortBy>) {
 /// out; none at all is [`TopError::NotAvailable`].
 pub fn render_pods(summary: &Summary, opts: &TopOptions) -> Result<String, TopError> {
     let mut pods: Vec<&PodStats> = summary.pods.iter().collect();
-    pods.sort_by(|a, b| a.pod_ref.name.cmp(&b.pod_ref.name));
+    pods.sort_by(|a, b| {
+        (&a.pod_ref.namespace, &a.pod_ref.name).cmp(&(&b.pod_ref.namespace, &b.pod_ref.name))
+    });
     let psi_cells = |cpu: Option<&PsiStats>, mem: Option<&PsiStats>, io: Option<&PsiStats>| {
         vec![psi_text(cpu), psi_text(mem), psi_text(io)]
     };
@@ -114,6 +118,17 @@ pub fn render_pods(summary: &Summary, opts: &TopOptions) -> Result<String, TopEr
         vec!["POD".into(), "NAME".into()]
     } else {
         vec!["NAME".into()]
+    };
+    if opts.namespace_column {
+        header.insert(0, "NAMESPACE".into());
+    }
+    let lead = |p: &PodStats| {
+        let mut cells = Vec::new();
+        if opts.namespace_column {
+            cells.push(p.pod_ref.namespace.clone());
+        }
+        cells.push(p.pod_ref.name.clone());
+        cells
     };
     header.extend(["CPU(cores)".to_string(), "MEMORY(bytes)".to_string()]);
     if opts.psi {
@@ -127,7 +142,8 @@ pub fn render_pods(summary: &Summary, opts: &TopOptions) -> Result<String, TopEr
                 let Some(u) = container_usage(c) else {
                     continue;
                 };
-                let mut cells = vec![p.pod_ref.name.clone(), c.name.clone()];
+                let mut cells = lead(p);
+                cells.push(c.name.clone());
                 cells.extend([millicores(u.nano_cores), mebibytes(u.working_set)]);
                 if opts.psi {
                     cells.extend(psi_cells(
@@ -139,11 +155,8 @@ pub fn render_pods(summary: &Summary, opts: &TopOptions) -> Result<String, TopEr
                 rows.push((cells, u));
             }
         } else if let Some(u) = pod_usage(p) {
-            let mut cells = vec![
-                p.pod_ref.name.clone(),
-                millicores(u.nano_cores),
-                mebibytes(u.working_set),
-            ];
+            let mut cells = lead(p);
+            cells.extend([millicores(u.nano_cores), mebibytes(u.working_set)]);
             if opts.psi {
                 cells.extend(psi_cells(
                     p.cpu.as_ref().and_then(|x| x.psi.as_ref()),
@@ -301,12 +314,23 @@ mod tests {
              db        250m         100Mi\n\
              web       13m          34Mi\n"
         );
+        let all = TopOptions {
+            namespace_column: true,
+            ..TopOptions::default()
+        };
+        let text = render_pods(&s, &all).unwrap();
+        assert_eq!(
+            text.lines().next(),
+            Some("NAMESPACE   NAME      CPU(cores)   MEMORY(bytes)")
+        );
+        assert!(text.lines().nth(1).unwrap().starts_with("default     db"), "{text}");
         let sorted = render_pods(
             &s,
             &TopOptions {
                 sort_by: Some(SortBy::Memory),
                 containers: true,
                 psi: true,
+                namespace_column: false,
             },
         )
         .unwrap();

@@ -4,15 +4,31 @@
 use anyhow::{Result, bail};
 
 use crate::api::client::Client;
+use crate::cli::pod_ref::{DEFAULT_NAMESPACE, NamespaceFlag};
 use crate::cli::top::{TopOptions, render_node, render_pods};
 use crate::model::stats::summary::Summary;
 
-pub fn run(client: &Client, resource: &str, opts: &TopOptions) -> Result<i32> {
-    let summary: Summary = client.get_json("/stats/summary")?;
+/// `top pods` shows the namespace of `namespace` (`default` without -n) unless
+/// `opts.namespace_column` (-A) asks for every one.
+pub fn run(
+    client: &Client,
+    resource: &str,
+    namespace: &NamespaceFlag,
+    opts: &TopOptions,
+) -> Result<i32> {
+    let mut summary: Summary = client.get_json("/stats/summary")?;
     let text = match resource {
         "pods" | "pod" | "po" => {
-            if summary.pods.is_empty() {
+            let wanted = namespace.namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE);
+            if !opts.namespace_column {
+                summary.pods.retain(|p| p.pod_ref.namespace == wanted);
+            }
+            if summary.pods.is_empty() && opts.namespace_column {
                 eprintln!("No resources found");
+                return Ok(0);
+            }
+            if summary.pods.is_empty() {
+                eprintln!("No resources found in {wanted} namespace.");
                 return Ok(0);
             }
             render_pods(&summary, opts)?
