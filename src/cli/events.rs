@@ -22,12 +22,19 @@ pub fn render_events(events: &[Event], namespace_column: bool, now: DateTime<Utc
             human_duration((now - e.time).to_std().unwrap_or_default()),
             format!("{:?}", e.kind),
             e.reason.clone(),
-            e.object.clone(),
+            // kubectl's OBJECT is the involved object's kind/name; a container's
+            // events name their container in the message.
+            object_of(&e.object),
             e.message.clone(),
         ]);
         rows.push(row);
     }
     align_min(&rows, KUBECTL_MIN_WIDTH)
+}
+
+/// `pod/NAME` of `pod/NAME/CONTAINER`.
+fn object_of(object: &str) -> String {
+    object.splitn(3, '/').take(2).collect::<Vec<_>>().join("/")
 }
 
 #[cfg(test)]
@@ -52,6 +59,44 @@ mod tests {
         assert!(
             lines[1].starts_with("5s          Warning   SystemOOM   node/n1   System OOM"),
             "{out}"
+        );
+    }
+
+    /// `kubectl get events -A`'s columns (golden/get-events-all-namespaces.txt): the
+    /// node's events in `default`, a container's event under its pod.
+    #[test]
+    fn all_namespaces_as_kubectl() {
+        let now: DateTime<Utc> = "2026-11-30T10:05:00Z".parse().unwrap();
+        let event =
+            |secs: i64, kind, reason: &str, object: &str, message: &str, ns: Option<&str>| Event {
+                time: now - chrono::Duration::seconds(secs),
+                kind,
+                reason: reason.into(),
+                object: object.into(),
+                message: message.into(),
+                namespace: ns.map(str::to_string),
+            };
+        let events = [
+            event(
+                120,
+                EventKind::Warning,
+                "SystemOOM",
+                "node/n1",
+                "System OOM encountered",
+                None,
+            ),
+            event(
+                5,
+                EventKind::Normal,
+                "Started",
+                "pod/dup/main",
+                "Started container main",
+                Some("team-a"),
+            ),
+        ];
+        assert_eq!(
+            render_events(&events, true, now),
+            include_str!("golden/get-events-all-namespaces.txt")
         );
     }
 }

@@ -484,4 +484,40 @@ mod tests {
         assert!(lines[0].contains("READY   STATUS"));
         assert!(lines[1].starts_with("web-node1   0/1     CrashLoopBackOff   3"));
     }
+
+    /// Two pods of one name in two namespaces, as `kubectl get pods -A -o wide
+    /// --show-labels` prints them (golden/get-pods-all-namespaces-wide-labels.txt,
+    /// written from kubectl's columns and its tabwriter: padding 3, least width 6).
+    #[test]
+    fn all_namespaces_wide_with_labels_as_kubectl() {
+        let at = |t: &str| -> DateTime<Utc> { t.parse().unwrap() };
+        let pod = |v: serde_json::Value| -> Pod { serde_json::from_value(v).unwrap() };
+        let running = pod(serde_json::json!({
+            "metadata": {"name": "dup", "namespace": "team-a", "labels": {"team": "a"},
+                         "creationTimestamp": "2026-11-30T10:00:00Z"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "podIP": "10.88.0.5", "containerStatuses": [{
+                "name": "c", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+                "state": {"running": {"startedAt": "2026-11-30T10:00:01Z"}}}]}
+        }));
+        let crashing = pod(serde_json::json!({
+            "metadata": {"name": "dup", "namespace": "team-b", "creationTimestamp": "2026-11-30T09:55:00Z"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running", "containerStatuses": [{
+                "name": "c", "ready": false, "restartCount": 3, "image": "i", "imageID": "",
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "finishedAt": "2026-11-30T10:03:00Z"}}}]}
+        }));
+        let columns = PodColumns {
+            wide: true,
+            namespace: true,
+            labels: true,
+            no_headers: false,
+        };
+        let text = render_pod_table(&[running, crashing], columns, at("2026-11-30T10:05:00Z"));
+        assert_eq!(
+            text,
+            include_str!("golden/get-pods-all-namespaces-wide-labels.txt")
+        );
+    }
 }

@@ -323,7 +323,10 @@ mod tests {
             text.lines().next(),
             Some("NAMESPACE   NAME      CPU(cores)   MEMORY(bytes)")
         );
-        assert!(text.lines().nth(1).unwrap().starts_with("default     db"), "{text}");
+        assert!(
+            text.lines().nth(1).unwrap().starts_with("default     db"),
+            "{text}"
+        );
         let sorted = render_pods(
             &s,
             &TopOptions {
