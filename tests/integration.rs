@@ -38,6 +38,7 @@ mod debug;
 mod devices;
 mod devices_cgroup;
 mod docker_archive;
+mod docs;
 mod error_types;
 mod eviction;
 mod examples;

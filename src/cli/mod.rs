@@ -16,6 +16,7 @@ pub mod pod_containers;
 pub mod pod_output;
 pub mod pod_ref;
 pub mod port_forward_spec;
+pub mod reference;
 pub mod selector;
 pub mod table;
 pub mod top;
