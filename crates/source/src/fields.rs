@@ -3,7 +3,7 @@
 //! table does not list is ignored as "not honoured yet" — reported, never dropped
 //! silently (the daemon's `FieldNotHonoured` events, `podhost validate`). When a
 //! feature lands, adding its path here as [`FieldStatus::Honoured`] is all it takes;
-//! the "Fields honoured" section of docs/kubelet-semantics.md is checked against the
+//! the "Fields honoured" section of docs/static-pods.md is checked against the
 //! honoured entries.
 //!
 //! Syntax: JSON paths with `.` between object keys and `[*]` for every array element.
@@ -436,7 +436,7 @@ mod tests {
         }
     }
 
-    /// The "Fields honoured" section of docs/kubelet-semantics.md names every honoured
+    /// The "Fields honoured" section of docs/static-pods.md names every honoured
     /// field (by its last path element), so the documentation cannot fall behind the
     /// table.
     #[test]
@@ -444,7 +444,7 @@ mod tests {
         // The workspace root is two levels above this crate (crates/source).
         let readme = std::fs::read_to_string(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../docs/kubelet-semantics.md"),
+                .join("../../docs/static-pods.md"),
         )
         .unwrap();
         let start = readme
@@ -460,7 +460,7 @@ mod tests {
             .collect();
         assert!(
             missing.is_empty(),
-            "docs/kubelet-semantics.md \"Fields honoured\" does not name: {missing:?}"
+            "docs/static-pods.md \"Fields honoured\" does not name: {missing:?}"
         );
     }
 }
