@@ -365,3 +365,17 @@ fn a_typo_is_one_error_line_with_the_field_it_meant() {
         "{t}"
     );
 }
+
+/// The text output in full (tests/fixtures/validate/one-typo.txt, written from the
+/// format docs/static-pods.md and the README describe: the verdict line, each error
+/// with its field, then each field set with its status, then the totals).
+#[test]
+fn the_text_output_is_the_documented_format_line_for_line() {
+    let path = fixture("one-typo.yaml");
+    let out = podhost(&[&path]);
+    assert_eq!(out.status.code(), Some(1));
+    let golden = std::fs::read_to_string(fixtures().join("one-typo.txt"))
+        .unwrap()
+        .replace("FILE", &path);
+    assert_eq!(text(&out), golden);
+}
