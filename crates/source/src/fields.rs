@@ -443,8 +443,7 @@ mod tests {
     fn readme_lists_every_honoured_field() {
         // The workspace root is two levels above this crate (crates/source).
         let readme = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../docs/static-pods.md"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/static-pods.md"),
         )
         .unwrap();
         let start = readme

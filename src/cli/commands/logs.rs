@@ -41,17 +41,20 @@ pub fn run(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let stdout = Mutex::new(std::io::stdout());
+    // Streams printed at once share stdout a whole line at a time; one stream alone
+    // passes its bytes on as they come (a prompt without a newline shows at once).
+    let concurrent = flags.follow && paths.len() > 1;
     let stream = |(container, path): &(String, String)| -> Result<()> {
         let prefix = flags
             .prefix
             .then(|| format!("[pod/{}/{container}] ", at.name).into_bytes());
-        let mut lines = LineWriter::new(prefix, &stdout);
+        let mut lines = LineWriter::new(prefix, concurrent, &stdout);
         client.request_streaming("GET", path, None, &mut |chunk| lines.write(chunk))?;
         lines.finish()?;
         Ok(())
     };
     let stream = &stream;
-    if flags.follow && paths.len() > 1 {
+    if concurrent {
         std::thread::scope(|s| {
             let running: Vec<_> = paths.iter().map(|p| s.spawn(move || stream(p))).collect();
             running
@@ -70,17 +73,20 @@ pub fn run(
     Ok(0)
 }
 
-/// Writes a stream's whole lines (with the prefix, if any) under the shared stdout's
-/// lock, so that concurrent streams never interleave within a line.
+/// Writes a stream to the shared stdout: whole lines under its lock when a prefix
+/// starts each or streams run at once (so that they never interleave within a line),
+/// else the bytes as they come.
 struct LineWriter<'a> {
     prefix: Option<Vec<u8>>,
+    whole_lines: bool,
     pending: Vec<u8>,
     out: &'a Mutex<std::io::Stdout>,
 }
 
 impl<'a> LineWriter<'a> {
-    fn new(prefix: Option<Vec<u8>>, out: &'a Mutex<std::io::Stdout>) -> Self {
+    fn new(prefix: Option<Vec<u8>>, concurrent: bool, out: &'a Mutex<std::io::Stdout>) -> Self {
         LineWriter {
+            whole_lines: concurrent || prefix.is_some(),
             prefix,
             pending: Vec::new(),
             out,
@@ -88,6 +94,9 @@ impl<'a> LineWriter<'a> {
     }
 
     fn write(&mut self, chunk: &[u8]) -> std::io::Result<()> {
+        if !self.whole_lines {
+            return self.emit(chunk);
+        }
         self.pending.extend_from_slice(chunk);
         let Some(last) = self.pending.iter().rposition(|b| *b == b'\n') else {
             return Ok(());
