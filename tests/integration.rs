@@ -26,6 +26,7 @@ mod allocator;
 mod api_socket;
 mod cgroup_v1_limits;
 mod cluster_cert_swap;
+mod cluster_kubectl_parity;
 mod cluster_live_controllers;
 mod cluster_live_node;
 mod cluster_live_pods;

@@ -249,6 +249,14 @@ fn exports(text: &str) -> BTreeMap<String, String> {
 }
 
 impl ControlPlane {
+    /// The pinned release's kubectl, built with the control plane.
+    pub fn kubectl(&self) -> PathBuf {
+        let dir = binaries().unwrap_or_else(|why| panic!("{why}"));
+        let kubectl = dir.join("kubectl");
+        assert!(kubectl.is_file(), "{} has no kubectl", dir.display());
+        kubectl
+    }
+
     /// The administrator's kubeconfig (`system:masters`).
     pub fn admin_kubeconfig(&self) -> PathBuf {
         self.dir.join("admin.kubeconfig")

@@ -461,10 +461,15 @@ impl StatusStore {
         self.lock().pods.values().cloned().collect()
     }
 
-    /// Every pod with its status, by name: the `v1.PodList` of the APIs' `/pods`.
+    /// Every pod with its status, by namespace and name: the `v1.PodList` of the APIs'
+    /// `/pods`.
     pub fn pod_list(&self) -> k8s_openapi::List<Pod> {
         let mut items: Vec<Pod> = self.pods().into_iter().map(PodRecord::into_pod).collect();
-        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        // By namespace, then name: the API server's order.
+        items.sort_by(|a, b| {
+            (&a.metadata.namespace, &a.metadata.name)
+                .cmp(&(&b.metadata.namespace, &b.metadata.name))
+        });
         k8s_openapi::List {
             items,
             metadata: Default::default(),
