@@ -194,5 +194,31 @@ async fn podhost_get_prints_what_kubectl_prints_for_the_same_pods() {
         };
         assert_eq!(cells(&ours), cells(&theirs), "{args:?}:\n{ours}\n{theirs}");
     }
+
+    // describe: kubectl's describer against podhost's, on the same pod, down to its
+    // events (which differ: kubectl shows the API server's, podhost its own). The
+    // Annotations lines differ too: podhost shows the node's view of the pod, with the
+    // `kubernetes.io/config.seen` and `config.source` annotations every pod gets on its
+    // node (the kubelet's /pods shows them as well); they are left out of both.
+    for args in [
+        vec!["describe", "pod", "solo", "-n", "parity-a"],
+        vec!["describe", "pod", "parity-b/dup"],
+    ] {
+        let theirs = if args[2].contains('/') {
+            let (ns, name) = args[2].split_once('/').unwrap();
+            kubectl(&["describe", "pod", name, "-n", ns])
+        } else {
+            kubectl(&args)
+        };
+        let ours = podhost(&args);
+        let before_events = |t: &str| -> String {
+            t.lines()
+                .take_while(|l| !l.starts_with("Events:"))
+                .filter(|l| !l.starts_with("Annotations:") && !l.contains("kubernetes.io/config."))
+                .map(|l| format!("{l}\n"))
+                .collect()
+        };
+        assert_eq!(before_events(&ours), before_events(&theirs), "{args:?}");
+    }
     drop(d);
 }
