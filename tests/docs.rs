@@ -184,12 +184,18 @@ fn every_readme_command_is_podhosts_or_an_executable_script() {
                     // `[--flag X]`, `--flag=X`, `-o wide|json`: the flag itself.
                     let word = word.trim_start_matches('[').trim_end_matches([']', '\\']);
                     let flag = word.split(['=', '|']).next().unwrap_or_default();
-                    if flag.starts_with('-')
-                        && flag != "--"
-                        && flag.len() > 1
-                        && !known.iter().any(|k| k == flag)
-                    {
-                        problems.push(format!("{command}: podhost {sub} has no {flag}"));
+                    // `-it` is `-i -t`.
+                    let flags: Vec<String> = match flag.strip_prefix('-') {
+                        Some(shorts) if !shorts.starts_with('-') && shorts.len() > 1 => {
+                            shorts.chars().map(|c| format!("-{c}")).collect()
+                        }
+                        _ => vec![flag.to_string()],
+                    };
+                    for flag in flags {
+                        let is_flag = flag.starts_with('-') && flag != "--" && flag.len() > 1;
+                        if is_flag && !known.contains(&flag) {
+                            problems.push(format!("{command}: podhost {sub} has no {flag}"));
+                        }
                     }
                 }
             }
