@@ -97,6 +97,7 @@ fn ready_status_watchdog_reloading_and_stopping_reach_the_notify_socket() {
         !container_pids.is_empty(),
         "the container's process is not found"
     );
+    let uid = uid_of(&d, "app");
     kill(pid, Signal::SIGTERM).unwrap();
     systemd.wait_for("STOPPING=1", Duration::from_secs(10), |m| m == "STOPPING=1");
     let status = d.wait_daemon_exit(Duration::from_secs(20));
@@ -113,6 +114,35 @@ fn ready_status_watchdog_reloading_and_stopping_reach_the_notify_socket() {
             "SIGTERM must leave containers running; {p} is gone"
         );
     }
+    // Nor is the pod marked as being deleted: its record on disk has no
+    // deletionTimestamp, and the next daemon shows it Running, not Terminating.
+    let record = std::fs::read_to_string(d.root.join(format!("pods/{uid}/status.json"))).unwrap();
+    assert!(!record.contains("deletionTimestamp"), "{record}");
+    d.spawn_daemon();
+    let pod = d.wait_pod("app", "app adopted and Running", 30, |p| {
+        (phase(p) == "Running").then(|| p.clone())
+    });
+    assert!(pod["metadata"]["deletionTimestamp"].is_null(), "{pod}");
+    let table = String::from_utf8_lossy(&d.cli(&["get", "pods"]).stdout).into_owned();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with(&d.full_name("app")) && l.contains(" Running ")),
+        "{table}"
+    );
+    assert_eq!(
+        TestDaemon::pids_with(&marker),
+        container_pids,
+        "adopted, not restarted"
+    );
+    // Its command ignores SIGTERM: it goes after the 30 s grace period.
+    d.remove_manifest("app.yaml");
+    d.wait_gone("app", 60);
+}
+
+fn uid_of(d: &TestDaemon, name: &str) -> String {
+    let pod = d.pod(name).unwrap_or_else(|| panic!("no pod {name}"));
+    pod["metadata"]["uid"].as_str().unwrap().to_string()
 }
 
 use std::path::Path;

@@ -34,10 +34,11 @@ pub fn watch_pods(state: &ApiState, namespace: Option<String>) -> Response {
         };
         loop {
             changes.borrow_and_update();
-            for line in seen.catch_up(&store) {
-                if tx.send(line).await.is_err() {
-                    return;
-                }
+            // One write per catch-up: a reader gets the pods of one moment together
+            // (`get pods -w` aligns them as one table).
+            let batch: Vec<u8> = seen.catch_up(&store).concat();
+            if !batch.is_empty() && tx.send(batch).await.is_err() {
+                return;
             }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },

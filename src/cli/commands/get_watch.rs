@@ -47,31 +47,38 @@ pub fn watch_pods(
             ..print.columns
         },
         OutputFormat::Json => {
-            return follow(client, &path, &mut |line| {
-                let event: serde_json::Value = serde_json::from_slice(line)?;
-                let pod: Pod = serde_json::from_value(event["object"].clone())?;
-                if wanted(&pod) {
-                    print_line(line)
-                } else {
-                    Ok(())
+            return follow(client, &path, &mut |lines| {
+                for line in lines {
+                    let event: serde_json::Value = serde_json::from_slice(line)?;
+                    let pod: Pod = serde_json::from_value(event["object"].clone())?;
+                    if wanted(&pod) {
+                        print_line(line)?;
+                    }
                 }
+                Ok(())
             });
         }
         _ => bail!("with --watch, -o may be wide or json"),
     };
     let mut header_shown = columns.no_headers;
-    follow(client, &path, &mut |line| {
-        let event: serde_json::Value = serde_json::from_slice(line)?;
-        let pod: Pod = serde_json::from_value(event["object"].clone())?;
-        if !wanted(&pod) {
+    // The lines that arrive together (the pods at the start, or changes of one moment)
+    // are aligned together, as kubectl's tabwriter aligns what it flushes at once.
+    follow(client, &path, &mut |lines| {
+        let mut rows = Vec::new();
+        for line in lines {
+            let event: serde_json::Value = serde_json::from_slice(line)?;
+            let pod: Pod = serde_json::from_value(event["object"].clone())?;
+            if wanted(&pod) {
+                rows.push(pod_row(&pod, columns, chrono::Utc::now()));
+            }
+        }
+        if rows.is_empty() {
             return Ok(());
         }
-        let mut rows = Vec::new();
         if !header_shown {
-            rows.push(pod_header(columns));
+            rows.insert(0, pod_header(columns));
             header_shown = true;
         }
-        rows.push(pod_row(&pod, columns, chrono::Utc::now()));
         let mut out = std::io::stdout().lock();
         out.write_all(
             crate::cli::table::align_min(&rows, crate::cli::table::KUBECTL_MIN_WIDTH).as_bytes(),
@@ -89,18 +96,27 @@ fn print_line(line: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Calls `each` with every complete line of the watch, until the daemon ends it.
-fn follow(client: &Client, path: &str, each: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<i32> {
+/// Calls `each` with the complete lines of each piece of the watch that arrives, until
+/// the daemon ends it.
+fn follow(
+    client: &Client,
+    path: &str,
+    each: &mut dyn FnMut(&[&[u8]]) -> Result<()>,
+) -> Result<i32> {
     let mut pending: Vec<u8> = Vec::new();
     let mut failed: Option<anyhow::Error> = None;
     let streamed = client.request_streaming("GET", path, None, &mut |chunk| {
         pending.extend_from_slice(chunk);
-        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            if let Err(e) = each(&line[..line.len() - 1]) {
-                failed = Some(e);
-                return Err(std::io::Error::other("stopped"));
-            }
+        let Some(last) = pending.iter().rposition(|b| *b == b'\n') else {
+            return Ok(());
+        };
+        let complete: Vec<u8> = pending.drain(..=last).collect();
+        let lines: Vec<&[u8]> = complete[..complete.len() - 1]
+            .split(|b| *b == b'\n')
+            .collect();
+        if let Err(e) = each(&lines) {
+            failed = Some(e);
+            return Err(std::io::Error::other("stopped"));
         }
         Ok(())
     });

@@ -223,7 +223,9 @@ async fn run(
         .and_then(|()| admit_to_node(&ctx, &pod, fresh, rejected_before));
     if let Err(rejection) = admitted {
         reject(&ctx, &pod, rejection);
-        let _ = term.wait_for(|t| t.is_some()).await;
+        if !terminated(&mut term).await {
+            return None;
+        }
         mark_deleting(&ctx, &pod);
         return Box::pin(finish(&ctx, &pod)).await;
     }
@@ -250,7 +252,13 @@ async fn run(
         latest,
     ));
     let ended_early = tokio::select! {
-        _ = term.wait_for(|t| t.is_some()) => None,
+        asked = terminated(&mut term) => {
+            if !asked {
+                // The daemon is stopping: the pod runs on as it is, for the next daemon.
+                return None;
+            }
+            None
+        }
         ended = &mut containers => Some(ended),
     };
     if ended_early.is_none() {
@@ -329,6 +337,14 @@ fn reject(ctx: &Ctx, pod: &PodInfo, rejection: super::security::Rejection) {
         &format!("pod/{}", pod.name),
         rejection.message,
     );
+}
+
+/// Waits until the pod is to terminate: `true`. `false` when the daemon is stopping
+/// instead (the manager that holds the order's sender went): nothing of the pod may
+/// change then — not its containers, nor its record, whose deletionTimestamp would
+/// show the running pod as Terminating to the next daemon.
+async fn terminated(term: &mut watch::Receiver<Option<Duration>>) -> bool {
+    term.wait_for(|t| t.is_some()).await.is_ok()
 }
 
 fn mark_deleting(ctx: &Ctx, pod: &PodInfo) {
