@@ -63,13 +63,21 @@ pub fn exec_on_terminal(target: &ExecTarget, command: Vec<String>, stdin: bool) 
         });
     }
     let mut output = std::fs::File::from(master);
-    let printer = std::thread::spawn(move || copy_until_hangup(&mut output));
+    let (drained, output_done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        copy_until_hangup(&mut output);
+        let _ = drained.send(());
+    });
     let status = helper.wait().context("waiting for podhost exec-helper")?;
-    // The terminal's last output, until its slave side is closed (EIO).
-    let _ = printer.join();
+    // The terminal's last output, until its slave side is closed (EIO) — or a moment,
+    // when something the command left in the background holds the terminal open.
+    let _ = output_done.recv_timeout(OUTPUT_DRAIN);
     drop(raw);
     Ok(status.code().unwrap_or(1))
 }
+
+/// How long the output may go on once the command has exited.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// Copies the terminal's output to stdout until the command's side closes.
 fn copy_until_hangup(master: &mut std::fs::File) {
