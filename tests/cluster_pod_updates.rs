@@ -309,6 +309,13 @@ async fn a_ready_pod_stays_ready_through_an_image_update_and_true_conditions_car
         (status == "False" && reason.as_deref() == Some("ContainersNotReady")).then_some(())
     })
     .await;
+    // ContainersNotReady holds from before the container runs: exec needs it running.
+    eventually("the container running", WAIT, || async {
+        let pod = pods.get("img").await.ok()?;
+        let state = pod.status?.container_statuses?.first()?.state.clone()?;
+        state.running.map(|_| ())
+    })
+    .await;
     let out = d.cli(&["exec", "img", "--", "touch", "/tmp/ready"]);
     assert!(
         out.status.success(),
