@@ -147,12 +147,12 @@ fn pod_runs_logs_exec_and_is_removed_cleanly() {
     };
     assert!(!pod_cgroup_dirs().is_empty());
 
-    // -o json is a v1.PodList; -o yaml the same in YAML.
+    // -o json is kubectl's v1 List of Pods; -o yaml the same in YAML.
     let out = d.cli(&["get", "pods", "-A", "-o", "json"]);
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (list["apiVersion"].as_str(), list["kind"].as_str()),
-        (Some("v1"), Some("PodList"))
+        (Some("v1"), Some("List"))
     );
     assert_eq!(list["items"][0]["kind"], "Pod");
     let out = d.cli(&["get", "pods", "-o", "yaml"]);
