@@ -176,6 +176,18 @@ fn exec_it_gives_a_terminal_sized_resized_interruptible_with_the_exit_status() {
         String::from_utf8_lossy(&out.stderr)
             .contains("Unable to use a TTY - input is not a terminal or the right kind of file")
     );
+    // -t alone has no terminal to read from either: dropped, and said.
+    let out = d.cli(&[
+        "exec",
+        "-t",
+        &pod,
+        "--",
+        "sh",
+        "-c",
+        "test -t 0 || echo no-tty",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "no-tty\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-t needs -i"));
     d.remove_manifest("t.yaml");
     d.wait_gone("t", 30);
 }

@@ -15,6 +15,7 @@ pub mod cgroup_memory;
 pub mod cgroup_mount;
 pub mod cgroup_root;
 pub mod cgroup_v2;
+pub mod console_socket;
 pub mod devices;
 pub mod error;
 pub mod exec;

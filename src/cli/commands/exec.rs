@@ -1,7 +1,7 @@
 //! `podhost exec [-i] [-t] POD [-c C] -- CMD…`: asks the daemon which container, then
 //! execs into it from this (single-threaded) process; with `-i -t` on a terminal of its
 //! own (`exec_tty`). As kubectl: without `-i` the command reads no input, and `-t`
-//! needs `-i` and a terminal to read from.
+//! needs `-i` and a terminal to read from (said on stderr when it is dropped).
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -56,6 +56,10 @@ pub fn run(client: &Client, req: ExecRequest) -> Result<i32> {
     let tty = req.tty && req.stdin && std::io::stdin().is_terminal();
     if req.tty && req.stdin && !tty {
         eprintln!("Unable to use a TTY - input is not a terminal or the right kind of file");
+    }
+    if req.tty && !req.stdin {
+        // kubectl drops -t without -i silently; a flag that has no effect is said.
+        eprintln!("-t needs -i (a terminal to read from): running without a terminal");
     }
     if tty {
         return super::exec_tty::exec_on_terminal(&target, req.command, true);

@@ -8,22 +8,21 @@
 
 use std::io::{IsTerminal, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::termios::{SetArg, Termios, cfmakeraw, tcgetattr, tcsetattr};
 
 use crate::api::types::ExecTarget;
-use crate::runtime::terminal_fd::{receive_fd, set_window_size, window_size};
+use crate::runtime::console_socket::ConsoleSocket;
+use crate::runtime::terminal_fd::{set_window_size, window_size};
 
 /// Runs `command` in the target's container on a new terminal; `stdin` copies this
 /// process's input to it (`-i`).
 pub fn exec_on_terminal(target: &ExecTarget, command: Vec<String>, stdin: bool) -> Result<i32> {
-    let console = ConsoleSocket::bind()?;
+    let console = ConsoleSocket::bind().context("binding the console socket")?;
     let exe = std::env::current_exe().context("locating the podhost binary")?;
     let mut helper = Command::new(exe)
         .arg("exec-helper")
@@ -40,7 +39,7 @@ pub fn exec_on_terminal(target: &ExecTarget, command: Vec<String>, stdin: bool) 
         .stderr(Stdio::inherit())
         .spawn()
         .context("starting podhost exec-helper")?;
-    let Some(master) = console.receive(&mut helper)? else {
+    let Some(master) = receive_terminal(&console, &mut helper)? else {
         // The helper ended before the terminal came (its error is on stderr).
         return Ok(helper.wait()?.code().unwrap_or(1));
     };
@@ -74,6 +73,25 @@ pub fn exec_on_terminal(target: &ExecTarget, command: Vec<String>, stdin: bool) 
     let _ = output_done.recv_timeout(OUTPUT_DRAIN);
     drop(raw);
     Ok(status.code().unwrap_or(1))
+}
+
+/// The terminal's master, or `None` when the helper exits without sending one.
+fn receive_terminal(console: &ConsoleSocket, helper: &mut Child) -> Result<Option<OwnedFd>> {
+    loop {
+        // Looked at before the accept: a helper that sent the terminal and ended (a
+        // quick command) has its connection waiting all the same.
+        let ended = helper.try_wait()?.is_some();
+        if let Some(master) = console
+            .try_receive()
+            .context("receiving the container's terminal")?
+        {
+            return Ok(Some(master));
+        }
+        if ended {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// How long the output may go on once the command has exited.
@@ -134,64 +152,5 @@ impl Drop for RawMode {
         if let Some(saved) = &self.0 {
             let _ = tcsetattr(std::io::stdin(), SetArg::TCSANOW, saved);
         }
-    }
-}
-
-/// A console socket in a private directory (0700: nobody else can connect and hand
-/// over a terminal of their own); removed on drop.
-struct ConsoleSocket {
-    dir: PathBuf,
-    listener: UnixListener,
-}
-
-impl ConsoleSocket {
-    fn bind() -> Result<ConsoleSocket> {
-        let dir = std::env::temp_dir().join(format!("podhost-exec-tty-{}", std::process::id()));
-        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-            .create(&dir)
-            .with_context(|| format!("creating {}", dir.display()))?;
-        let listener = UnixListener::bind(dir.join("s"));
-        let listener = match listener {
-            Ok(l) => l,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                return Err(e).context("binding the console socket");
-            }
-        };
-        listener.set_nonblocking(true)?;
-        Ok(ConsoleSocket { dir, listener })
-    }
-
-    fn path(&self) -> PathBuf {
-        self.dir.join("s")
-    }
-
-    /// The terminal's master, or `None` when the helper exits without sending one.
-    fn receive(&self, helper: &mut Child) -> Result<Option<OwnedFd>> {
-        loop {
-            // Looked at before the accept: a helper that sent the terminal and ended
-            // (a quick command) has its connection waiting all the same.
-            let ended = helper.try_wait()?.is_some();
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    stream.set_nonblocking(false)?;
-                    let fd = receive_fd(std::os::fd::AsRawFd::as_raw_fd(&stream))
-                        .context("receiving the container's terminal")?;
-                    return Ok(Some(fd));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => bail!("the console socket: {e}"),
-            }
-            if ended {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for ConsoleSocket {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -31,23 +31,36 @@ pub fn run(client: &Client, args: &GetArgs) -> Result<i32> {
             if !names.is_empty() && args.selector.is_some() {
                 bail!("a label selector (-l) cannot be used with pod names: give one or the other");
             }
-            let print = PodPrint {
-                columns: PodColumns {
-                    wide: false,
-                    namespace: args.all_namespaces,
-                    labels: args.show_labels,
-                    no_headers: args.no_headers,
+            let asked = PodsAsked {
+                args,
+                print: PodPrint {
+                    columns: PodColumns {
+                        wide: false,
+                        namespace: args.all_namespaces,
+                        labels: args.show_labels,
+                        no_headers: args.no_headers,
+                    },
+                    single: names.len() == 1,
                 },
-                single: names.len() == 1,
+                names,
+                selector,
+                format,
             };
             if args.watch {
-                return super::get_watch::watch_pods(
-                    client, args, &names, &selector, &format, &print,
-                );
+                return super::get_watch::watch_pods(client, &asked);
             }
-            get_pods(client, args, &names, &selector, &format, &print)
+            get_pods(client, &asked)
         }
     }
+}
+
+/// What `get pods` was asked for, parsed: by the list and by the watch.
+pub(super) struct PodsAsked<'a> {
+    pub args: &'a GetArgs,
+    pub names: Vec<String>,
+    pub selector: Selector,
+    pub format: OutputFormat,
+    pub print: PodPrint,
 }
 
 /// `pods`, `pods NAME…`, `pod/NAME…` or `events`.
@@ -102,14 +115,14 @@ pub fn pods_resource(resource: &str) -> Result<()> {
     }
 }
 
-fn get_pods(
-    client: &Client,
-    args: &GetArgs,
-    names: &[String],
-    selector: &Selector,
-    format: &OutputFormat,
-    print: &PodPrint,
-) -> Result<i32> {
+fn get_pods(client: &Client, asked: &PodsAsked) -> Result<i32> {
+    let PodsAsked {
+        args,
+        names,
+        selector,
+        format,
+        print,
+    } = asked;
     let mut code = 0;
     let pods: Vec<Pod> = if names.is_empty() {
         let list: k8s_openapi::List<Pod> =

@@ -8,21 +8,20 @@ use std::io::Write;
 use anyhow::{Result, bail};
 use k8s_openapi::api::core::v1::Pod;
 
+use super::get::PodsAsked;
 use crate::api::client::Client;
-use crate::cli::args::GetArgs;
-use crate::cli::pod_output::{OutputFormat, PodPrint};
+use crate::cli::pod_output::OutputFormat;
 use crate::cli::pod_ref::{PodRef, pods_path};
-use crate::cli::selector::Selector;
 use crate::cli::table::{pod_header, pod_row};
 
-pub fn watch_pods(
-    client: &Client,
-    args: &GetArgs,
-    names: &[String],
-    selector: &Selector,
-    format: &OutputFormat,
-    print: &PodPrint,
-) -> Result<i32> {
+pub(super) fn watch_pods(client: &Client, asked: &PodsAsked) -> Result<i32> {
+    let PodsAsked {
+        args,
+        names,
+        selector,
+        format,
+        print,
+    } = asked;
     let refs = names
         .iter()
         .map(|n| PodRef::parse(n, &args.namespace))

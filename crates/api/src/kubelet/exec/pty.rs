@@ -6,7 +6,6 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
@@ -14,31 +13,21 @@ use tokio::net::unix::pipe;
 
 use super::resize::TerminalSize;
 
-/// A console socket: a private directory (0700, so nobody else can connect and hand
-/// over a terminal of their own) with the listening socket in it; removed on drop.
+/// The console socket (podhost-runtime's), accepted on through tokio's reactor.
 pub struct ConsoleSocket {
-    dir: PathBuf,
+    socket: podhost_runtime::console_socket::ConsoleSocket,
     listener: UnixListener,
 }
 
 impl ConsoleSocket {
     pub fn bind() -> std::io::Result<Self> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("podhost-tty-{}-{n}", std::process::id()));
-        std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-            .create(&dir)?;
-        match UnixListener::bind(dir.join("s")) {
-            Ok(listener) => Ok(Self { dir, listener }),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                Err(e)
-            }
-        }
+        let socket = podhost_runtime::console_socket::ConsoleSocket::bind()?;
+        let listener = UnixListener::from_std(socket.listener().try_clone()?)?;
+        Ok(Self { socket, listener })
     }
 
     pub fn path(&self) -> PathBuf {
-        self.dir.join("s")
+        self.socket.path()
     }
 
     /// The pty master libcontainer sends on the first connection.
@@ -51,12 +40,6 @@ impl ConsoleSocket {
         })
         .await
         .map_err(std::io::Error::other)?
-    }
-}
-
-impl Drop for ConsoleSocket {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
